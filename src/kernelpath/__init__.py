@@ -1,0 +1,39 @@
+"""kernelpath: kernel learning at scale, with whole regularization paths.
+
+The number of Nyström centers, the iterations and the Tikhonov penalty each index a
+regularization path; kernelpath computes whole paths for about the price of one fit and
+picks the best point on validation data.
+"""
+
+from .estimators import (
+    KRLSClassifier,
+    KRLSRegressor,
+    NystromClassifier,
+    NystromRegressor,
+    NYTROClassifier,
+    NYTRORegressor,
+)
+from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Linear, Matern, Polynomial
+from .operators import KernelOperator
+from .path import Path
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Kernel",
+    "Gaussian",
+    "Laplacian",
+    "Matern",
+    "Cauchy",
+    "Polynomial",
+    "Linear",
+    "KernelOperator",
+    "Path",
+    "KRLSRegressor",
+    "KRLSClassifier",
+    "NystromRegressor",
+    "NystromClassifier",
+    "NYTRORegressor",
+    "NYTROClassifier",
+    "__version__",
+]

@@ -1,0 +1,94 @@
+"""Validation of user parameters: clear errors that name the argument and the bad value."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+
+def check_penalty(penalty: Any, name: str = "penalty") -> float | np.ndarray | str:
+    """A non-negative finite float, a non-empty 1-D sequence of them (a path), or "auto"."""
+    if isinstance(penalty, str):
+        if penalty != "auto":
+            raise ValueError(
+                f"{name} must be a number, a sequence of numbers or 'auto', got {penalty!r}"
+            )
+        return penalty
+    if isinstance(penalty, bool):
+        raise TypeError(
+            f"{name} must be a number, a sequence of numbers or 'auto', got {penalty!r}"
+        )
+    if isinstance(penalty, numbers.Real):
+        value = float(penalty)
+        if not np.isfinite(value) or value < 0:
+            raise ValueError(f"{name} must be a non-negative finite number, got {penalty!r}")
+        return value
+    try:
+        arr = np.asarray(penalty)
+    except Exception as exc:  # pragma: no cover - exotic inputs
+        raise TypeError(
+            f"{name} must be a number, a sequence of numbers or 'auto', got {penalty!r}"
+        ) from exc
+    if arr.dtype.kind not in "iuf" or arr.dtype == bool:
+        raise TypeError(
+            f"{name} must be a number, a sequence of numbers or 'auto', got {penalty!r}"
+        )
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence, got shape {arr.shape}")
+    arr = arr.astype(float)
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
+        raise ValueError(f"{name} values must be non-negative and finite, got {penalty!r}")
+    return np.sort(arr)[::-1].copy()  # from the most to the least regularized
+
+
+def check_int(value: Any, name: str, minimum: int = 1, allow_none: bool = False) -> int | None:
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def check_float(
+    value: Any, name: str, low: float, high: float, low_open: bool = False, high_open: bool = False
+) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    v = float(value)
+    ok = (
+        np.isfinite(v)
+        and (v > low if low_open else v >= low)
+        and (v < high if high_open else v <= high)
+    )
+    if not ok:
+        lb = "(" if low_open else "["
+        hb = ")" if high_open else "]"
+        raise ValueError(f"{name} must be in {lb}{low}, {high}{hb}, got {value!r}")
+    return v
+
+
+def check_choice(value: Any, name: str, choices: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
+def make_rng(random_state: Any) -> np.random.Generator:
+    """A NumPy Generator from None, an int, a Generator or a legacy RandomState."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
+    if random_state is None or (
+        isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool)
+    ):
+        if random_state is not None and random_state < 0:
+            raise ValueError(f"random_state must be a non-negative integer, got {random_state!r}")
+        return np.random.default_rng(random_state)
+    raise TypeError(
+        f"random_state must be None, an integer, a Generator or a RandomState, got {random_state!r}"
+    )

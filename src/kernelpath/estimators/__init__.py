@@ -1,0 +1,310 @@
+"""scikit-learn estimators: exact KRLS, Nyström KRLS (direct or CG) and NYTRO (GD or ν)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import ClassifierMixin, RegressorMixin
+
+from .._validation import check_choice
+from ..linalg import FILTERS
+from ..solvers.spectral import ITERATION_FILTERS
+from ._base import _KernelPathEstimator
+
+__all__ = [
+    "KRLSRegressor",
+    "KRLSClassifier",
+    "NystromRegressor",
+    "NystromClassifier",
+    "NYTRORegressor",
+    "NYTROClassifier",
+]
+
+_COMMON_DOC = """
+    kernel : str or Kernel, default="gaussian"
+        A Kernel instance (``kernelpath.Gaussian(sigma=2.0)``) or a name ("gaussian",
+        "laplacian", "matern", "cauchy" with ``sigma="median"``; "polynomial", "linear").
+    validation_fraction : float in [0, 1), default=0.2
+        Fraction of the data held out to score the path and choose its best point.
+        0 turns selection off and fits on all the data (then ``penalty`` must be a number).
+    refit : bool, default=False
+        Refit on all the data at the chosen point (like GridSearchCV); by default the model
+        trained on the training part is kept (like scikit-learn's early stopping).
+    memory_budget : int, str or None, default=None
+        Bytes the kernel blocks may take ("2GB" works); None: half of the available memory.
+    random_state : int, Generator, RandomState or None, default=None
+        Seeds the validation split, the centers and the median heuristic.
+"""
+
+_ATTR_DOC = """
+    Attributes
+    ----------
+    path_ : Path
+        The regularization path with training and validation errors at every point.
+    best_params_ : dict
+        Parameters of the chosen point.
+    penalty_ : float
+        Chosen λ.
+    n_iter_ : int
+        Iterations of the chosen point (1 for closed forms).
+    centers_ : ndarray of shape (m, n_features)
+        Centers of the model (the training points for exact KRLS).
+    coef_ : ndarray of shape (m,) or (m, n_outputs)
+        Coefficients: f(x) = sum_j k(x, centers_j) coef_j + intercept_.
+    intercept_ : float or ndarray of shape (n_outputs,)
+        Mean of the training targets (regression) or 0 (classification).
+    kernel_ : Kernel
+        The kernel with data-dependent parameters resolved.
+    center_strategy_ : str
+        How the centers were chosen.
+"""
+
+
+class _RegressorMixin(RegressorMixin):
+    def predict(self, X: Any) -> np.ndarray:
+        """Predict targets.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        """
+        return self._decision(X)  # type: ignore[attr-defined, no-any-return]
+
+
+class _ClassifierMixin(ClassifierMixin):
+    def decision_function(self, X: Any) -> np.ndarray:
+        """One-vs-all scores.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) for two classes (positive: ``classes_[1]``), else
+        (n_samples, n_classes)
+        """
+        return self._decision(X)  # type: ignore[attr-defined, no-any-return]
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Predict class labels, shape (n_samples,)."""
+        scores = self.decision_function(X)
+        classes = self.classes_  # type: ignore[attr-defined]
+        if scores.ndim == 1:
+            return classes[(scores > 0).astype(int)]  # type: ignore[no-any-return]
+        return classes[np.argmax(scores, axis=1)]  # type: ignore[no-any-return]
+
+
+class _KRLSBase(_KernelPathEstimator):
+    _family = "exact"
+
+    def __init__(
+        self,
+        kernel: Any = "gaussian",
+        penalty: Any = "auto",
+        filter: str = "tikhonov",
+        max_iter: int | None = None,
+        validation_fraction: float = 0.2,
+        refit: bool = False,
+        memory_budget: Any = None,
+        random_state: Any = None,
+    ) -> None:
+        self.kernel = kernel
+        self.penalty = penalty
+        self.filter = filter
+        self.max_iter = max_iter
+        self.validation_fraction = validation_fraction
+        self.refit = refit
+        self.memory_budget = memory_budget
+        self.random_state = random_state
+
+    def _method(self) -> str:
+        return check_choice(self.filter, "filter", FILTERS)
+
+
+class _NystromBase(_KernelPathEstimator):
+    _family = "nystrom"
+
+    def __init__(
+        self,
+        kernel: Any = "gaussian",
+        penalty: Any = "auto",
+        n_centers: int | None = None,
+        centers: Any = "uniform",
+        solver: str = "cg",
+        max_iter: int | None = None,
+        validation_fraction: float = 0.2,
+        n_iter_no_change: int | None = 10,
+        tol: float = 1e-4,
+        refit: bool = False,
+        memory_budget: Any = None,
+        random_state: Any = None,
+    ) -> None:
+        self.kernel = kernel
+        self.penalty = penalty
+        self.n_centers = n_centers
+        self.centers = centers
+        self.solver = solver
+        self.max_iter = max_iter
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.refit = refit
+        self.memory_budget = memory_budget
+        self.random_state = random_state
+
+    def _method(self) -> str:
+        return check_choice(self.solver, "solver", ("direct", "cg"))
+
+
+class _NYTROBase(_NystromBase):
+    _family = "nytro"
+
+    def __init__(
+        self,
+        kernel: Any = "gaussian",
+        penalty: Any = 0.0,
+        n_centers: int | None = None,
+        centers: Any = "uniform",
+        solver: str = "gd",
+        max_iter: int | None = None,
+        validation_fraction: float = 0.2,
+        n_iter_no_change: int | None = 10,
+        tol: float = 1e-4,
+        refit: bool = False,
+        memory_budget: Any = None,
+        random_state: Any = None,
+    ) -> None:
+        super().__init__(
+            kernel=kernel,
+            penalty=penalty,
+            n_centers=n_centers,
+            centers=centers,
+            solver=solver,
+            max_iter=max_iter,
+            validation_fraction=validation_fraction,
+            n_iter_no_change=n_iter_no_change,
+            tol=tol,
+            refit=refit,
+            memory_budget=memory_budget,
+            random_state=random_state,
+        )
+
+    def _method(self) -> str:
+        return check_choice(self.solver, "solver", ("gd", "nu"))
+
+
+_KRLS_PARAMS = (
+    """
+    Parameters
+    ----------
+    penalty : float, sequence of floats or "auto", default="auto"
+        λ in (1/n) sum_i (y_i - f(x_i))^2 + λ ||f||^2 (tikhonov; for tsvd the eigenvalue
+        threshold on K / n). A sequence is a path; "auto": 20 values geometric from the top
+        eigenvalue of K / n down 9 decades. Not used by the kols, landweber and nu filters.
+    filter : {"tikhonov", "kols", "tsvd", "landweber", "nu"}, default="tikhonov"
+        Spectral filter; landweber and nu give a path over the iteration count t.
+    max_iter : int or None, default=None
+        Length of the landweber / nu path (default 500 / 100).
+"""
+    + _COMMON_DOC
+    + _ATTR_DOC
+)
+
+_NYSTROM_PARAMS = (
+    """
+    Parameters
+    ----------
+    penalty : float, sequence of floats or "auto", default="auto"
+        λ in (1/n) sum_i (y_i - f(x_i))^2 + λ ||f||^2. A sequence is a path (the direct
+        solver gets all of it from one eigendecomposition; CG runs the values side by side,
+        sharing every kernel pass); "auto": 20 values geometric over 9 decades below the top
+        eigenvalue of K / n.
+    n_centers : int or None, default=None
+        Number m of Nyström centers; None: sqrt(n) log(n), within [100, 5000]. Larger than
+        the training set: clipped with a warning.
+    centers : str or array-like of shape (m, n_features), default="uniform"
+        Center-selection strategy, or the centers themselves.
+    solver : {"direct", "cg"}, default="cg"
+        Closed form (O(n m^2), exact λ path) or conjugate gradient with the Nyström
+        (FALKON) preconditioner, a path over iterations and λ.
+    max_iter : int or None, default=None
+        Iterations of CG (default 100).
+    n_iter_no_change : int or None, default=10
+        Early stopping: a penalty stops after this many iterations without its validation
+        error improving by more than ``tol`` (relative).
+    tol : float, default=1e-4
+        Tolerance of early stopping and of CG convergence (relative residual).
+"""
+    + _COMMON_DOC
+    + _ATTR_DOC
+)
+
+_NYTRO_PARAMS = (
+    """
+    Parameters
+    ----------
+    penalty : float, sequence of floats or "auto", default=0.0
+        λ added to the gradient iteration; NYTRO's regularization is the iteration count,
+        so the default is 0. A sequence runs several λ side by side.
+    n_centers : int or None, default=None
+        Number m of Nyström centers (see NystromRegressor).
+    centers : str or array-like, default="uniform"
+    solver : {"gd", "nu"}, default="gd"
+        Gradient descent (NYTRO eq. 17-19) with the step from the largest eigenvalue of the
+        preconditioned system, or its ν-method acceleration.
+    max_iter : int or None, default=None
+        Iterations (default 500 for gd, 100 for nu).
+    n_iter_no_change : int or None, default=10
+        Early-stopping window on the validation error.
+    tol : float, default=1e-4
+        Relative improvement that counts for early stopping; relative step for convergence.
+"""
+    + _COMMON_DOC
+    + _ATTR_DOC
+)
+
+
+class KRLSRegressor(_RegressorMixin, _KRLSBase):
+    __doc__ = (
+        "Exact kernel regularized least squares with a spectral-filter path (n up to ~20,000)."
+        + _KRLS_PARAMS
+    )
+
+
+class KRLSClassifier(_ClassifierMixin, _KRLSBase):
+    __doc__ = (
+        "Exact kernel RLS classifier (one-vs-all ±1 coding) with a spectral-filter path."
+        + _KRLS_PARAMS
+    )
+    _classifier = True
+
+
+class NystromRegressor(_RegressorMixin, _NystromBase):
+    __doc__ = (
+        "Nyström kernel ridge regression with the whole λ (and iteration) path." + _NYSTROM_PARAMS
+    )
+
+
+class NystromClassifier(_ClassifierMixin, _NystromBase):
+    __doc__ = "Nyström kernel RLS classifier (one-vs-all ±1 coding)." + _NYSTROM_PARAMS
+    _classifier = True
+
+
+class NYTRORegressor(_RegressorMixin, _NYTROBase):
+    __doc__ = "NYTRO: Nyström gradient descent regularized by early stopping." + _NYTRO_PARAMS
+
+
+class NYTROClassifier(_ClassifierMixin, _NYTROBase):
+    __doc__ = (
+        "NYTRO classifier (one-vs-all ±1 coding), regularized by early stopping." + _NYTRO_PARAMS
+    )
+    _classifier = True
+
+
+assert set(ITERATION_FILTERS) <= set(FILTERS)

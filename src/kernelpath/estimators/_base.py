@@ -1,0 +1,293 @@
+"""Shared machinery of the estimators: validate input, split, choose a solver, keep the path.
+
+Estimators hold no numerical code: they code the targets (centering for regression, ±1
+one-vs-all for classification), hold out the validation split, build the kernel operators and
+hand over to a solver in ``kernelpath.solvers``. The fitted model is ``coef_`` (coefficients
+of ``centers_``) plus ``intercept_``: f(x) = sum_j k(x, c_j) coef_j + intercept_.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.preprocessing import LabelBinarizer
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from .._backend import resolve_memory_budget
+from .._validation import check_float, check_int, check_penalty, make_rng
+from ..centers import select_centers
+from ..kernels import Kernel, make_kernel
+from ..operators import KernelOperator
+from ..path import Path
+from ..selection import holdout_split
+from ..solvers import exact_path, iterative_path, nystrom_direct_path
+from ..solvers._common import Validation
+from ..solvers.spectral import ITERATION_FILTERS
+
+DEFAULT_MAX_ITER = {"gd": 500, "nu": 100, "cg": 100, "landweber": 500}
+MAX_CENTERS_DEFAULT = 5000
+
+
+def default_n_centers(n: int) -> int:
+    """sqrt(n) log(n) uniform centers (Rudi, Camoriano & Rosasco 2015), at least 100, at most
+    5000, at most n."""
+    m = int(np.sqrt(n) * np.log(max(n, 2)))
+    return int(min(n, max(100, min(m, MAX_CENTERS_DEFAULT))))
+
+
+class _KernelPathEstimator(BaseEstimator):
+    """Base class. Subclasses set ``_family`` ("exact", "nystrom", "nytro") and ``_classifier``."""
+
+    _family = "nystrom"
+    _classifier = False
+    _solver_choices: tuple[str, ...] = ()
+
+    # ------------------------------------------------------------------ checks
+    def _check_params(self, n: int) -> dict[str, Any]:
+        p: dict[str, Any] = {}
+        p["penalty"] = check_penalty(self.penalty)
+        p["validation_fraction"] = check_float(
+            self.validation_fraction, "validation_fraction", 0.0, 1.0, high_open=True
+        )
+        p["n_iter_no_change"] = check_int(
+            getattr(self, "n_iter_no_change", None), "n_iter_no_change", 1, allow_none=True
+        )
+        p["tol"] = check_float(getattr(self, "tol", 0.0), "tol", 0.0, np.inf, high_open=True)
+        p["budget"] = resolve_memory_budget(self.memory_budget)
+        p["rng"] = make_rng(self.random_state)
+        p["kernel"] = make_kernel(self.kernel)
+        if not isinstance(self.refit, (bool, np.bool_)):
+            raise TypeError(f"refit must be a bool, got {self.refit!r}")
+        return p
+
+    def _method(self) -> str:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> Any:
+        """Fit the path and keep its best point.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+            Targets (class labels for classifiers).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights w_i in (1/n) sum_i w_i (y_i - f(x_i))^2.
+
+        Returns
+        -------
+        self
+        """
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            dtype=[np.float64, np.float32],
+            multi_output=not self._classifier,
+            y_numeric=not self._classifier,
+        )
+        n = X.shape[0]
+        params = self._check_params(n)
+        Y = self._encode_targets(y)
+        w = None
+        if sample_weight is not None:
+            w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            if not np.any(w > 0):
+                raise ValueError("sample_weight must have at least one positive entry")
+        rng = params["rng"]
+        kernel: Kernel = params["kernel"].resolve(X, rng)
+        self.kernel_ = kernel
+        method = self._method()
+        pen = params["penalty"]
+        unused_penalty = self._family == "exact" and method in ("kols", *ITERATION_FILTERS)
+        if unused_penalty and not (pen == "auto" or pen == 0.0):
+            raise ValueError(
+                f"penalty is not used by filter={method!r} (its path is over iterations or it "
+                f"has no parameter); leave it at 'auto', got {self.penalty!r}"
+            )
+        if params["validation_fraction"] == 0 and not isinstance(pen, float) and not unused_penalty:
+            raise ValueError(
+                "validation_fraction=0 turns selection off: give penalty a single number, "
+                f"got {self.penalty!r}"
+            )
+        select = self._has_path(method, pen) and params["validation_fraction"] > 0
+        if select and n < 2:
+            raise ValueError("at least 2 samples are needed to hold out a validation set")
+        if select:
+            strat = y if self._classifier else None
+            tr, va = holdout_split(n, params["validation_fraction"], rng, strat)
+        else:
+            tr, va = np.arange(n), None
+        path = self._solve(X, Y, w, tr, va, params, method)
+        best = path.best_params
+        if self.refit and va is not None:
+            fixed = dict(params)
+            fixed["penalty"] = float(best.get("penalty", 0.0))
+            refit_path = self._solve(
+                X, Y, w, np.arange(n), None, fixed, method, n_iter=best.get("n_iter")
+            )
+            coef = refit_path.coef()
+            self._set_model(coef, refit_path)
+        else:
+            self._set_model(path.coef(), path)
+        self.path_ = path
+        self.best_params_ = best
+        self.penalty_ = float(best.get("penalty", 0.0))
+        self.n_iter_ = int(best["n_iter"]) if "n_iter" in best else 1
+        return self
+
+    def _has_path(self, method: str, pen: Any) -> bool:
+        if self._is_iterative(method):
+            return True
+        if method == "kols":
+            return False
+        return not isinstance(pen, float)
+
+    def _is_iterative(self, method: str) -> bool:
+        return method in ("gd", "nu", "cg", *ITERATION_FILTERS)
+
+    def _encode_targets(self, y: np.ndarray) -> np.ndarray:
+        if self._classifier:
+            check_classification_targets(y)
+            self._binarizer = LabelBinarizer(pos_label=1, neg_label=-1)
+            Y = self._binarizer.fit_transform(y).astype(np.float64)
+            self.classes_ = self._binarizer.classes_
+            if len(self.classes_) < 2:
+                raise ValueError(
+                    f"y must contain at least two classes, got only {self.classes_.tolist()!r}"
+                )
+            return Y
+        y = np.asarray(y, dtype=np.float64)
+        self._single_output = y.ndim == 1
+        return y[:, None] if y.ndim == 1 else y
+
+    def _operators(
+        self, X: np.ndarray, tr: np.ndarray, va: np.ndarray | None, centers: np.ndarray, budget: int
+    ) -> tuple[KernelOperator, KernelOperator | None]:
+        n_tr = len(tr)
+        n_va = 0 if va is None else len(va)
+        share = n_tr / (n_tr + n_va)
+        op = KernelOperator(X[tr], centers, self.kernel_, max(int(budget * share), 2**20))
+        vop = None
+        if va is not None:
+            vop = KernelOperator(
+                X[va], centers, self.kernel_, max(int(budget * (1 - share)), 2**20)
+            )
+        return op, vop
+
+    def _solve(
+        self,
+        X: np.ndarray,
+        Y: np.ndarray,
+        w: np.ndarray | None,
+        tr: np.ndarray,
+        va: np.ndarray | None,
+        params: dict[str, Any],
+        method: str,
+        n_iter: int | None = None,
+    ) -> Path:
+        wt = None if w is None else w[tr]
+        Ytr = Y[tr]
+        # centering (regression and the ±1 codes): the kernel model has no constant term
+        self._intercept = (
+            np.average(Ytr, axis=0, weights=wt) if not self._classifier else np.zeros(Y.shape[1])
+        )
+        Ytr = Ytr - self._intercept
+        centers, info = self._centers(X[tr], params)
+        self._center_info = info
+        self._last_centers = centers
+        op, vop = self._operators(X, tr, va, centers, params["budget"])
+        val = None
+        if vop is not None and va is not None:
+            scoring = "error_rate" if self._classifier else "mse"
+            val = Validation(vop, Y[va] - self._intercept, scoring)
+        pen = params["penalty"]
+        max_iter = self._max_iter(method) if n_iter is None else int(n_iter)
+        if self._family == "exact":
+            if method in ITERATION_FILTERS:
+                grid = np.arange(1, max_iter + 1)
+                return exact_path(op, Ytr, method, grid, wt, val)
+            grid_or_none = None if isinstance(pen, str) else np.atleast_1d(pen)
+            return exact_path(op, Ytr, method, grid_or_none, wt, val)
+        if method == "direct":
+            grid_or_none = None if isinstance(pen, str) else np.atleast_1d(pen)
+            return nystrom_direct_path(op, Ytr, grid_or_none, wt, val)
+        penalties = pen
+        setup: dict[str, Any] = {}
+        if isinstance(pen, str):  # "auto": a grid below the scale of K / n ~ K_mm / m
+            from ..selection import penalty_grid
+            from ..solvers.nystrom import center_factor
+
+            setup["R"], setup["s"] = center_factor(op)
+            penalties = penalty_grid(setup["s"].max() / op.m)
+        return iterative_path(
+            op,
+            Ytr,
+            penalties,
+            method,
+            max_iter,
+            wt,
+            val,
+            params["n_iter_no_change"] if n_iter is None else None,
+            params["tol"] if n_iter is None else 0.0,
+            random_state=params["rng"],
+            _setup=setup,
+        )
+
+    def _max_iter(self, method: str) -> int:
+        if getattr(self, "max_iter", None) is None:
+            return DEFAULT_MAX_ITER.get(method, 100)
+        return int(check_int(self.max_iter, "max_iter", 1))  # type: ignore[arg-type]
+
+    def _centers(
+        self, Xtr: np.ndarray, params: dict[str, Any]
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        if self._family == "exact":
+            return Xtr, {"strategy": "all", "indices": np.arange(len(Xtr))}
+        n = len(Xtr)
+        n_centers = getattr(self, "n_centers", None)
+        if n_centers is None:
+            m = default_n_centers(n)
+        else:
+            m = check_int(n_centers, "n_centers", 1)
+            assert m is not None
+            if m > n and (self.centers is None or isinstance(self.centers, str)):
+                warnings.warn(
+                    f"n_centers={m} is larger than the number of training points {n}: "
+                    f"using n_centers={n}",
+                    UserWarning,
+                    stacklevel=4,
+                )
+                m = n
+        return select_centers(self.centers, Xtr, m, params["rng"])
+
+    def _set_model(self, coef: np.ndarray, path: Path) -> None:
+        self.centers_ = self._last_centers
+        coef = np.asarray(coef)
+        single = (self._classifier and coef.shape[1] == 1) or (
+            not self._classifier and getattr(self, "_single_output", False)
+        )
+        self.coef_ = coef[:, 0] if single else coef
+        inter = np.asarray(self._intercept, dtype=coef.dtype)
+        self.intercept_ = inter[0] if single else inter
+        self.center_strategy_ = self._center_info["strategy"]
+
+    # --------------------------------------------------------------- predict
+    def _decision(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        op = KernelOperator(
+            X, self.centers_.astype(X.dtype), self.kernel_, self.memory_budget, cache=False
+        )
+        return op.matvec(self.coef_.astype(X.dtype)) + self.intercept_
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.target_tags.required = True
+        return tags

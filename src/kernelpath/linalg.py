@@ -1,0 +1,178 @@
+"""Dense linear algebra on small (m x m) matrices, always in float64.
+
+- ``nystrom_factor``: the rank-revealing factor R (m x r) with R R^T = K_mm^+ (NYTRO eq. 13-16),
+  from an eigendecomposition, robust to rank-deficient K_mm (duplicate centers, tiny sigma).
+- ``spectral_filter``: the filter functions g(s) of the spectral regularization methods, as
+  functions of the eigenvalues s of the normalized operator (K / n, or A^T A / n).
+- ``nu_method_coefficients``: the ν-method recursion coefficients (Engl, Hanke & Neubauer,
+  Regularization of Inverse Problems, §6.3).
+- ``top_eigenvalue``: power iteration for the largest eigenvalue of a symmetric PSD operator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import scipy.linalg
+
+from ._backend import FACTOR_DTYPE
+
+__all__ = [
+    "nystrom_factor",
+    "spectral_filter",
+    "nu_method_coefficients",
+    "top_eigenvalue",
+    "FILTERS",
+]
+
+FILTERS = ("tikhonov", "kols", "tsvd", "landweber", "nu")
+
+
+def nystrom_factor(
+    K_mm: np.ndarray, rcond: float | None = None, dtype_eps: float | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rank-revealing factor of the pseudo-inverse of K_mm.
+
+    With K_mm = U diag(s) U^T, keep the eigenvalues ``s_i > rcond * max(s)`` and return
+    ``R = U_r diag(s_r)^(-1/2)``, so that ``R R^T = K_mm^+`` (truncated) and ``R^T K_mm R = I``.
+
+    Parameters
+    ----------
+    K_mm : ndarray of shape (m, m)
+        Kernel matrix of the centers (symmetric PSD up to rounding).
+    rcond : float or None
+        Relative eigenvalue cut-off; default ``m * eps * 10`` for the data's precision.
+    dtype_eps : float or None
+        Machine epsilon of the precision K_mm was computed in (default float64's).
+
+    Returns
+    -------
+    R : ndarray of shape (m, r)
+    s : ndarray of shape (r,)
+        Kept eigenvalues of K_mm, descending.
+    U : ndarray of shape (m, r)
+        Their eigenvectors.
+    """
+    K = np.asarray(K_mm, dtype=FACTOR_DTYPE)
+    m = K.shape[0]
+    if rcond is None:
+        eps = np.finfo(FACTOR_DTYPE).eps if dtype_eps is None else dtype_eps
+        rcond = 10 * max(m, 1) * eps
+    s, U = scipy.linalg.eigh(K, driver="evd", check_finite=False)
+    s, U = s[::-1], U[:, ::-1]
+    if not np.isfinite(s).all() or s[0] <= 0:
+        raise ValueError("the centers' kernel matrix K_mm has no positive eigenvalue")
+    keep = s > rcond * s[0]
+    s, U = s[keep], np.ascontiguousarray(U[:, keep])
+    return U / np.sqrt(s), s, U
+
+
+def spectral_filter(
+    name: str, s: np.ndarray, params: np.ndarray, nu: float = 1.0, step: float | None = None
+) -> np.ndarray:
+    """Filter values g_p(s_i) for every parameter p and eigenvalue s_i.
+
+    The regularized solution of ``(H / n) x = b / n`` is ``x_p = V diag(g_p(s)) V^T b / n``
+    where ``H / n = V diag(s) V^T``.
+
+    Parameters
+    ----------
+    name : {"tikhonov", "kols", "tsvd", "landweber", "nu"}
+        - tikhonov: g = 1 / (s + λ), params = λ values (0 where s + λ is numerically 0,
+          so λ = 0 gives the pseudo-inverse);
+        - kols: g = 1 / s on the numerical range (params ignored, one point);
+        - tsvd: g = 1 / s where s >= λ, else 0, params = λ thresholds;
+        - landweber: g = (1 - (1 - η s)^t) / s with η = ``step`` (default 1 / max s),
+          params = iteration counts t;
+        - nu: the ν-method polynomial after t iterations, params = t.
+    s : ndarray of shape (r,)
+        Non-negative eigenvalues.
+    params : ndarray of shape (P,)
+
+    Returns
+    -------
+    ndarray of shape (P, r)
+    """
+    s = np.asarray(s, dtype=FACTOR_DTYPE)
+    params = np.asarray(params, dtype=FACTOR_DTYPE)
+    smax = float(s.max()) if s.size else 1.0
+    tiny = smax * s.size * np.finfo(FACTOR_DTYPE).eps
+    pos = s > tiny
+    inv = np.where(pos, 1.0 / np.where(pos, s, 1.0), 0.0)
+    if name == "tikhonov":
+        den = s[None, :] + params[:, None]
+        ok = den > tiny
+        return np.where(ok, 1.0 / np.where(ok, den, 1.0), 0.0)
+    if name == "kols":
+        return np.broadcast_to(inv, (len(params), len(s))).copy()
+    if name == "tsvd":
+        return np.where(s[None, :] >= params[:, None], inv[None, :], 0.0)
+    if name == "landweber":
+        eta = 1.0 / smax if step is None else step
+        t = params[:, None]
+        h = 1.0 - eta * s[None, :]
+        return np.where(pos[None, :], (1.0 - h**t) * inv[None, :], eta * t)
+    if name == "nu":
+        T = int(params.max()) if params.size else 0
+        table = _nu_table(s / smax, T, nu) / smax
+        return table[params.astype(int) - 1]
+    raise ValueError(f"filter must be one of {FILTERS}, got {name!r}")
+
+
+def nu_method_coefficients(k: int, nu: float) -> tuple[float, float]:
+    """(mu_k, omega_k) of the ν-method at iteration k >= 1 (mu_1 = 0)."""
+    if k == 1:
+        return 0.0, (4 * nu + 2) / (4 * nu + 1)
+    mu = (
+        (k - 1)
+        * (2 * k - 3)
+        * (2 * k + 2 * nu - 1)
+        / ((k + 2 * nu - 1) * (2 * k + 4 * nu - 1) * (2 * k + 2 * nu - 3))
+    )
+    omega = 4 * (2 * k + 2 * nu - 1) * (k + nu - 1) / ((k + 2 * nu - 1) * (2 * k + 4 * nu - 1))
+    return mu, omega
+
+
+def _nu_table(h: np.ndarray, T: int, nu: float) -> np.ndarray:
+    """x_t(h) for t = 1..T: the ν-method applied to the scalar problem h x = 1, ||h|| <= 1."""
+    out = np.empty((T, len(h)))
+    prev = np.zeros_like(h)
+    cur = np.zeros_like(h)
+    for k in range(1, T + 1):
+        mu, om = nu_method_coefficients(k, nu)
+        new = cur + mu * (cur - prev) + om * (1.0 - h * cur)
+        prev, cur = cur, new
+        out[k - 1] = cur
+    return out
+
+
+def top_eigenvalue(
+    matvec: Callable[[np.ndarray], np.ndarray],
+    dim: int,
+    n_iter: int = 30,
+    tol: float = 1e-3,
+    rng: np.random.Generator | None = None,
+    v0: np.ndarray | None = None,
+) -> float:
+    """Largest eigenvalue of a symmetric PSD operator by power iteration.
+
+    Returns a slight over-estimate (the Rayleigh quotient times 1 + tol) so that a step size
+    1 / value is safe.
+    """
+    rng = np.random.default_rng(rng)
+    v = rng.standard_normal(dim) if v0 is None else np.asarray(v0, dtype=FACTOR_DTYPE)
+    v = v / np.linalg.norm(v)
+    lam = 0.0
+    for _ in range(n_iter):
+        w = np.asarray(matvec(v), dtype=FACTOR_DTYPE)
+        new = float(v @ w)
+        norm = np.linalg.norm(w)
+        if norm == 0:
+            return 0.0
+        v = w / norm
+        if abs(new - lam) <= tol * abs(new):
+            lam = new
+            break
+        lam = new
+    return max(lam, float(norm)) * (1 + tol)
