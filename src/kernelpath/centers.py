@@ -51,7 +51,8 @@ def select_centers(
     if isinstance(centers, str):
         if centers not in STRATEGIES:
             raise ValueError(
-                f"centers must be one of {sorted(STRATEGIES)} or an array of points, got {centers!r}"
+                f"centers must be one of {sorted(STRATEGIES)} or an array of points, "
+                f"got {centers!r}"
             )
         idx = STRATEGIES[centers](X, n_centers, rng)
         return X[idx], {"strategy": centers, "indices": idx}

@@ -178,7 +178,7 @@ class KernelOperator:
 
     def _chunks(self) -> list[tuple[int, int]]:
         bounds = np.linspace(0, self.n, self.n_jobs + 1).astype(int)
-        return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+        return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
 
     def _run_chunks(self, fn: Callable[[int, int], Any]) -> list[Any]:
         """Run ``fn(start, stop)`` on one contiguous row chunk per worker, BLAS single-threaded."""

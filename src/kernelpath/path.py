@@ -100,7 +100,9 @@ class Path:
             idx = tuple(int(i) for i in np.unravel_index(int(index), self.shape))
         else:
             idx = tuple(int(i) for i in index)
-        if len(idx) != len(self.shape) or any(not 0 <= i < s for i, s in zip(idx, self.shape)):
+        if len(idx) != len(self.shape) or any(
+            not 0 <= i < s for i, s in zip(idx, self.shape, strict=True)
+        ):
             raise IndexError(f"index {index!r} is outside the path of shape {self.shape}")
         if idx in self._stored:
             return self._stored[idx]
