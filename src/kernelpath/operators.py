@@ -96,10 +96,10 @@ class KernelOperator:
                 f"X and centers must be 2-D with the same number of columns, got shapes "
                 f"{X.shape} and {centers.shape}"
             )
-        self.xp = get_namespace(X, centers)
         self.dtype = compute_dtype(X, centers)
-        self.X = self.xp.ascontiguousarray(X, dtype=self.dtype)
-        self.centers = self.xp.ascontiguousarray(centers, dtype=self.dtype)
+        xp = get_namespace(X, centers)
+        self.X = xp.ascontiguousarray(X, dtype=self.dtype)
+        self.centers = xp.ascontiguousarray(centers, dtype=self.dtype)
         self.kernel = kernel
         self.n, self.m = len(X), len(centers)
         self.budget = resolve_memory_budget(memory_budget)
@@ -127,6 +127,11 @@ class KernelOperator:
         self.block_rows = int(max(1, min(target, work // (per_row * self.n_jobs))))
 
     # ------------------------------------------------------------------ blocks
+    @property
+    def xp(self) -> Any:
+        """The array namespace of the data."""
+        return get_namespace(self.X)
+
     @property
     def shape(self) -> tuple[int, int]:
         return (self.n, self.m)

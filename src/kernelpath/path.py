@@ -29,8 +29,8 @@ class Path:
     val_error : ndarray or None
         Validation error (the ``scoring`` metric) at each point; NaN where a point was not
         reached (early stopping). ``None`` when no validation set was used.
-    coef_fn : callable (index tuple) -> ndarray
-        Makes the coefficients of one point.
+    coef_fn : callable (index tuple) -> ndarray, or None
+        Makes the coefficients of one point not in ``stored`` (None: every point is stored).
     scoring : str
         Name of the validation metric.
     best_index : tuple or None
@@ -44,7 +44,7 @@ class Path:
         params: dict[str, np.ndarray],
         train_error: np.ndarray,
         val_error: np.ndarray | None,
-        coef_fn: Callable[[tuple[int, ...]], np.ndarray],
+        coef_fn: Callable[[tuple[int, ...]], np.ndarray] | None,
         scoring: str = "mse",
         best_index: tuple[int, ...] | None = None,
         stored: dict[tuple[int, ...], np.ndarray] | None = None,
@@ -106,7 +106,7 @@ class Path:
             raise IndexError(f"index {index!r} is outside the path of shape {self.shape}")
         if idx in self._stored:
             return self._stored[idx]
-        if not np.isfinite(self.train_error[idx]):
+        if not np.isfinite(self.train_error[idx]) or self._coef_fn is None:
             raise IndexError(f"point {idx} was not reached (stopped early)")
         return self._coef_fn(idx)
 

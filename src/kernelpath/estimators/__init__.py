@@ -62,6 +62,11 @@ _ATTR_DOC = """
 
 
 class _RegressorMixin(RegressorMixin):
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
     def predict(self, X: Any) -> np.ndarray:
         """Predict targets.
 

@@ -77,7 +77,7 @@ class _KernelPathEstimator(BaseEstimator):
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets (class labels for classifiers).
         sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights w_i in (1/n) sum_i w_i (y_i - f(x_i))^2.
+            Non-negative weights w_i: the loss is sum_i w_i (y_i - f(x_i))^2 / sum_i w_i.
 
         Returns
         -------
@@ -99,6 +99,9 @@ class _KernelPathEstimator(BaseEstimator):
             w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
             if not np.any(w > 0):
                 raise ValueError("sample_weight must have at least one positive entry")
+            # weights sum to n: the penalty means the same with or without them, and an
+            # integer weight is the same as repeating the point
+            w = w * (n / w.sum())
         rng = params["rng"]
         kernel: Kernel = params["kernel"].resolve(X, rng)
         self.kernel_ = kernel
@@ -117,7 +120,9 @@ class _KernelPathEstimator(BaseEstimator):
             )
         select = self._has_path(method, pen) and params["validation_fraction"] > 0
         if select and n < 2:
-            raise ValueError("at least 2 samples are needed to hold out a validation set")
+            raise ValueError(
+                "n_samples=1: at least 2 samples are needed to hold out a validation set"
+            )
         if select:
             strat = y if self._classifier else None
             tr, va = holdout_split(n, params["validation_fraction"], rng, strat)
@@ -159,7 +164,7 @@ class _KernelPathEstimator(BaseEstimator):
             self.classes_ = self._binarizer.classes_
             if len(self.classes_) < 2:
                 raise ValueError(
-                    f"y must contain at least two classes, got only {self.classes_.tolist()!r}"
+                    f"y must contain at least two classes, got 1 class: {self.classes_.tolist()!r}"
                 )
             return Y
         y = np.asarray(y, dtype=np.float64)

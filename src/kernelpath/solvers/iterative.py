@@ -25,7 +25,6 @@ improving (``EarlyStopping``) or its iteration has converged (relative ``tol``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -223,28 +222,7 @@ def iterative_path(
             (p, int(best_t[p])), (R @ best_beta[:, p * k : (p + 1) * k]).astype(op.dtype)
         )
 
-    setup_final = dict(setup)
-
-    def rerun(idx: tuple[int, ...]) -> np.ndarray:
-        p, t_idx = idx
-        sub = iterative_path(
-            op,
-            Y,
-            [lam[p]],
-            method,
-            t_idx + 1,
-            weights,
-            None,
-            None,
-            0.0,
-            False,
-            nu,
-            random_state,
-            _setup=setup_final,
-        )
-        return sub.coef()  # its last iterate (t_idx, or earlier if CG converged exactly)
-
-    coef_fn: Callable[[tuple[int, ...]], np.ndarray] = rerun
+    coef_fn = _IterateRecomputer(op, Y, lam, method, weights, nu, random_state, dict(setup))
     path = Path(
         params,
         train_err,
@@ -256,3 +234,41 @@ def iterative_path(
     if validation is None and P == 1:
         path.best_index = (0, T - 1)
     return path
+
+
+class _IterateRecomputer:
+    """Makes the coefficients of iterate t of penalty p by running the solver again
+    (deterministic: same factor, same step) with that penalty alone, for t iterations."""
+
+    def __init__(
+        self,
+        op: KernelOperator,
+        Y: np.ndarray,
+        lam: np.ndarray,
+        method: str,
+        weights: np.ndarray | None,
+        nu: float,
+        random_state: Any,
+        setup: dict[str, Any],
+    ) -> None:
+        self.op, self.Y, self.lam, self.method = op, Y, lam, method
+        self.weights, self.nu, self.random_state, self.setup = weights, nu, random_state, setup
+
+    def __call__(self, idx: tuple[int, ...]) -> np.ndarray:
+        p, t_idx = idx
+        sub = iterative_path(
+            self.op,
+            self.Y,
+            [self.lam[p]],
+            self.method,
+            t_idx + 1,
+            self.weights,
+            None,
+            None,
+            0.0,
+            False,
+            self.nu,
+            self.random_state,
+            _setup=self.setup,
+        )
+        return sub.coef()  # its last iterate (t_idx, or earlier if CG converged exactly)

@@ -88,7 +88,7 @@ def nystrom_direct_path(
         {"penalty": lam},
         np.maximum(train_err, 0.0),
         val_err,
-        coef_fn=lambda idx: stored[idx],
+        coef_fn=None,
         scoring=validation.scoring if validation is not None else "mse",
         stored=stored,
     )

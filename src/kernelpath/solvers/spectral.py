@@ -106,7 +106,7 @@ def exact_path(
         {name: params},
         train_err,
         val_err,
-        coef_fn=lambda idx: stored[idx],
+        coef_fn=None,
         scoring=validation.scoring if validation is not None else "mse",
         stored=stored,
     )
