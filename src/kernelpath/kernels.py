@@ -153,6 +153,8 @@ class _RadialKernel(Kernel):
     """
 
     distance_based = True
+    #: True when the kernel depends on ||x - z|| itself (a square root), not on its square.
+    _uses_distance = False
 
     def __init__(self, sigma: float | str = 1.0) -> None:
         self.sigma = sigma
@@ -193,9 +195,11 @@ class _RadialKernel(Kernel):
     def prepare(self, Z: np.ndarray, z_sq: np.ndarray | None = None) -> np.ndarray:
         xp = get_namespace(Z)
         s = self._scale()
-        if z_sq is None:
+        dtype = xp.float64 if self._uses_distance else Z.dtype
+        Z = Z.astype(dtype, copy=False)
+        if z_sq is None or z_sq.dtype != dtype:
             z_sq = xp.einsum("ij,ij->i", Z, Z)
-        out = xp.empty((len(Z), Z.shape[1] + 2), dtype=Z.dtype)
+        out = xp.empty((len(Z), Z.shape[1] + 2), dtype=dtype)
         out[:, :-2] = Z
         out[:, :-2] *= -2.0 * s
         out[:, -2] = s
@@ -206,18 +210,31 @@ class _RadialKernel(Kernel):
         xp = get_namespace(X, Z)
         if prepared is None:
             prepared = self.prepare(Z, z_sq)
-        if x_sq is None:
-            x_sq = xp.einsum("ij,ij->i", X, X)
-        Xa = xp.empty((len(X), X.shape[1] + 2), dtype=X.dtype)
-        Xa[:, :-2] = X
+        # sqrt(d^2) turns the Gram trick's float32 rounding (~1e-7 ||x||^2) into distance
+        # errors of ~3e-4 ||x||: kernels of the distance itself compute it in float64.
+        work = xp.float64 if (self._uses_distance and X.dtype != xp.float64) else X.dtype
+        Xw = X.astype(work, copy=False)
+        if x_sq is None or x_sq.dtype != work:
+            x_sq = xp.einsum("ij,ij->i", Xw, Xw)
+        Xa = xp.empty((len(X), X.shape[1] + 2), dtype=work)
+        Xa[:, :-2] = Xw
         Xa[:, -2] = x_sq
         Xa[:, -1] = 1.0
-        D = xp.matmul(Xa, prepared.T, out=out)
+        if work == X.dtype:
+            D = xp.matmul(Xa, prepared.T, out=out)
+        else:
+            D = Xa @ prepared.T
         if self._scale() < 0:
             xp.minimum(D, 0.0, out=D)
         else:
             xp.maximum(D, 0.0, out=D)
-        return self._transform(D)
+        D = self._transform(D)
+        if D.dtype != X.dtype:
+            if out is None:
+                return D.astype(X.dtype)
+            out[...] = D
+            return out
+        return D
 
     def _transform(self, D: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -242,6 +259,8 @@ class Gaussian(_RadialKernel):
 
 class Laplacian(_RadialKernel):
     """Laplacian kernel ``k(x, z) = exp(-||x - z|| / sigma)``."""
+
+    _uses_distance = True
 
     def _transform(self, D):  # type: ignore[no-untyped-def]
         xp = get_namespace(D)
@@ -274,6 +293,8 @@ class Matern(_RadialKernel):
     sigma : float or "median", default=1.0
     nu : {0.5, 1.5, 2.5}, default=1.5
     """
+
+    _uses_distance = True
 
     def __init__(self, sigma: float | str = 1.0, nu: float = 1.5) -> None:
         self.nu = nu

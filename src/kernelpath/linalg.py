@@ -157,8 +157,9 @@ def top_eigenvalue(
 ) -> float:
     """Largest eigenvalue of a symmetric PSD operator by power iteration.
 
-    Returns a slight over-estimate (the Rayleigh quotient times 1 + tol) so that a step size
-    1 / value is safe.
+    Returns the larger of the Rayleigh quotient and ||H v||, times 1 + tol. Used for the step
+    size 1 / L of gradient descent, which converges for any step below 2 / λ_max, so an
+    estimate slightly under λ_max (slow convergence of the power method) is still safe.
     """
     rng = np.random.default_rng(rng)
     v = rng.standard_normal(dim) if v0 is None else np.asarray(v0, dtype=FACTOR_DTYPE)

@@ -30,7 +30,10 @@ _COMMON_DOC = """
         0 turns selection off and fits on all the data (then ``penalty`` must be a number).
     refit : bool, default=False
         Refit on all the data at the chosen point (like GridSearchCV); by default the model
-        trained on the training part is kept (like scikit-learn's early stopping).
+        trained on the training part is kept (like scikit-learn's early stopping). The
+        refit keeps the chosen penalty, and the chosen iteration count for gradient descent
+        and the ν-method (their regularization); CG runs to convergence (``tol``) at the
+        chosen penalty.
     memory_budget : int, str or None, default=None
         Bytes the kernel blocks may take ("2GB" works); None: half of the available memory.
     random_state : int, Generator, RandomState or None, default=None
@@ -58,6 +61,8 @@ _ATTR_DOC = """
         The kernel with data-dependent parameters resolved.
     center_strategy_ : str
         How the centers were chosen.
+    train_indices_, validation_indices_ : ndarray of int
+        Rows of X used to train the path and to score it (empty without selection).
 """
 
 

@@ -128,14 +128,17 @@ class _KernelPathEstimator(BaseEstimator):
             tr, va = holdout_split(n, params["validation_fraction"], rng, strat)
         else:
             tr, va = np.arange(n), None
+        self.train_indices_ = tr
+        self.validation_indices_ = va if va is not None else np.array([], dtype=int)
         path = self._solve(X, Y, w, tr, va, params, method)
         best = path.best_params
         if self.refit and va is not None:
             fixed = dict(params)
             fixed["penalty"] = float(best.get("penalty", 0.0))
-            refit_path = self._solve(
-                X, Y, w, np.arange(n), None, fixed, method, n_iter=best.get("n_iter")
-            )
+            # gradient descent and the ν-method are regularized by their iteration count,
+            # which carries over; CG is run to convergence at the chosen penalty
+            carry = best.get("n_iter") if method in ("gd", "nu") else None
+            refit_path = self._solve(X, Y, w, np.arange(n), None, fixed, method, n_iter=carry)
             coef = refit_path.coef()
             self._set_model(coef, refit_path)
         else:

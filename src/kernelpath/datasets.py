@@ -1,0 +1,231 @@
+"""Data loaders and the synthetic problems of the papers.
+
+Loaders return ``(X, y)`` as float64 NumPy arrays:
+
+- ``load_libsvm``: LIBSVM / svmlight text (plain, .gz or .bz2), densified;
+- ``load_csv``: delimited text with or without a header, choosing the target column(s);
+- ``load_arff``: ARFF files (SciPy's reader), numeric attributes;
+- ``load_mat``: MATLAB v5 .mat files with named train/test arrays;
+- ``load_shared``: the benchmark data sets of the project's shared data folder by name.
+
+Synthetic: ``make_sin_regression`` is the foundation benchmark's problem
+x ~ N(0, I_d), y = sin(<w, x>) + noise * eps with ||w|| = 1.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+import os
+from collections.abc import Sequence
+from pathlib import Path as FsPath
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "load_libsvm",
+    "load_csv",
+    "load_arff",
+    "load_mat",
+    "load_shared",
+    "shared_data_dir",
+    "make_sin_regression",
+    "SHARED_DATASETS",
+]
+
+
+def _open_text(path: str | os.PathLike[str]) -> io.TextIOBase:
+    p = str(path)
+    if p.endswith(".bz2"):
+        return io.TextIOWrapper(bz2.open(p, "rb"))
+    if p.endswith(".gz"):
+        return io.TextIOWrapper(gzip.open(p, "rb"))
+    return open(p)  # noqa: SIM115
+
+
+def load_libsvm(
+    path: str | os.PathLike[str], n_features: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Read a LIBSVM / svmlight file (optionally .gz / .bz2) into dense arrays.
+
+    Parameters
+    ----------
+    path : path-like
+    n_features : int or None
+        Number of columns (default: the largest feature index seen).
+
+    Returns
+    -------
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+    """
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = load_svmlight_file(str(path), n_features=n_features)
+    return np.asarray(X.toarray(), dtype=np.float64), np.asarray(y, dtype=np.float64)
+
+
+def load_csv(
+    path: str | os.PathLike[str],
+    target: int | Sequence[int] = -1,
+    delimiter: str | None = ",",
+    header: bool | None = None,
+    skip_rows: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Read a delimited text file; ``target`` gives the column(s) of y (negative from the end).
+
+    ``header=None`` detects a header line (a first line that does not parse as numbers).
+    ``skip_rows`` skips lines before the header (e.g. a shape line).
+    """
+    with _open_text(path) as fh:
+        lines = [ln for ln in fh.read().splitlines() if ln.strip()][skip_rows:]
+    if not lines:
+        raise ValueError(f"{path}: no data")
+
+    def split(line: str) -> list[str]:
+        return [
+            t.strip().strip('"') for t in (line.split(delimiter) if delimiter else line.split())
+        ]
+
+    if header is None:
+        try:
+            [float(t) for t in split(lines[0])]
+            header = False
+        except ValueError:
+            header = True
+    rows = lines[1:] if header else lines
+    data = np.array([[float(t) for t in split(ln)] for ln in rows], dtype=np.float64)
+    cols = np.arange(data.shape[1])
+    tcols = np.atleast_1d(cols[np.asarray(target)])
+    xcols = np.setdiff1d(cols, tcols)
+    y = data[:, tcols]
+    return data[:, xcols], (y[:, 0] if y.shape[1] == 1 else y)
+
+
+def load_arff(path: str | os.PathLike[str], target: int = -1) -> tuple[np.ndarray, np.ndarray]:
+    """Read an ARFF file with numeric attributes; ``target`` is the attribute index of y."""
+    from scipy.io import arff
+
+    data, _ = arff.loadarff(str(path))
+    arr = np.column_stack([np.asarray(data[name], dtype=np.float64) for name in data.dtype.names])
+    cols = np.arange(arr.shape[1])
+    t = cols[target]
+    return arr[:, cols != t], arr[:, t]
+
+
+def load_mat(path: str | os.PathLike[str], *names: str) -> tuple[np.ndarray, ...]:
+    """Read named arrays from a MATLAB v5 .mat file (float64; column vectors flattened)."""
+    from scipy.io import loadmat
+
+    d = loadmat(str(path))
+    out = []
+    for name in names:
+        if name not in d:
+            raise KeyError(
+                f"{path} has no array {name!r}; it has {sorted(k for k in d if k[0] != '_')}"
+            )
+        a = np.asarray(d[name], dtype=np.float64)
+        out.append(a.ravel() if a.ndim == 2 and a.shape[1] == 1 else a)
+    return tuple(out)
+
+
+def shared_data_dir() -> FsPath | None:
+    """The shared data folder: ``$KERNELPATH_DATA`` or ``../shared/data`` from the working
+    directory or from this source tree; None when absent."""
+    candidates = []
+    env = os.environ.get("KERNELPATH_DATA")
+    if env:
+        candidates.append(FsPath(env))
+    candidates.append(FsPath.cwd().parent / "shared" / "data")
+    here = FsPath(__file__).resolve()
+    for parent in here.parents[:5]:
+        candidates.append(parent.parent / "shared" / "data")
+    for c in candidates:
+        if c.is_dir():
+            return c
+    return None
+
+
+#: name -> (loader, relative path(s), options): the data sets of the shared folder.
+SHARED_DATASETS: dict[str, dict[str, Any]] = {
+    "cpusmall": {"kind": "csv", "file": "cpusmall/cpu_small.csv", "skip_rows": 1, "header": False},
+    "pumadyn32nh": {"kind": "arff", "file": "pumadyn32nh/puma32H.arff"},
+    "ijcnn1": {"kind": "libsvm", "train": "ijcnn1/ijcnn1.trn.bz2", "test": "ijcnn1/ijcnn1.tst.bz2"},
+    "adult": {"kind": "libsvm", "train": "adult/adult.trn.bz2", "test": "adult/adult.tst.bz2"},
+    "breastcancer": {"kind": "mat", "file": "breastcancer/breastcancer_nytro.mat"},
+    "protein": {"kind": "csv", "file": "uci/protein-structure.csv", "target": 0},
+    "kin8nm": {"kind": "csv", "file": "uci/kin8nm.csv"},
+    "power-plant": {"kind": "csv", "file": "uci/power-plant.csv"},
+    "concrete": {"kind": "csv", "file": "uci/concrete.csv"},
+    "abalone": {"kind": "libsvm", "file": "abalone/abalone.trn.bz2"},
+}
+
+
+def load_shared(name: str, root: str | os.PathLike[str] | None = None) -> dict[str, np.ndarray]:
+    """Load a shared benchmark data set by name.
+
+    Returns a dict with ``X``, ``y`` (the whole set) or, where the set comes split,
+    ``X_train``, ``y_train``, ``X_test``, ``y_test``.
+
+    Raises
+    ------
+    FileNotFoundError
+        When the shared data folder (or the file) is absent.
+    """
+    if name not in SHARED_DATASETS:
+        raise ValueError(f"name must be one of {sorted(SHARED_DATASETS)}, got {name!r}")
+    base = FsPath(root) if root is not None else shared_data_dir()
+    if base is None or not base.is_dir():
+        raise FileNotFoundError("the shared data folder is not available")
+    spec = SHARED_DATASETS[name]
+    kind = spec["kind"]
+    if kind == "mat":
+        Xtr, ytr, Xte, yte = load_mat(base / spec["file"], "Xtr", "Ytr", "Xte", "Yte")
+        return {"X_train": Xtr, "y_train": ytr, "X_test": Xte, "y_test": yte}
+    if kind == "libsvm" and "train" in spec:
+        Xtr, ytr = load_libsvm(base / spec["train"])
+        Xte, yte = load_libsvm(base / spec["test"], n_features=Xtr.shape[1])
+        d = max(Xtr.shape[1], Xte.shape[1])
+        if Xtr.shape[1] < d:
+            Xtr = np.hstack([Xtr, np.zeros((len(Xtr), d - Xtr.shape[1]))])
+        return {"X_train": Xtr, "y_train": ytr, "X_test": Xte, "y_test": yte}
+    path = base / spec["file"]
+    if kind == "libsvm":
+        X, y = load_libsvm(path)
+    elif kind == "arff":
+        X, y = load_arff(path)
+    else:
+        X, y = load_csv(
+            path,
+            target=spec.get("target", -1),
+            header=spec.get("header"),
+            skip_rows=spec.get("skip_rows", 0),
+        )
+    return {"X": X, "y": y}
+
+
+def make_sin_regression(
+    n_samples: int,
+    n_features: int = 20,
+    noise: float = 0.1,
+    random_state: Any = None,
+    w: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """x ~ N(0, I_d), y = sin(<w, x>) + noise * eps, eps ~ N(0, 1), with ||w|| = 1.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    w : ndarray of shape (n_features,)
+        The direction (pass it back to draw a test set of the same problem).
+    """
+    rng = np.random.default_rng(random_state)
+    if w is None:
+        w = rng.standard_normal(n_features)
+        w /= np.linalg.norm(w)
+    X = rng.standard_normal((n_samples, n_features))
+    y = np.sin(X @ w) + noise * rng.standard_normal(n_samples)
+    return X, y, w

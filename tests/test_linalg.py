@@ -1,0 +1,103 @@
+"""Dense linear algebra: the Nyström factor and the spectral filters against direct formulas."""
+
+import numpy as np
+import pytest
+
+from kernelpath import Gaussian
+from kernelpath.linalg import (
+    nu_method_coefficients,
+    nystrom_factor,
+    spectral_filter,
+    top_eigenvalue,
+)
+
+
+def test_nystrom_factor_rank_deficient(rng):
+    C = rng.standard_normal((30, 3))
+    C = np.vstack([C, C[:10]])  # duplicate centers: K_mm is singular
+    K = Gaussian(1.0)(C, C)
+    R, s, U = nystrom_factor(K)
+    assert R.shape[1] <= 30
+    np.testing.assert_allclose(R.T @ K @ R, np.eye(R.shape[1]), atol=1e-7)
+    np.testing.assert_allclose(
+        R @ R.T, np.linalg.pinv(K, rcond=1e-12, hermitian=True), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_nystrom_factor_tiny_sigma(rng):
+    C = rng.standard_normal((20, 2))
+    K = Gaussian(1e-6)(C, C)  # numerically the identity
+    R, s, _ = nystrom_factor(K)
+    assert R.shape == (20, 20)
+    np.testing.assert_allclose(R @ R.T, np.linalg.inv(K), atol=1e-10)
+    np.testing.assert_allclose(K, np.eye(20), atol=1e-3)
+
+
+def test_nystrom_factor_rejects_zero_matrix():
+    with pytest.raises(ValueError, match="no positive eigenvalue"):
+        nystrom_factor(np.zeros((3, 3)))
+
+
+def _dense_problem(rng, n=40):
+    A = rng.standard_normal((n, n))
+    H = A @ A.T / n
+    s, V = np.linalg.eigh(H)
+    return H, np.maximum(s, 0), V
+
+
+def test_tikhonov_and_tsvd_filters(rng):
+    H, s, V = _dense_problem(rng)
+    b = rng.standard_normal(40)
+    for lam in [1e-3, 0.1, 1.0]:
+        g = spectral_filter("tikhonov", s, np.array([lam]))[0]
+        np.testing.assert_allclose(
+            V @ (g * (V.T @ b)), np.linalg.solve(H + lam * np.eye(40), b), rtol=1e-8
+        )
+        g = spectral_filter("tsvd", s, np.array([lam]))[0]
+        keep = s >= lam
+        ref = V[:, keep] @ ((V[:, keep].T @ b) / s[keep])
+        np.testing.assert_allclose(V @ (g * (V.T @ b)), ref, rtol=1e-8)
+    g = spectral_filter("kols", s, np.zeros(1))[0]
+    np.testing.assert_allclose(
+        V @ (g * (V.T @ b)), np.linalg.pinv(H, hermitian=True) @ b, rtol=1e-6
+    )
+
+
+def test_landweber_filter_is_the_iteration(rng):
+    H, s, V = _dense_problem(rng)
+    b = rng.standard_normal(40)
+    eta = 1 / s.max()
+    g = spectral_filter("landweber", s, np.arange(1, 31))
+    x = np.zeros(40)
+    for t in range(30):
+        x = x + eta * (b - H @ x)
+        np.testing.assert_allclose(V @ (g[t] * (V.T @ b)), x, rtol=1e-9, atol=1e-12)
+
+
+def test_nu_filter_is_the_iteration(rng):
+    H, s, V = _dense_problem(rng)
+    b = rng.standard_normal(40)
+    L = s.max()
+    g = spectral_filter("nu", s, np.arange(1, 41), nu=1.0)
+    prev = np.zeros(40)
+    x = np.zeros(40)
+    for k in range(1, 41):
+        mu, om = nu_method_coefficients(k, 1.0)
+        new = x + mu * (x - prev) + om / L * (b - H @ x)
+        prev, x = x, new
+        np.testing.assert_allclose(V @ (g[k - 1] * (V.T @ b)), x, rtol=1e-8, atol=1e-10)
+    # accelerated: after 40 steps it is closer to the solution than Landweber after 40
+    sol = np.linalg.pinv(H, hermitian=True) @ b
+    gl = spectral_filter("landweber", s, np.array([40]))[0]
+    assert np.linalg.norm(x - sol) < np.linalg.norm(V @ (gl * (V.T @ b)) - sol)
+
+
+def test_top_eigenvalue(rng):
+    H, s, _ = _dense_problem(rng, 60)
+    est = top_eigenvalue(lambda v: H @ v, 60, n_iter=500, tol=1e-10, rng=0)
+    assert abs(est - s.max()) <= 1e-6 * s.max()
+
+
+def test_unknown_filter():
+    with pytest.raises(ValueError, match="filter"):
+        spectral_filter("ridge", np.ones(3), np.ones(1))
