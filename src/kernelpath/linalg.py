@@ -111,8 +111,13 @@ def spectral_filter(
     if name == "landweber":
         eta = 1.0 / smax if step is None else step
         t = params[:, None]
-        h = 1.0 - eta * s[None, :]
-        return np.where(pos[None, :], (1.0 - h**t) * inv[None, :], eta * t)
+        # 1 - (1 - η s)^t without cancellation for small η s
+        with np.errstate(divide="ignore", invalid="ignore"):
+            one_minus = -np.expm1(t * np.log1p(-np.minimum(eta * s[None, :], 1.0)))
+        one_minus = np.where(
+            eta * s[None, :] >= 1.0, 1.0 - (1.0 - eta * s[None, :]) ** t, one_minus
+        )
+        return np.where(pos[None, :], one_minus * inv[None, :], eta * t)
     if name == "nu":
         T = int(params.max()) if params.size else 0
         table = _nu_table(s / smax, T, nu) / smax

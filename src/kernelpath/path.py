@@ -37,6 +37,8 @@ class Path:
         The chosen point; default: the minimum validation error, or the last point.
     stored : dict, optional
         Coefficients already at hand, by index tuple.
+    info : dict, optional
+        Solver details (e.g. ``rank`` of the Nyström factor, ``step`` of gradient descent).
     """
 
     def __init__(
@@ -48,7 +50,9 @@ class Path:
         scoring: str = "mse",
         best_index: tuple[int, ...] | None = None,
         stored: dict[tuple[int, ...], np.ndarray] | None = None,
+        info: dict[str, Any] | None = None,
     ) -> None:
+        self.info = dict(info or {})
         self.params = {k: np.asarray(v) for k, v in params.items()}
         self.train_error = np.asarray(train_error, dtype=float)
         self.val_error = None if val_error is None else np.asarray(val_error, dtype=float)

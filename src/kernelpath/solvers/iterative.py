@@ -230,6 +230,7 @@ def iterative_path(
         coef_fn=coef_fn,
         scoring=validation.scoring if validation is not None else "mse",
         stored=stored,
+        info={"method": method, "rank": r, "step": 1.0 / setup["L"] if "L" in setup else None},
     )
     if validation is None and P == 1:
         path.best_index = (0, T - 1)

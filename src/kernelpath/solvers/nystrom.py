@@ -91,4 +91,5 @@ def nystrom_direct_path(
         coef_fn=None,
         scoring=validation.scoring if validation is not None else "mse",
         stored=stored,
+        info={"method": "direct", "rank": r},
     )
