@@ -37,12 +37,18 @@ def nystrom_factor(
     With K_mm = U diag(s) U^T, keep the eigenvalues ``s_i > rcond * max(s)`` and return
     ``R = U_r diag(s_r)^(-1/2)``, so that ``R R^T = K_mm^+`` (truncated) and ``R^T K_mm R = I``.
 
+    The default cut-off is the size of the rounding in K_mm and in its eigendecomposition:
+    entries with relative errors ``eps`` (the precision K_mm was computed in) perturb the
+    eigenvalues by about ``eps * sqrt(m) * max_i K_ii``, and the eigensolver adds
+    ``eps * max(s)``; directions below ``eps * sqrt(m) * max(s)`` are noise (an exactly
+    singular K_mm, from duplicate centers, returns such values).
+
     Parameters
     ----------
     K_mm : ndarray of shape (m, m)
         Kernel matrix of the centers (symmetric PSD up to rounding).
     rcond : float or None
-        Relative eigenvalue cut-off; default ``m * eps * 10`` for the data's precision.
+        Relative eigenvalue cut-off; default ``eps * sqrt(m)``.
     dtype_eps : float or None
         Machine epsilon of the precision K_mm was computed in (default float64's).
 
@@ -56,13 +62,13 @@ def nystrom_factor(
     """
     K = np.asarray(K_mm, dtype=FACTOR_DTYPE)
     m = K.shape[0]
-    if rcond is None:
-        eps = np.finfo(FACTOR_DTYPE).eps if dtype_eps is None else dtype_eps
-        rcond = 10 * max(m, 1) * eps
     s, U = scipy.linalg.eigh(K, driver="evd", check_finite=False)
     s, U = s[::-1], U[:, ::-1]
     if not np.isfinite(s).all() or s[0] <= 0:
         raise ValueError("the centers' kernel matrix K_mm has no positive eigenvalue")
+    if rcond is None:
+        eps = np.finfo(FACTOR_DTYPE).eps if dtype_eps is None else dtype_eps
+        rcond = eps * np.sqrt(m)
     keep = s > rcond * s[0]
     s, U = s[keep], np.ascontiguousarray(U[:, keep])
     return U / np.sqrt(s), s, U

@@ -14,7 +14,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Path"]
+__all__ = ["Path", "lex_argmin"]
+
+
+def lex_argmin(err: np.ndarray, loss: np.ndarray | None = None) -> int:
+    """Index of the smallest finite ``err``, ties broken by the smallest ``loss``, then by the
+    first index."""
+    e = np.where(np.isfinite(err), err, np.inf)
+    if loss is None:
+        return int(np.argmin(e))
+    ll = np.where(np.isfinite(loss), loss, np.inf)
+    return int(np.lexsort((np.arange(len(e)), ll, e))[0])
 
 
 class Path:
@@ -39,6 +49,9 @@ class Path:
         Coefficients already at hand, by index tuple.
     info : dict, optional
         Solver details (e.g. ``rank`` of the Nyström factor, ``step`` of gradient descent).
+    val_loss : ndarray or None
+        Validation squared loss of the coded targets (same as ``val_error`` for regression);
+        breaks ties of a discrete ``val_error`` (classification error rate).
     """
 
     def __init__(
@@ -51,8 +64,10 @@ class Path:
         best_index: tuple[int, ...] | None = None,
         stored: dict[tuple[int, ...], np.ndarray] | None = None,
         info: dict[str, Any] | None = None,
+        val_loss: np.ndarray | None = None,
     ) -> None:
         self.info = dict(info or {})
+        self.val_loss = None if val_loss is None else np.asarray(val_loss, dtype=float)
         self.params = {k: np.asarray(v) for k, v in params.items()}
         self.train_error = np.asarray(train_error, dtype=float)
         self.val_error = None if val_error is None else np.asarray(val_error, dtype=float)
@@ -70,7 +85,9 @@ class Path:
     def _default_best(self) -> tuple[int, ...]:
         errs = self.val_error
         if errs is not None and np.isfinite(errs).any():
-            flat = int(np.nanargmin(errs))
+            flat = lex_argmin(
+                errs.ravel(), None if self.val_loss is None else self.val_loss.ravel()
+            )
         else:
             reached = np.isfinite(self.train_error)
             flat = int(np.flatnonzero(reached.ravel())[-1]) if reached.any() else 0

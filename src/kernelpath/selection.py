@@ -97,9 +97,10 @@ class EarlyStopping:
         self.active = np.ones(n_paths, dtype=bool)
 
     def update(self, t: int, errors: np.ndarray) -> np.ndarray:
-        """Record the errors of iteration ``t`` for the active paths (NaN elsewhere).
+        """Record the errors of iteration ``t`` for the active paths (NaN elsewhere) and
+        deactivate the paths without a significant improvement for a whole window.
 
-        Returns a mask of the paths whose error is a new best (their coefficients are kept).
+        Returns a mask of the paths whose error is a new best.
         """
         improved = np.zeros_like(self.active)
         act = self.active

@@ -271,7 +271,9 @@ _NYTRO_PARAMS = (
     max_iter : int or None, default=None
         Iterations (default 500 for gd, 100 for nu).
     n_iter_no_change : int or None, default=10
-        Early-stopping window on the validation error.
+        Early-stopping window on the validation error (the NYTRO reference uses 10). The
+        ν-method's validation curve can plateau for tens of iterations before improving
+        again: a wider window (e.g. 30) often finds a better point.
     tol : float, default=1e-4
         Relative improvement that counts for early stopping; relative step for convergence.
 """

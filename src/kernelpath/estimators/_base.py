@@ -39,6 +39,16 @@ def default_n_centers(n: int) -> int:
     return int(min(n, max(100, min(m, MAX_CENTERS_DEFAULT))))
 
 
+def _check_numeric(a: Any, name: str) -> None:
+    """Name the argument when an array of strings or objects does not convert to numbers."""
+    if hasattr(a, "dtype") and a.dtype.kind not in "USOV":
+        return
+    try:
+        np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{name} must contain numbers only: {exc}") from exc
+
+
 class _KernelPathEstimator(BaseEstimator):
     """Base class. Subclasses set ``_family`` ("exact", "nystrom", "nytro") and ``_classifier``."""
 
@@ -83,6 +93,9 @@ class _KernelPathEstimator(BaseEstimator):
         -------
         self
         """
+        _check_numeric(X, "X")
+        if not self._classifier:
+            _check_numeric(y, "y")
         X, y = validate_data(
             self,
             X,
@@ -96,7 +109,12 @@ class _KernelPathEstimator(BaseEstimator):
         Y = self._encode_targets(y)
         w = None
         if sample_weight is not None:
-            w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            try:
+                w = _check_sample_weight(
+                    sample_weight, X, dtype=np.float64, ensure_non_negative=True
+                )
+            except ValueError as exc:
+                raise ValueError(f"sample_weight: {exc}") from exc
             if not np.any(w > 0):
                 raise ValueError("sample_weight must have at least one positive entry")
             # weights sum to n: the penalty means the same with or without them, and an
@@ -288,6 +306,7 @@ class _KernelPathEstimator(BaseEstimator):
     # --------------------------------------------------------------- predict
     def _decision(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "coef_")
+        _check_numeric(X, "X")
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         op = KernelOperator(
             X, self.centers_.astype(X.dtype), self.kernel_, self.memory_budget, cache=False

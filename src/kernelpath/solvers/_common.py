@@ -22,10 +22,14 @@ class Validation:
     def scorer(self) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
         return SCORERS[self.scoring]
 
-    def errors(self, F: np.ndarray, k: int) -> np.ndarray:
-        """Errors of predictions ``F`` (n_val, P * k) grouped as P points of k outputs."""
+    def errors(self, F: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(errors, squared losses) of predictions ``F`` (n_val, P * k) grouped as P points
+        of k outputs; for "mse" scoring both are the same."""
         P = F.shape[1] // k
-        return self.scorer()(self.Y, F.reshape(len(self.Y), P, k))
+        F3 = F.reshape(len(self.Y), P, k)
+        loss = SCORERS["mse"](self.Y, F3)
+        err = loss if self.scoring == "mse" else self.scorer()(self.Y, F3)
+        return err, loss
 
 
 def as_2d(y: np.ndarray) -> np.ndarray:

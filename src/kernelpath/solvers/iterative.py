@@ -32,7 +32,7 @@ import numpy as np
 from .._backend import FACTOR_DTYPE
 from ..linalg import nu_method_coefficients, top_eigenvalue
 from ..operators import KernelOperator
-from ..path import Path
+from ..path import Path, lex_argmin
 from ..selection import EarlyStopping
 from ._common import Validation, as_2d, weights_or_ones
 from .nystrom import center_factor
@@ -137,6 +137,8 @@ def iterative_path(
     converged = np.zeros(P, dtype=bool)
     train_err = np.full((P, max_iter), np.nan)
     val_err = np.full((P, max_iter), np.nan) if validation is not None else None
+    val_loss = np.full((P, max_iter), np.nan) if validation is not None else None
+    best_err, best_loss = np.full(P, np.inf), np.full(P, np.inf)
     best_beta = np.zeros((r, C))
     stored: dict[tuple[int, ...], np.ndarray] = {}
     Fv = np.zeros((len(validation.Y), C)) if validation is not None else None
@@ -185,10 +187,15 @@ def iterative_path(
         last_iter[act_p] = t
         if validation is not None:
             Fv[:, cols] += validation.op.matvec((R @ delta).astype(op.dtype))
-            errs = np.full(P, np.nan)
-            errs[act_p] = validation.errors(Fv[:, cols], k)
+            errs, losses = np.full(P, np.nan), np.full(P, np.nan)
+            errs[act_p], losses[act_p] = validation.errors(Fv[:, cols], k)
             val_err[:, t - 1] = errs
-            improved = stopper.update(t, errs)
+            val_loss[:, t - 1] = losses
+            # stop on the smooth squared loss (a classification error rate is flat for long
+            # stretches); keep the best point by (error, loss)
+            stopper.update(t, losses)
+            improved = (errs < best_err) | ((errs == best_err) & (losses < best_loss))
+            best_err[improved], best_loss[improved] = errs[improved], losses[improved]
             for p in np.flatnonzero(improved):
                 best_beta[:, p * k : (p + 1) * k] = beta[:, p * k : (p + 1) * k]
         if store_coefs:
@@ -207,16 +214,17 @@ def iterative_path(
     op.release()
     if validation is not None:
         validation.op.release()
-    train_err, val_err = train_err[:, :T], None if val_err is None else val_err[:, :T]
+    train_err = train_err[:, :T]
+    if val_err is not None and val_loss is not None:
+        val_err, val_loss = val_err[:, :T], val_loss[:, :T]
     n_iter = np.tile(np.arange(1, T + 1), (P, 1))
     params = {"penalty": np.repeat(lam[:, None], T, axis=1), "n_iter": n_iter}
     if validation is None:
         best_beta = beta
-    best_t = (
-        np.nanargmin(np.where(np.isfinite(val_err), val_err, np.inf), axis=1)
-        if val_err is not None
-        else last_iter - 1
-    )
+    if val_err is not None and val_loss is not None:
+        best_t = np.array([lex_argmin(val_err[p], val_loss[p]) for p in range(P)])
+    else:
+        best_t = last_iter - 1
     for p in range(P):
         stored.setdefault(
             (p, int(best_t[p])), (R @ best_beta[:, p * k : (p + 1) * k]).astype(op.dtype)
@@ -231,6 +239,7 @@ def iterative_path(
         scoring=validation.scoring if validation is not None else "mse",
         stored=stored,
         info={"method": method, "rank": r, "step": 1.0 / setup["L"] if "L" in setup else None},
+        val_loss=val_loss,
     )
     if validation is None and P == 1:
         path.best_index = (0, T - 1)

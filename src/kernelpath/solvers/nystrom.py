@@ -78,10 +78,10 @@ def nystrom_direct_path(
     yw2 = float((w[:, None] * Y * Y).sum())
     quad = np.einsum("pi,ik->p", 2 * g - sig[None, :] * g * g, c * c)
     train_err = (yw2 - n * quad) / (w.sum() * k)
-    val_err = None
+    val_err = val_loss = None
     if validation is not None:
         F = validation.op.matvec(alphas.reshape(op.m, P * k).astype(op.dtype))
-        val_err = validation.errors(np.asarray(F, dtype=FACTOR_DTYPE), k)
+        val_err, val_loss = validation.errors(np.asarray(F, dtype=FACTOR_DTYPE), k)
         validation.op.release()
     stored = {(p,): alphas[:, p, :].astype(op.dtype) for p in range(P)}
     return Path(
@@ -91,5 +91,6 @@ def nystrom_direct_path(
         coef_fn=None,
         scoring=validation.scoring if validation is not None else "mse",
         stored=stored,
+        val_loss=val_loss,
         info={"method": "direct", "rank": r},
     )

@@ -96,10 +96,10 @@ def exact_path(
     # training error: ||D f - D y||^2 = ||(s g - 1) c||^2 (Q is complete)
     resid = (s[None, :, None] * G[:, :, None] - 1.0) * c[None, :, :]
     train_err = np.einsum("pnk,pnk->p", resid, resid) / (w.sum() * k)
-    val_err = None
+    val_err = val_loss = None
     if validation is not None:
         F = validation.op.matvec(alphas.reshape(n, P * k).astype(op.dtype, copy=False))
-        val_err = validation.errors(np.asarray(F, dtype=FACTOR_DTYPE), k)
+        val_err, val_loss = validation.errors(np.asarray(F, dtype=FACTOR_DTYPE), k)
         validation.op.release()
     stored = {(p,): alphas[:, p, :].astype(op.dtype) for p in range(P)}
     path = Path(
@@ -109,5 +109,6 @@ def exact_path(
         coef_fn=None,
         scoring=validation.scoring if validation is not None else "mse",
         stored=stored,
+        val_loss=val_loss,
     )
     return path

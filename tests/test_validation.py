@@ -1,0 +1,209 @@
+"""Bad input gets a ValueError / TypeError naming the argument (property-based where it helps)."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from kernelpath import (
+    Gaussian,
+    KRLSClassifier,
+    KRLSRegressor,
+    NystromClassifier,
+    NystromRegressor,
+    NYTROClassifier,
+    NYTRORegressor,
+)
+from kernelpath._backend import resolve_memory_budget
+from kernelpath._validation import check_penalty
+
+REGRESSORS = [KRLSRegressor, NystromRegressor, NYTRORegressor]
+CLASSIFIERS = [KRLSClassifier, NystromClassifier, NYTROClassifier]
+FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def small_data(n=30, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    return X, np.sin(X[:, 0])
+
+
+bad_scalars = st.one_of(
+    st.floats(max_value=-1e-300, allow_nan=False, allow_infinity=True),
+    st.just(float("nan")),
+    st.just(float("inf")),
+)
+
+
+@FAST
+@given(value=bad_scalars)
+def test_bad_penalty_scalar(value):
+    with pytest.raises(ValueError, match="penalty"):
+        check_penalty(value)
+
+
+@FAST
+@given(values=st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=1, max_size=6))
+def test_penalty_sequences(values):
+    arr = np.asarray(values)
+    if np.all(np.isfinite(arr)) and np.all(arr >= 0):
+        out = check_penalty(values)
+        assert np.all(np.diff(out) <= 0)  # sorted from the most regularized
+    else:
+        with pytest.raises(ValueError, match="penalty"):
+            check_penalty(values)
+
+
+@pytest.mark.parametrize("value", ["large", True, [[1.0]], [], ["a"], {"a": 1}])
+def test_bad_penalty_kinds(value):
+    with pytest.raises((ValueError, TypeError), match="penalty"):
+        check_penalty(value)
+
+
+@pytest.mark.parametrize("Est", REGRESSORS + CLASSIFIERS, ids=lambda e: e.__name__)
+@FAST
+@given(
+    i=st.integers(0, 29),
+    j=st.integers(0, 1),
+    bad=st.sampled_from([np.nan, np.inf, -np.inf]),
+)
+def test_non_finite_X_is_rejected(Est, i, j, bad):
+    X, y = small_data()
+    X[i, j] = bad
+    y = y if Est in REGRESSORS else (y > 0).astype(int)
+    with pytest.raises(ValueError, match="X"):
+        Est(Gaussian(1.0)).fit(X, y)
+
+
+@pytest.mark.parametrize("Est", REGRESSORS, ids=lambda e: e.__name__)
+@FAST
+@given(i=st.integers(0, 29), bad=st.sampled_from([np.nan, np.inf]))
+def test_non_finite_y_is_rejected(Est, i, bad):
+    X, y = small_data()
+    y[i] = bad
+    with pytest.raises(ValueError, match="y"):
+        Est(Gaussian(1.0)).fit(X, y)
+
+
+@FAST
+@given(n=st.integers(2, 40), m=st.integers(2, 40))
+def test_mismatched_lengths(n, m):
+    if n == m:
+        return
+    X = np.zeros((n, 2))
+    y = np.zeros(m)
+    with pytest.raises(ValueError, match="samples"):
+        NystromRegressor().fit(X, y)
+
+
+@FAST
+@given(X=hnp.arrays(np.float64, hnp.array_shapes(min_dims=3, max_dims=3, max_side=3)))
+def test_wrong_dimensions(X):
+    with pytest.raises(ValueError):
+        NystromRegressor().fit(X, np.zeros(len(X)))
+
+
+def test_one_dimensional_X_named():
+    with pytest.raises(ValueError, match="2D array"):
+        NystromRegressor().fit(np.arange(10.0), np.arange(10.0))
+
+
+def test_empty_data():
+    with pytest.raises(ValueError, match="0 sample"):
+        NystromRegressor().fit(np.zeros((0, 2)), np.zeros(0))
+
+
+def test_non_numeric_arrays_are_named():
+    X = np.array([["a", "b"], ["c", "d"], ["e", "f"]])
+    with pytest.raises((ValueError, TypeError), match="X must contain numbers"):
+        NystromRegressor().fit(X, np.arange(3.0))
+    with pytest.raises((ValueError, TypeError), match="y must contain numbers"):
+        NystromRegressor().fit(np.zeros((3, 2)), np.array(["a", "b", "c"]))
+    est = NystromRegressor(n_centers=5, penalty=1e-3, validation_fraction=0.0)
+    est.fit(np.random.default_rng(0).random((20, 2)), np.arange(20.0))
+    with pytest.raises((ValueError, TypeError), match="X must contain numbers"):
+        est.predict(np.array([["a", "b"]]))
+
+
+@pytest.mark.parametrize("Est", CLASSIFIERS, ids=lambda e: e.__name__)
+def test_single_class(Est):
+    X, _ = small_data()
+    with pytest.raises(ValueError, match="class"):
+        Est().fit(X, np.zeros(30))
+
+
+def test_continuous_targets_for_classifier():
+    X, y = small_data()
+    with pytest.raises(ValueError, match="Unknown label type"):
+        NystromClassifier().fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "params,match",
+    [
+        ({"n_centers": 0}, "n_centers"),
+        ({"n_centers": 2.5}, "n_centers"),
+        ({"max_iter": 0}, "max_iter"),
+        ({"validation_fraction": 1.0}, "validation_fraction"),
+        ({"validation_fraction": -0.1}, "validation_fraction"),
+        ({"n_iter_no_change": 0}, "n_iter_no_change"),
+        ({"tol": -1.0}, "tol"),
+        ({"solver": "lbfgs"}, "solver"),
+        ({"kernel": "rbff"}, "kernel"),
+        ({"kernel": 3}, "kernel"),
+        ({"centers": "kmeans"}, "centers"),
+        ({"centers": np.zeros((5, 3))}, "centers"),
+        ({"memory_budget": "lots"}, "memory_budget"),
+        ({"memory_budget": 10}, "memory_budget"),
+        ({"random_state": "seed"}, "random_state"),
+        ({"refit": "yes"}, "refit"),
+    ],
+)
+def test_bad_parameters_are_named(params, match):
+    X, y = small_data()
+    with pytest.raises((ValueError, TypeError), match=match):
+        NystromRegressor(**params).fit(X, y)
+
+
+def test_bad_filter_and_unused_penalty():
+    X, y = small_data()
+    with pytest.raises(ValueError, match="filter"):
+        KRLSRegressor(filter="ridge").fit(X, y)
+    with pytest.raises(ValueError, match="penalty is not used"):
+        KRLSRegressor(filter="landweber", penalty=1e-3).fit(X, y)
+
+
+def test_bad_sample_weight():
+    X, y = small_data()
+    with pytest.raises(ValueError, match="sample_weight"):
+        NystromRegressor().fit(X, y, sample_weight=-np.ones(30))
+    with pytest.raises(ValueError, match="sample_weight"):
+        NystromRegressor().fit(X, y, sample_weight=np.zeros(30))
+    with pytest.raises(ValueError):
+        NystromRegressor().fit(X, y, sample_weight=np.ones(29))
+
+
+def test_predict_checks_features():
+    X, y = small_data()
+    est = NystromRegressor(n_centers=10).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        est.predict(np.zeros((3, 5)))
+
+
+@FAST
+@given(st.one_of(st.integers(1024**2, 10**12), st.sampled_from(["1GB", "512MB", "2GiB", "1.5e9"])))
+def test_memory_budget_parsing(value):
+    assert resolve_memory_budget(value) >= 1024**2
+
+
+def test_no_nan_model_on_constant_targets():
+    X, _ = small_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for Est in REGRESSORS:
+            est = Est(Gaussian(1.0)).fit(X, np.ones(30))
+            assert np.all(np.isfinite(est.coef_))
+            np.testing.assert_allclose(est.predict(X), 1.0, atol=1e-8)
