@@ -43,7 +43,9 @@ def test_cpusmall_within_2_percent_of_kernel_ridge():
     k = Gaussian(3.0)
     ests = [
         KRLSRegressor(k, penalty=GRID, refit=True, random_state=0),
-        NystromRegressor(k, penalty=GRID, n_centers=3000, solver="direct", refit=True, random_state=0),
+        NystromRegressor(
+            k, penalty=GRID, n_centers=3000, solver="direct", refit=True, random_state=0
+        ),
         NystromRegressor(k, penalty=GRID, n_centers=3000, solver="cg", refit=True, random_state=0),
     ]
     for est in ests:
@@ -64,7 +66,9 @@ def test_breast_cancer_nytro_split_within_2_percent_of_kernel_ridge():
     k = Gaussian(5.0)
     for est in [
         KRLSClassifier(k, penalty=GRID, refit=True, random_state=0),
-        NystromClassifier(k, penalty=GRID, n_centers=300, solver="direct", refit=True, random_state=0),
+        NystromClassifier(
+            k, penalty=GRID, n_centers=300, solver="direct", refit=True, random_state=0
+        ),
     ]:
         est.fit(Xtr, ytr)
         ref = kernel_ridge_tuned(Xtr, ytr, est.train_indices_, est.validation_indices_, 5.0, True)

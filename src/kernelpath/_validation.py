@@ -88,7 +88,7 @@ def make_rng(random_state: Any) -> np.random.Generator:
     ):
         if random_state is not None and random_state < 0:
             raise ValueError(f"random_state must be a non-negative integer, got {random_state!r}")
-        return np.random.default_rng(random_state)
+        return np.random.default_rng(None if random_state is None else int(random_state))
     raise TypeError(
         f"random_state must be None, an integer, a Generator or a RandomState, got {random_state!r}"
     )

@@ -280,8 +280,9 @@ class _KernelPathEstimator(BaseEstimator):
         if n_centers is None:
             m = default_n_centers(n)
         else:
-            m = check_int(n_centers, "n_centers", 1)
-            assert m is not None
+            checked = check_int(n_centers, "n_centers", 1)
+            assert checked is not None
+            m = checked
             if m > n and (self.centers is None or isinstance(self.centers, str)):
                 warnings.warn(
                     f"n_centers={m} is larger than the number of training points {n}: "

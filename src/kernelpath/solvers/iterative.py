@@ -136,12 +136,12 @@ def iterative_path(
     stopper = EarlyStopping(P, window, tol)
     converged = np.zeros(P, dtype=bool)
     train_err = np.full((P, max_iter), np.nan)
-    val_err = np.full((P, max_iter), np.nan) if validation is not None else None
-    val_loss = np.full((P, max_iter), np.nan) if validation is not None else None
+    val_err = np.full((P, max_iter), np.nan)  # dropped at the end without validation
+    val_loss = np.full((P, max_iter), np.nan)
     best_err, best_loss = np.full(P, np.inf), np.full(P, np.inf)
     best_beta = np.zeros((r, C))
     stored: dict[tuple[int, ...], np.ndarray] = {}
-    Fv = np.zeros((len(validation.Y), C)) if validation is not None else None
+    Fv = np.zeros((len(validation.Y) if validation is not None else 0, C))
     last_iter = np.zeros(P, dtype=int)
     pending = np.zeros(P, dtype=bool)  # gd / nu: train error of the last iterate not known
 
@@ -196,11 +196,11 @@ def iterative_path(
             stopper.update(t, losses)
             improved = (errs < best_err) | ((errs == best_err) & (losses < best_loss))
             best_err[improved], best_loss[improved] = errs[improved], losses[improved]
-            for p in np.flatnonzero(improved):
-                best_beta[:, p * k : (p + 1) * k] = beta[:, p * k : (p + 1) * k]
+            for q in np.flatnonzero(improved):
+                best_beta[:, q * k : (q + 1) * k] = beta[:, q * k : (q + 1) * k]
         if store_coefs:
-            for p in np.flatnonzero(act_p):
-                stored[(p, t - 1)] = (R @ beta[:, p * k : (p + 1) * k]).astype(op.dtype)
+            for q in np.flatnonzero(act_p):
+                stored[(int(q), t - 1)] = (R @ beta[:, q * k : (q + 1) * k]).astype(op.dtype)
         conv_p = np.zeros(P, dtype=bool)
         conv_p[act_p] = col_conv.reshape(-1, k).all(axis=1)
         converged |= conv_p
@@ -214,14 +214,12 @@ def iterative_path(
     op.release()
     if validation is not None:
         validation.op.release()
-    train_err = train_err[:, :T]
-    if val_err is not None and val_loss is not None:
-        val_err, val_loss = val_err[:, :T], val_loss[:, :T]
+    train_err, val_err, val_loss = train_err[:, :T], val_err[:, :T], val_loss[:, :T]
     n_iter = np.tile(np.arange(1, T + 1), (P, 1))
     params = {"penalty": np.repeat(lam[:, None], T, axis=1), "n_iter": n_iter}
     if validation is None:
         best_beta = beta
-    if val_err is not None and val_loss is not None:
+    if validation is not None:
         best_t = np.array([lex_argmin(val_err[p], val_loss[p]) for p in range(P)])
     else:
         best_t = last_iter - 1
@@ -234,12 +232,12 @@ def iterative_path(
     path = Path(
         params,
         train_err,
-        val_err,
+        val_err if validation is not None else None,
         coef_fn=coef_fn,
         scoring=validation.scoring if validation is not None else "mse",
         stored=stored,
         info={"method": method, "rank": r, "step": 1.0 / setup["L"] if "L" in setup else None},
-        val_loss=val_loss,
+        val_loss=val_loss if validation is not None else None,
     )
     if validation is None and P == 1:
         path.best_index = (0, T - 1)

@@ -83,7 +83,9 @@ def nystrom_direct_path(
         F = validation.op.matvec(alphas.reshape(op.m, P * k).astype(op.dtype))
         val_err, val_loss = validation.errors(np.asarray(F, dtype=FACTOR_DTYPE), k)
         validation.op.release()
-    stored = {(p,): alphas[:, p, :].astype(op.dtype) for p in range(P)}
+    stored: dict[tuple[int, ...], np.ndarray] = {
+        (p,): alphas[:, p, :].astype(op.dtype) for p in range(P)
+    }
     return Path(
         {"penalty": lam},
         np.maximum(train_err, 0.0),

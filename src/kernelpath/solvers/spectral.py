@@ -101,7 +101,9 @@ def exact_path(
         F = validation.op.matvec(alphas.reshape(n, P * k).astype(op.dtype, copy=False))
         val_err, val_loss = validation.errors(np.asarray(F, dtype=FACTOR_DTYPE), k)
         validation.op.release()
-    stored = {(p,): alphas[:, p, :].astype(op.dtype) for p in range(P)}
+    stored: dict[tuple[int, ...], np.ndarray] = {
+        (p,): alphas[:, p, :].astype(op.dtype) for p in range(P)
+    }
     path = Path(
         {name: params},
         train_err,

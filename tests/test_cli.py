@@ -1,0 +1,21 @@
+import pytest
+
+from kernelpath.cli import main
+
+
+def test_demo_runs_and_reports(capsys):
+    assert main(["demo", "--n-train", "800", "--n-test", "200", "--n-centers", "100"]) == 0
+    out = capsys.readouterr().out
+    assert "best point: penalty=" in out and "test RMSE" in out
+
+
+def test_info(capsys):
+    assert main(["info"]) == 0
+    assert "memory_budget" in capsys.readouterr().out
+
+
+def test_bad_arguments():
+    with pytest.raises(SystemExit):
+        main(["demo", "--n-train", "1"])
+    with pytest.raises(SystemExit):
+        main(["demo", "--solver", "sgd"])
