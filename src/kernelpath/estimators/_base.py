@@ -309,10 +309,17 @@ class _KernelPathEstimator(BaseEstimator):
         check_is_fitted(self, "coef_")
         _check_numeric(X, "X")
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        # the higher of the model's and the input's precision: a float64 model's coefficients
+        # (large and cancelling at small penalties) must not be rounded to float32
+        dtype = np.result_type(X.dtype, self.coef_.dtype)
         op = KernelOperator(
-            X, self.centers_.astype(X.dtype), self.kernel_, self.memory_budget, cache=False
+            X.astype(dtype, copy=False),
+            self.centers_.astype(dtype, copy=False),
+            self.kernel_,
+            self.memory_budget,
+            cache=False,
         )
-        return op.matvec(self.coef_.astype(X.dtype)) + self.intercept_
+        return op.matvec(self.coef_.astype(dtype, copy=False)) + self.intercept_
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()

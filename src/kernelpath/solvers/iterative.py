@@ -11,16 +11,23 @@ with A = K_nm R:
   1 / max k(x, x) of the paper). With λ = 0 the iteration count is the regularization.
 - ``nu``: the ν-method acceleration of the same iteration (Engl, Hanke & Neubauer §6.3),
   needing about the square root of the iterations of ``gd`` for the same filter.
-- ``cg``: conjugate gradient preconditioned by P = mean(w) diag(s) / m + λ I, where s are the
-  eigenvalues of K_mm. Since K_nm^T K_nm ≈ (n / m) K_mm^2 for uniform centers,
-  H0 ≈ R^T K_mm^2 R / m = diag(s) / m: this is the FALKON preconditioner, diagonal in these
-  coordinates.
+  For these two, every penalty λ_p and output j is one column of beta; all columns share
+  each operator pass (``KernelOperator.fused`` with several right-hand sides).
+- ``cg``: conjugate gradient with the Nyström (FALKON) preconditioner
+  P = mean(w) diag(s) / m + λ I, s the eigenvalues of K_mm: since K_nm^T K_nm ≈ (n/m) K_mm^2
+  for uniform centers, H0 ≈ R^T K_mm^2 R / m = diag(s) / m, so the preconditioner is diagonal
+  in these coordinates. The whole λ path shares ONE Krylov space: with λ0 = min λ and
+  P0 its preconditioner, the orthonormal basis V_t of K_t(P0^-1 (H0 + λ0 I), P0^-1 b) (block
+  Arnoldi with full re-orthogonalization, one operator pass per iteration whatever the number
+  of penalties) gives every penalty's Galerkin solution beta = V_t y,
+  (V_t^T H0 V_t + λ I) y = V_t^T b. For λ0 this is exactly the preconditioned CG iterate
+  (the energy-norm minimizer over that Krylov space); for larger λ it is the best
+  approximation in the same space (the "hybrid" Krylov regularization idea).
 
-Every penalty λ_p and output j is one column of beta; all columns share each operator pass
-(``KernelOperator.fused`` with several right-hand sides). Training errors come from the
-quadratic form y'Wy - 2 n beta'b + n beta'H0 beta; validation predictions are updated by
-K_vm R (beta_t - beta_{t-1}) each iteration. A penalty stops when its validation error stops
-improving (``EarlyStopping``) or its iteration has converged (relative ``tol``).
+Training errors come from the quadratic form y'Wy - 2 n beta'b + n beta'H0 beta; validation
+predictions are updated incrementally (gd / nu: K_vm R (beta_t - beta_{t-1}); cg: one new
+column K_vm R v per basis vector). A penalty stops when its validation error stops improving
+(``EarlyStopping``) or its iteration has converged (relative ``tol``).
 """
 
 from __future__ import annotations
@@ -28,9 +35,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 
 from .._backend import FACTOR_DTYPE
-from ..linalg import nu_method_coefficients, top_eigenvalue
+from ..linalg import nu_method_coefficients, spectral_filter, top_eigenvalue
 from ..operators import KernelOperator
 from ..path import Path, lex_argmin
 from ..selection import EarlyStopping
@@ -40,6 +48,106 @@ from .nystrom import center_factor
 __all__ = ["iterative_path", "ITERATIVE_METHODS"]
 
 ITERATIVE_METHODS = ("gd", "nu", "cg")
+
+
+class _Problem:
+    """The projected normal equations shared by the iterative solvers."""
+
+    def __init__(
+        self,
+        op: KernelOperator,
+        Y: np.ndarray,
+        weights: np.ndarray | None,
+        setup: dict[str, Any],
+    ) -> None:
+        self.op, self.Y, self.weights = op, Y, weights
+        self.n, self.k = Y.shape
+        self.w = weights_or_ones(weights, self.n)
+        if "R" not in setup:
+            setup["R"], setup["s"] = center_factor(op)
+        self.R, self.s_mm = setup["R"], setup["s"]
+        self.r = self.R.shape[1]
+        if "b" not in setup:
+            Aty = op.rmatvec((self.w[:, None] * Y).astype(op.dtype))
+            setup["b"] = self.R.T @ np.asarray(Aty, dtype=FACTOR_DTYPE) / self.n
+        self.b = setup["b"]  # (r, k)
+        self.yw2 = (self.w[:, None] * Y * Y).sum(axis=0)  # (k,)
+        self.setup = setup
+
+    def H0(self, V: np.ndarray) -> np.ndarray:
+        """H0 V = R^T K_nm^T W K_nm R V / n for V of shape (r, c): one pass over the data."""
+        out = self.op.fused((self.R @ V).astype(self.op.dtype), self.weights)
+        return self.R.T @ np.asarray(out, dtype=FACTOR_DTYPE) / self.n
+
+    def train_error(self, beta_b: np.ndarray, beta_H_beta: np.ndarray) -> np.ndarray:
+        """Training MSE per penalty from beta'b and beta'H0 beta, both of shape (P, k)."""
+        e = self.yw2[None, :] - 2 * self.n * beta_b + self.n * beta_H_beta
+        return np.maximum(e.sum(axis=1) / (self.w.sum() * self.k), 0.0)
+
+    def coef(self, beta: np.ndarray) -> np.ndarray:
+        return np.asarray(self.R @ beta, dtype=FACTOR_DTYPE).astype(self.op.dtype)
+
+
+class _Bookkeeping:
+    """Errors, early stopping and the best iterate of each penalty."""
+
+    def __init__(
+        self,
+        P: int,
+        max_iter: int,
+        validation: Validation | None,
+        n_iter_no_change: int | None,
+        tol: float,
+    ) -> None:
+        self.P = P
+        self.validation = validation
+        window = n_iter_no_change if validation is not None else None
+        self.stopper = EarlyStopping(P, window, tol)
+        self.converged = np.zeros(P, dtype=bool)
+        self.train_err = np.full((P, max_iter), np.nan)
+        self.val_err = np.full((P, max_iter), np.nan)
+        self.val_loss = np.full((P, max_iter), np.nan)
+        self.best_err = np.full(P, np.inf)
+        self.best_loss = np.full(P, np.inf)
+        self.last_iter = np.zeros(P, dtype=int)
+
+    @property
+    def active(self) -> np.ndarray:
+        return self.stopper.active & ~self.converged
+
+    def record_validation(self, t: int, act: np.ndarray, F: np.ndarray, k: int) -> np.ndarray:
+        """Score predictions ``F`` (n_val, n_active * k) of iterate t; return the mask of
+        penalties whose iterate t is their best so far."""
+        assert self.validation is not None
+        errs, losses = np.full(self.P, np.nan), np.full(self.P, np.nan)
+        errs[act], losses[act] = self.validation.errors(F, k)
+        self.val_err[:, t - 1] = errs
+        self.val_loss[:, t - 1] = losses
+        # stop on the smooth squared loss (a classification error rate is flat for long
+        # stretches); keep the best point by (error, loss)
+        self.stopper.update(t, losses)
+        improved = (errs < self.best_err) | ((errs == self.best_err) & (losses < self.best_loss))
+        self.best_err[improved], self.best_loss[improved] = errs[improved], losses[improved]
+        return improved
+
+    def finish(self, lam: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray, Any, Any, int]:
+        T = int(self.last_iter.max()) if self.P else 0
+        params = {
+            "penalty": np.repeat(lam[:, None], T, axis=1),
+            "n_iter": np.tile(np.arange(1, T + 1), (self.P, 1)),
+        }
+        has_val = self.validation is not None
+        val_err = self.val_err[:, :T] if has_val else None
+        val_loss = self.val_loss[:, :T] if has_val else None
+        return params, self.train_err[:, :T], val_err, val_loss, T
+
+    def best_iterations(self) -> np.ndarray:
+        """Index of each penalty's chosen iterate."""
+        if self.validation is None:
+            return self.last_iter - 1
+        return np.array(
+            [lex_argmin(self.val_err[p], self.val_loss[p]) for p in range(self.P)], dtype=int
+        )
 
 
 def iterative_path(
@@ -74,9 +182,11 @@ def iterative_path(
     n_iter_no_change : int or None
         Window of the early-stopping rule (iterations without improvement); None: never.
     tol : float
-        Relative tolerance of the early-stopping rule and of convergence (CG residual, GD step).
+        Relative tolerance of the early-stopping rule and of convergence (relative residual
+        ||(H0 + λ) beta - b|| / ||b|| for cg, relative step for gd / nu).
     store_coefs : bool
-        Keep every iterate's coefficients (t x m x k numbers) instead of recomputing on demand.
+        gd / nu: keep every iterate's coefficients (t x m x k numbers) instead of recomputing
+        them on demand. cg keeps its Krylov basis (r x t k numbers) and makes any point from it.
     nu : float
         Qualification of the ν-method.
 
@@ -87,157 +197,107 @@ def iterative_path(
     if method not in ITERATIVE_METHODS:
         raise ValueError(f"method must be one of {ITERATIVE_METHODS}, got {method!r}")
     Y = as_2d(y).astype(FACTOR_DTYPE)
-    n, k = Y.shape
-    w = weights_or_ones(weights, n)
     lam = np.atleast_1d(np.asarray(penalties, dtype=FACTOR_DTYPE))
-    P, C = len(lam), len(lam) * k
     setup = dict(_setup or {})
-    if "R" not in setup:
-        setup["R"], setup["s"] = center_factor(op)
-    R, s_mm = setup["R"], setup["s"]
-    r = R.shape[1]
-
-    def H0(V: np.ndarray) -> np.ndarray:
-        out = op.fused((R @ V).astype(op.dtype), weights)
-        return R.T @ np.asarray(out, dtype=FACTOR_DTYPE) / n
-
-    if "b" not in setup:
-        Aty = op.rmatvec((w[:, None] * Y).astype(op.dtype))
-        setup["b"] = R.T @ np.asarray(Aty, dtype=FACTOR_DTYPE) / n
-    b = np.tile(setup["b"], (1, P))  # column p * k + j is output j of penalty p
-    lam_c = np.repeat(lam, k)
-    if method in ("gd", "nu") and "L" not in setup:
-        v0 = np.zeros(r)
-        v0[0] = 1.0  # top eigenvector of K_mm: close to the top one of H0
-        setup["L"] = top_eigenvalue(lambda v: H0(v[:, None])[:, 0], r, v0=v0, rng=random_state)
-    L_c = setup.get("L", 0.0) + lam_c
-    yw2 = np.tile((w[:, None] * Y * Y).sum(axis=0), P)
-    sw = w.sum()
-
-    def train_errors(cols: np.ndarray, beta: np.ndarray, H0beta: np.ndarray) -> np.ndarray:
-        """Per-penalty training MSE for the penalties whose columns are ``cols``."""
-        e = yw2[cols] - 2 * n * np.einsum("rc,rc->c", beta, b[:, cols])
-        e += n * np.einsum("rc,rc->c", beta, H0beta)
-        return np.maximum(e.reshape(-1, k).sum(axis=1) / (sw * k), 0.0)
-
-    beta = np.zeros((r, C))
+    prob = _Problem(op, Y, weights, setup)
+    book = _Bookkeeping(len(lam), max_iter, validation, n_iter_no_change, tol)
     if method == "cg":
-        precond = (w.mean() * s_mm / op.m)[:, None] + lam_c[None, :]
-        resid = b.copy()
-        z = resid / precond
-        p_dir = z.copy()
-        rz = np.einsum("rc,rc->c", resid, z)
-        H0beta = np.zeros((r, C))
-        bnorm = np.linalg.norm(b, axis=0)
-    elif method == "nu":
-        beta_prev = np.zeros((r, C))
-
-    window = n_iter_no_change if validation is not None else None
-    stopper = EarlyStopping(P, window, tol)
-    converged = np.zeros(P, dtype=bool)
-    train_err = np.full((P, max_iter), np.nan)
-    val_err = np.full((P, max_iter), np.nan)  # dropped at the end without validation
-    val_loss = np.full((P, max_iter), np.nan)
-    best_err, best_loss = np.full(P, np.inf), np.full(P, np.inf)
-    best_beta = np.zeros((r, C))
-    stored: dict[tuple[int, ...], np.ndarray] = {}
-    Fv = np.zeros((len(validation.Y) if validation is not None else 0, C))
-    last_iter = np.zeros(P, dtype=int)
-    pending = np.zeros(P, dtype=bool)  # gd / nu: train error of the last iterate not known
-
-    for t in range(1, max_iter + 1):
-        act_p = stopper.active & ~converged
-        if not act_p.any():
-            break
-        cols = np.flatnonzero(np.repeat(act_p, k))
-        if method == "cg":
-            pc = p_dir[:, cols]
-            H0p = H0(pc)
-            Hp = H0p + lam_c[cols] * pc
-            pq = np.einsum("rc,rc->c", pc, Hp)
-            a = np.where(pq > 0, rz[cols] / np.where(pq > 0, pq, 1.0), 0.0)
-            delta = a * pc
-            beta[:, cols] += delta
-            H0beta[:, cols] += a * H0p
-            resid[:, cols] -= a * Hp
-            zc = resid[:, cols] / precond[:, cols]
-            rz_new = np.einsum("rc,rc->c", resid[:, cols], zc)
-            ratio = np.where(rz[cols] > 0, rz_new / np.where(rz[cols] > 0, rz[cols], 1.0), 0.0)
-            p_dir[:, cols] = zc + ratio * pc
-            rz[cols] = rz_new
-            train_err[act_p, t - 1] = train_errors(cols, beta[:, cols], H0beta[:, cols])
-            col_conv = np.linalg.norm(resid[:, cols], axis=0) <= tol * bnorm[cols]
-            col_conv |= pq <= 0
-        else:
-            bc = beta[:, cols]
-            H0b = H0(bc)
-            if t > 1:  # the error of the previous iterate, known now
-                train_err[act_p, t - 2] = train_errors(cols, bc, H0b)
-            grad = H0b + lam_c[cols] * bc - b[:, cols]
-            if method == "gd":
-                delta = -grad / L_c[cols]
-            else:
-                mu, om = nu_method_coefficients(t, nu)
-                delta = mu * (bc - beta_prev[:, cols]) - om * grad / L_c[cols]
-                beta_prev[:, cols] = bc
-            beta[:, cols] = bc + delta
-            pending[act_p] = True
-            norms = np.linalg.norm(beta[:, cols], axis=0)
-            col_conv = np.linalg.norm(delta, axis=0) <= tol * np.where(norms > 0, norms, 1.0)
-        last_iter[act_p] = t
-        if validation is not None:
-            Fv[:, cols] += validation.op.matvec((R @ delta).astype(op.dtype))
-            errs, losses = np.full(P, np.nan), np.full(P, np.nan)
-            errs[act_p], losses[act_p] = validation.errors(Fv[:, cols], k)
-            val_err[:, t - 1] = errs
-            val_loss[:, t - 1] = losses
-            # stop on the smooth squared loss (a classification error rate is flat for long
-            # stretches); keep the best point by (error, loss)
-            stopper.update(t, losses)
-            improved = (errs < best_err) | ((errs == best_err) & (losses < best_loss))
-            best_err[improved], best_loss[improved] = errs[improved], losses[improved]
-            for q in np.flatnonzero(improved):
-                best_beta[:, q * k : (q + 1) * k] = beta[:, q * k : (q + 1) * k]
-        if store_coefs:
-            for q in np.flatnonzero(act_p):
-                stored[(int(q), t - 1)] = (R @ beta[:, q * k : (q + 1) * k]).astype(op.dtype)
-        conv_p = np.zeros(P, dtype=bool)
-        conv_p[act_p] = col_conv.reshape(-1, k).all(axis=1)
-        converged |= conv_p
-
-    T = int(last_iter.max()) if P else 0
-    if method != "cg" and pending.any():
-        cols = np.flatnonzero(np.repeat(pending, k))
-        H0b = H0(beta[:, cols])
-        errs = train_errors(cols, beta[:, cols], H0b)
-        train_err[np.flatnonzero(pending), last_iter[pending] - 1] = errs
+        path = _krylov_path(prob, lam, max_iter, book, tol)
+    else:
+        path = _gradient_path(prob, lam, method, max_iter, book, tol, store_coefs, nu, random_state)
     op.release()
     if validation is not None:
         validation.op.release()
-    train_err, val_err, val_loss = train_err[:, :T], val_err[:, :T], val_loss[:, :T]
-    n_iter = np.tile(np.arange(1, T + 1), (P, 1))
-    params = {"penalty": np.repeat(lam[:, None], T, axis=1), "n_iter": n_iter}
+    return path
+
+
+# --------------------------------------------------------------------------- gd / nu
+def _gradient_path(
+    prob: _Problem,
+    lam: np.ndarray,
+    method: str,
+    max_iter: int,
+    book: _Bookkeeping,
+    tol: float,
+    store_coefs: bool,
+    nu: float,
+    random_state: Any,
+) -> Path:
+    P, k, r = len(lam), prob.k, prob.r
+    C = P * k
+    setup = prob.setup
+    if "L" not in setup:
+        v0 = np.zeros(r)
+        v0[0] = 1.0  # top eigenvector of K_mm: close to the top one of H0
+        setup["L"] = top_eigenvalue(lambda v: prob.H0(v[:, None])[:, 0], r, v0=v0, rng=random_state)
+    b = np.tile(prob.b, (1, P))  # column p * k + j is output j of penalty p
+    lam_c = np.repeat(lam, k)
+    L_c = setup["L"] + lam_c
+    beta = np.zeros((r, C))
+    beta_prev = np.zeros((r, C))
+    best_beta = np.zeros((r, C))
+    validation = book.validation
+    Fv = np.zeros((len(validation.Y) if validation is not None else 0, C))
+    stored: dict[tuple[int, ...], np.ndarray] = {}
+    pending = np.zeros(P, dtype=bool)  # train error of the last iterate not known yet
+
+    def errors_of(cols: np.ndarray, bc: np.ndarray, H0b: np.ndarray) -> np.ndarray:
+        bb = np.einsum("rc,rc->c", bc, b[:, cols]).reshape(-1, k)
+        bhb = np.einsum("rc,rc->c", bc, H0b).reshape(-1, k)
+        return prob.train_error(bb, bhb)
+
+    for t in range(1, max_iter + 1):
+        act = book.active
+        if not act.any():
+            break
+        cols = np.flatnonzero(np.repeat(act, k))
+        bc = beta[:, cols]
+        H0b = prob.H0(bc)
+        if t > 1:  # the error of the previous iterate, known now
+            book.train_err[act, t - 2] = errors_of(cols, bc, H0b)
+        grad = H0b + lam_c[cols] * bc - b[:, cols]
+        if method == "gd":
+            delta = -grad / L_c[cols]
+        else:
+            mu, om = nu_method_coefficients(t, nu)
+            delta = mu * (bc - beta_prev[:, cols]) - om * grad / L_c[cols]
+            beta_prev[:, cols] = bc
+        beta[:, cols] = bc + delta
+        pending[act] = True
+        book.last_iter[act] = t
+        if validation is not None:
+            Fv[:, cols] += validation.op.matvec(np.asarray(prob.R @ delta).astype(prob.op.dtype))
+            improved = book.record_validation(t, act, Fv[:, cols], k)
+            for q in np.flatnonzero(improved):
+                best_beta[:, q * k : (q + 1) * k] = beta[:, q * k : (q + 1) * k]
+        if store_coefs:
+            for q in np.flatnonzero(act):
+                stored[(int(q), t - 1)] = prob.coef(beta[:, q * k : (q + 1) * k])
+        norms = np.linalg.norm(beta[:, cols], axis=0)
+        col_conv = np.linalg.norm(delta, axis=0) <= tol * np.where(norms > 0, norms, 1.0)
+        book.converged[act] |= col_conv.reshape(-1, k).all(axis=1)
+
+    if pending.any():  # train error of each penalty's last iterate
+        cols = np.flatnonzero(np.repeat(pending, k))
+        errs = errors_of(cols, beta[:, cols], prob.H0(beta[:, cols]))
+        book.train_err[np.flatnonzero(pending), book.last_iter[pending] - 1] = errs
     if validation is None:
         best_beta = beta
-    if validation is not None:
-        best_t = np.array([lex_argmin(val_err[p], val_loss[p]) for p in range(P)])
-    else:
-        best_t = last_iter - 1
+    best_t = book.best_iterations()
     for p in range(P):
-        stored.setdefault(
-            (p, int(best_t[p])), (R @ best_beta[:, p * k : (p + 1) * k]).astype(op.dtype)
-        )
-
-    coef_fn = _IterateRecomputer(op, Y, lam, method, weights, nu, random_state, dict(setup))
+        stored.setdefault((p, int(best_t[p])), prob.coef(best_beta[:, p * k : (p + 1) * k]))
+    params, train_err, val_err, val_loss, T = book.finish(lam)
     path = Path(
         params,
         train_err,
-        val_err if validation is not None else None,
-        coef_fn=coef_fn,
+        val_err,
+        coef_fn=_IterateRecomputer(
+            prob.op, prob.Y, lam, method, prob.weights, nu, random_state, dict(setup)
+        ),
         scoring=validation.scoring if validation is not None else "mse",
         stored=stored,
-        info={"method": method, "rank": r, "step": 1.0 / setup["L"] if "L" in setup else None},
-        val_loss=val_loss if validation is not None else None,
+        info={"method": method, "rank": r, "step": 1.0 / setup["L"]},
+        val_loss=val_loss,
     )
     if validation is None and P == 1:
         path.best_index = (0, T - 1)
@@ -245,8 +305,8 @@ def iterative_path(
 
 
 class _IterateRecomputer:
-    """Makes the coefficients of iterate t of penalty p by running the solver again
-    (deterministic: same factor, same step) with that penalty alone, for t iterations."""
+    """Makes the coefficients of iterate t of penalty p by running gradient descent or the
+    ν-method again (deterministic: same factor, same step) with that penalty alone."""
 
     def __init__(
         self,
@@ -279,4 +339,180 @@ class _IterateRecomputer:
             self.random_state,
             _setup=self.setup,
         )
-        return sub.coef()  # its last iterate (t_idx, or earlier if CG converged exactly)
+        return sub.coef()  # its last iterate
+
+
+# --------------------------------------------------------------------------- cg
+def _orthonormalize(Z: np.ndarray, V: np.ndarray, rel: float = 1e-10) -> np.ndarray:
+    """Orthonormal basis of the part of Z orthogonal to the columns of V (classical
+    Gram-Schmidt twice, then a rank-revealing QR); columns below ``rel`` are dropped."""
+    scale = np.linalg.norm(Z, axis=0).max() if Z.size else 0.0
+    if scale == 0.0:
+        return Z[:, :0]
+    for _ in range(2):
+        if V.shape[1]:
+            Z = Z - V @ (V.T @ Z)
+    Q, Rf, _ = scipy.linalg.qr(Z, mode="economic", pivoting=True)
+    keep = np.abs(np.diag(Rf)) > rel * scale
+    return np.ascontiguousarray(Q[:, keep])
+
+
+#: Anchor penalties of the multi-preconditioned Krylov space are at least this ratio apart.
+ANCHOR_RATIO = 100.0
+
+
+def _anchors(lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Anchor penalties (from the smallest up, at least ``ANCHOR_RATIO`` apart; 0 is its own
+    anchor) and, for every penalty, the index of its nearest anchor in log scale."""
+    order = np.sort(np.unique(lam))
+    anchors: list[float] = []
+    for v in order:
+        if not anchors or (anchors[-1] == 0.0 and v > 0) or v >= ANCHOR_RATIO * anchors[-1]:
+            anchors.append(float(v))
+    a = np.asarray(anchors)
+    pos = a > 0
+    owner = np.empty(len(lam), dtype=int)
+    for i, v in enumerate(lam):
+        if v == 0 or not pos.any():
+            owner[i] = int(np.argmin(np.abs(a - v)))
+        else:
+            d = np.where(pos, np.abs(np.log(np.where(pos, a, 1.0)) - np.log(v)), np.inf)
+            owner[i] = int(np.argmin(d))
+    return a, owner
+
+
+def _krylov_path(
+    prob: _Problem, lam: np.ndarray, max_iter: int, book: _Bookkeeping, tol: float
+) -> Path:
+    P, k, r = len(lam), prob.k, prob.r
+    anchors, owner = _anchors(lam)
+    base = prob.w.mean() * prob.s_mm / prob.op.m
+    precond = base[:, None] + anchors[None, :]  # (r, A): one diagonal preconditioner each
+    b = prob.b
+    bnorm = np.linalg.norm(b, axis=0)
+    bnorm = np.where(bnorm > 0, bnorm, 1.0)
+    validation = book.validation
+    V = np.zeros((r, 0))
+    HV = np.zeros((r, 0))
+    Wv = np.zeros((len(validation.Y) if validation is not None else 0, 0))
+    G = np.zeros((0, 0))  # V^T H0 V
+    c = np.zeros((0, k))  # V^T b
+    sizes: list[int] = []  # basis size after each iteration
+    # each anchor's chain: the latest direction of K_t(P_a^-1 (H0 + λ_a I), P_a^-1 b)
+    chains = [b / precond[:, [a]] for a in range(len(anchors))]
+    for t in range(1, max_iter + 1):
+        act = book.active
+        live = [a for a in range(len(anchors)) if act[owner == a].any()]
+        # orthonormalize anchor by anchor, so that each keeps its own directions
+        blocks: list[np.ndarray] = []
+        slices: dict[int, slice] = {}
+        for a in live:
+            Qa = _orthonormalize(chains[a], np.hstack([V, *blocks]))
+            start = sum(q.shape[1] for q in blocks)
+            slices[a] = slice(start, start + Qa.shape[1])
+            blocks.append(Qa)
+        Vnew = np.hstack(blocks) if blocks else V[:, :0]
+        if t == 1 and Vnew.shape[1] == 0:  # b = 0: the solution is 0 for every penalty
+            _record_zero_solution(prob, book)
+            sizes.append(0)
+            break
+        if not act.any() or Vnew.shape[1] == 0:
+            break
+        HVnew = prob.H0(Vnew)
+        # extend the projected problem
+        G = np.block([[G, V.T @ HVnew], [HVnew.T @ V, Vnew.T @ HVnew]])
+        G = (G + G.T) / 2
+        c = np.vstack([c, Vnew.T @ b])
+        V, HV = np.hstack([V, Vnew]), np.hstack([HV, HVnew])
+        if validation is not None:
+            vals = validation.op.matvec((prob.R @ Vnew).astype(prob.op.dtype))
+            Wv = np.hstack([Wv, np.asarray(vals, dtype=FACTOR_DTYPE).reshape(len(Wv), -1)])
+        sizes.append(V.shape[1])
+        # every active penalty's Galerkin solution in the current space
+        act_idx = np.flatnonzero(act)
+        Yl = _galerkin(G, c, lam[act_idx])  # (a, d, k)
+        beta_b = np.einsum("adk,dk->ak", Yl, c)
+        beta_H_beta = np.einsum("adk,de,aek->ak", Yl, G, Yl)
+        book.train_err[act, t - 1] = prob.train_error(beta_b, beta_H_beta)
+        book.last_iter[act] = t
+        resid = (
+            np.einsum("rd,adk->ark", HV, Yl)
+            + lam[act_idx, None, None] * np.einsum("rd,adk->ark", V, Yl)
+            - b[None]
+        )
+        conv = (np.linalg.norm(resid, axis=1) <= tol * bnorm[None, :]).all(axis=1)
+        if validation is not None:
+            F = np.einsum("vd,adk->vak", Wv, Yl).reshape(len(Wv), -1)
+            book.record_validation(t, act, F, k)
+        book.converged[act_idx[conv]] = True
+        # next directions: each live anchor's preconditioned operator on its newest vectors
+        for a in live:
+            sl = slices[a]
+            chains[a] = (HVnew[:, sl] + anchors[a] * Vnew[:, sl]) / precond[:, [a]]
+    best_t = book.best_iterations()
+    params, train_err, val_err, val_loss, T = book.finish(lam)
+    coefs = _KrylovCoefficients(prob.R, V, G, c, lam, np.asarray(sizes, dtype=int), prob.op.dtype)
+    stored = {(p, int(best_t[p])): coefs((p, int(best_t[p]))) for p in range(P) if T}
+    path = Path(
+        params,
+        train_err,
+        val_err,
+        coef_fn=coefs,
+        scoring=validation.scoring if validation is not None else "mse",
+        stored=stored,
+        info={
+            "method": "cg",
+            "rank": r,
+            "krylov_dim": V.shape[1],
+            "anchor_penalties": anchors.tolist(),
+        },
+        val_loss=val_loss,
+    )
+    if validation is None and P == 1:
+        path.best_index = (0, T - 1)
+    return path
+
+
+def _record_zero_solution(prob: _Problem, book: _Bookkeeping) -> None:
+    """Iteration 1 of a problem with b = 0 (e.g. constant targets): beta = 0 everywhere."""
+    P, k = book.P, prob.k
+    act = np.ones(P, dtype=bool)
+    book.train_err[:, 0] = prob.train_error(np.zeros((P, k)), np.zeros((P, k)))
+    book.last_iter[:] = 1
+    book.converged[:] = True
+    if book.validation is not None:
+        book.record_validation(1, act, np.zeros((len(book.validation.Y), P * k)), k)
+
+
+class _KrylovCoefficients:
+    """Coefficients of any (penalty, iteration) point from the stored Krylov basis."""
+
+    def __init__(
+        self,
+        R: np.ndarray,
+        V: np.ndarray,
+        G: np.ndarray,
+        c: np.ndarray,
+        lam: np.ndarray,
+        sizes: np.ndarray,
+        dtype: Any,
+    ) -> None:
+        self.R, self.V, self.G, self.c, self.lam, self.sizes = R, V, G, c, lam, sizes
+        self.dtype = dtype
+
+    def __call__(self, idx: tuple[int, ...]) -> np.ndarray:
+        p, t_idx = idx
+        d = int(self.sizes[t_idx])
+        if d == 0:
+            return np.zeros((self.R.shape[0], self.c.shape[1]), dtype=self.dtype)
+        y = _galerkin(self.G[:d, :d], self.c[:d], self.lam[p : p + 1])[0]
+        return np.asarray(self.R @ (self.V[:, :d] @ y)).astype(self.dtype)
+
+
+def _galerkin(G: np.ndarray, c: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """Solutions y_p of (G + λ_p I) y = c for every λ_p, shape (P, d, k), from one
+    eigendecomposition of the projected matrix G (the Tikhonov filter, 0 on its null space)."""
+    g, Q = np.linalg.eigh(G)
+    filt = spectral_filter("tikhonov", np.maximum(g, 0.0), lam)  # (P, d)
+    Qc = Q.T @ c
+    return np.einsum("de,pe,ek->pdk", Q, filt, Qc)
