@@ -381,6 +381,33 @@ def _anchors(lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a, owner
 
 
+def _extend_basis(
+    V: np.ndarray, HV: np.ndarray, Z: np.ndarray, HZ: np.ndarray, rel: float = 1e-8
+) -> tuple[np.ndarray, np.ndarray]:
+    """Orthonormal new directions Q (and H0 Q) spanning the part of Z orthogonal to V.
+
+    Z is orthogonalized against V twice (classical Gram-Schmidt), then factored by a
+    pivoted QR, Z P = Q T; columns with |T_ii| below ``rel`` are dropped. Since H0 is linear,
+    H0 Q follows from H0 Z and H0 V by the same combination, without another operator pass.
+    """
+    scale = np.linalg.norm(Z, axis=0).max() if Z.size else 0.0
+    if scale == 0.0:
+        return Z[:, :0], HZ[:, :0]
+    for _ in range(2):
+        if V.shape[1]:
+            coef = V.T @ Z
+            Z = Z - V @ coef
+            HZ = HZ - HV @ coef
+    _, T, piv = scipy.linalg.qr(Z, mode="economic", pivoting=True)
+    keep = int(np.sum(np.abs(np.diag(T)) > rel * scale))
+    if keep == 0:
+        return Z[:, :0], HZ[:, :0]
+    Tk = T[:keep, :keep]
+    Q = scipy.linalg.solve_triangular(Tk, Z[:, piv[:keep]].T, trans="T").T
+    HQ = scipy.linalg.solve_triangular(Tk, HZ[:, piv[:keep]].T, trans="T").T
+    return Q, HQ
+
+
 def _krylov_path(
     prob: _Problem, lam: np.ndarray, max_iter: int, book: _Bookkeeping, tol: float
 ) -> Path:
@@ -392,33 +419,37 @@ def _krylov_path(
     bnorm = np.linalg.norm(b, axis=0)
     bnorm = np.where(bnorm > 0, bnorm, 1.0)
     validation = book.validation
-    V = np.zeros((r, 0))
+    V = np.zeros((r, 0))  # orthonormal basis of the union of the anchors' Krylov spaces
     HV = np.zeros((r, 0))
     Wv = np.zeros((len(validation.Y) if validation is not None else 0, 0))
     G = np.zeros((0, 0))  # V^T H0 V
     c = np.zeros((0, k))  # V^T b
     sizes: list[int] = []  # basis size after each iteration
-    # each anchor's chain: the latest direction of K_t(P_a^-1 (H0 + λ_a I), P_a^-1 b)
-    chains = [b / precond[:, [a]] for a in range(len(anchors))]
+    # each anchor's own Arnoldi basis of K_t(P_a^-1 (H0 + λ_a I), P_a^-1 b) and newest block
+    own = [np.zeros((r, 0)) for _ in anchors]
+    newest = [_orthonormalize(b / precond[:, [a]], own[a]) for a in range(len(anchors))]
     for t in range(1, max_iter + 1):
         act = book.active
-        live = [a for a in range(len(anchors)) if act[owner == a].any()]
-        # orthonormalize anchor by anchor, so that each keeps its own directions
-        blocks: list[np.ndarray] = []
-        slices: dict[int, slice] = {}
-        for a in live:
-            Qa = _orthonormalize(chains[a], np.hstack([V, *blocks]))
-            start = sum(q.shape[1] for q in blocks)
-            slices[a] = slice(start, start + Qa.shape[1])
-            blocks.append(Qa)
-        Vnew = np.hstack(blocks) if blocks else V[:, :0]
-        if t == 1 and Vnew.shape[1] == 0:  # b = 0: the solution is 0 for every penalty
+        live = [a for a in range(len(anchors)) if act[owner == a].any() and newest[a].size]
+        if t == 1 and not live:  # b = 0: the solution is 0 for every penalty
             _record_zero_solution(prob, book)
             sizes.append(0)
             break
-        if not act.any() or Vnew.shape[1] == 0:
+        if not act.any() or not live:
             break
-        HVnew = prob.H0(Vnew)
+        U = np.hstack([newest[a] for a in live])
+        HU = prob.H0(U)  # the one pass over the data of this iteration
+        Vnew, HVnew = _extend_basis(V, HV, U, HU)
+        # the anchors' next blocks: their own operator on their own newest vectors
+        start = 0
+        for a in live:
+            width = newest[a].shape[1]
+            u, hu = U[:, start : start + width], HU[:, start : start + width]
+            own[a] = np.hstack([own[a], u])
+            newest[a] = _orthonormalize((hu + anchors[a] * u) / precond[:, [a]], own[a])
+            start += width
+        if Vnew.shape[1] == 0:
+            continue
         # extend the projected problem
         G = np.block([[G, V.T @ HVnew], [HVnew.T @ V, Vnew.T @ HVnew]])
         G = (G + G.T) / 2
@@ -445,14 +476,13 @@ def _krylov_path(
             F = np.einsum("vd,adk->vak", Wv, Yl).reshape(len(Wv), -1)
             book.record_validation(t, act, F, k)
         book.converged[act_idx[conv]] = True
-        # next directions: each live anchor's preconditioned operator on its newest vectors
-        for a in live:
-            sl = slices[a]
-            chains[a] = (HVnew[:, sl] + anchors[a] * Vnew[:, sl]) / precond[:, [a]]
     best_t = book.best_iterations()
     params, train_err, val_err, val_loss, T = book.finish(lam)
-    coefs = _KrylovCoefficients(prob.R, V, G, c, lam, np.asarray(sizes, dtype=int), prob.op.dtype)
-    stored = {(p, int(best_t[p])): coefs((p, int(best_t[p]))) for p in range(P) if T}
+    sizes_arr = np.asarray(sizes + [V.shape[1]] * (T - len(sizes)), dtype=int)
+    coefs = _KrylovCoefficients(prob.R, V, G, c, lam, sizes_arr, prob.op.dtype)
+    stored: dict[tuple[int, ...], np.ndarray] = {
+        (p, int(best_t[p])): coefs((p, int(best_t[p]))) for p in range(P) if T
+    }
     path = Path(
         params,
         train_err,
