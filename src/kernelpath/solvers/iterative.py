@@ -462,19 +462,18 @@ def _krylov_path(
         # every active penalty's Galerkin solution in the current space
         act_idx = np.flatnonzero(act)
         Yl = _galerkin(G, c, lam[act_idx])  # (a, d, k)
+        na, d = len(act_idx), V.shape[1]
+        Ycols = Yl.transpose(1, 0, 2).reshape(d, na * k)  # column a * k + j
         beta_b = np.einsum("adk,dk->ak", Yl, c)
-        beta_H_beta = np.einsum("adk,de,aek->ak", Yl, G, Yl)
+        beta_H_beta = np.einsum("dak,adk->ak", (G @ Ycols).reshape(d, na, k), Yl)
         book.train_err[act, t - 1] = prob.train_error(beta_b, beta_H_beta)
         book.last_iter[act] = t
-        resid = (
-            np.einsum("rd,adk->ark", HV, Yl)
-            + lam[act_idx, None, None] * np.einsum("rd,adk->ark", V, Yl)
-            - b[None]
-        )
-        conv = (np.linalg.norm(resid, axis=1) <= tol * bnorm[None, :]).all(axis=1)
+        lam_cols = np.repeat(lam[act_idx], k)
+        resid = HV @ Ycols + lam_cols * (V @ Ycols) - np.tile(b, (1, na))
+        conv = (np.linalg.norm(resid, axis=0) <= tol * np.tile(bnorm, na)).reshape(na, k)
+        conv = conv.all(axis=1)
         if validation is not None:
-            F = np.einsum("vd,adk->vak", Wv, Yl).reshape(len(Wv), -1)
-            book.record_validation(t, act, F, k)
+            book.record_validation(t, act, Wv @ Ycols, k)
         book.converged[act_idx[conv]] = True
     best_t = book.best_iterations()
     params, train_err, val_err, val_loss, T = book.finish(lam)

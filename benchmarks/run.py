@@ -1,0 +1,490 @@
+"""kernelpath benchmarks: one runner, peers in the same process, results as JSON.
+
+    python benchmarks/run.py                      # every suite (about 30 minutes here)
+    python benchmarks/run.py --suite synthetic    # the foundation benchmark only
+    python benchmarks/run.py --suite real --datasets cpusmall,pumadyn32nh
+    python benchmarks/run.py --quick              # small sizes, to check the runner
+    python benchmarks/run.py --table              # print the README table from the JSON
+
+Each result records the machine (cores, BLAS, library versions) and its ceilings measured at
+the start of the same run (``../shared/tools/machine_limits.py`` when present), time, error
+and peak resident memory above the process baseline (sampled every 5 ms).
+
+Suites
+------
+synthetic
+    x ~ N(0, I_20), y = sin(<w, x>) + 0.1 eps, n = 200,000 train / 50,000 test, Gaussian
+    sigma = 5, λ = 1e-6, m = 2000, float64. kernelpath Nyström-CG (20 iterations) against
+    scikit-learn Nystroem(n_components=2000) + Ridge(alpha=λ n); and the CG λ path over 20
+    values scored on a 20% validation split, against one fit.
+real
+    cpusmall, pumadyn32nh, protein (80/20 random split), ijcnn1, adult (their own splits):
+    exact KRLS (n <= 10,000), Nyström direct, NYTRO (ν-method) and CG, all choosing λ (and t)
+    on a 20% hold-out and refitting on the training set, against KernelRidge (n <= 10,000)
+    and Nystroem + Ridge / RidgeClassifier + GridSearchCV over the same λ grid and the same
+    hold-out split. Same kernel (Gaussian, sigma = median distance of the training inputs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import json
+import os
+import platform
+import sys
+import threading
+import time
+from pathlib import Path as FsPath
+from typing import Any
+
+import numpy as np
+
+HERE = FsPath(__file__).resolve().parent
+RESULTS = HERE / "results"
+GRID = np.geomspace(1e-1, 1e-9, 20)
+
+
+# ---------------------------------------------------------------- measurement helpers
+def _rss() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class PeakMemory:
+    """Peak resident memory above the baseline at entry, sampled in a thread."""
+
+    def __enter__(self) -> PeakMemory:
+        gc.collect()
+        self.base = _rss()
+        self.peak = self.base
+        self._stop = threading.Event()
+        self._t = threading.Thread(target=self._run, daemon=True)
+        self._t.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, _rss())
+            time.sleep(0.005)
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._t.join()
+        self.peak = max(self.peak, _rss())
+
+    @property
+    def mb(self) -> float:
+        return (self.peak - self.base) / 1e6
+
+
+def timed(fn: Any) -> tuple[Any, float, float]:
+    """(result, seconds, peak MB above baseline)."""
+    with PeakMemory() as mem:
+        t = time.perf_counter()
+        out = fn()
+        sec = time.perf_counter() - t
+    return out, sec, mem.mb
+
+
+def machine_info() -> dict[str, Any]:
+    import scipy
+    import sklearn
+    from threadpoolctl import threadpool_info
+
+    import kernelpath
+
+    info: dict[str, Any] = {
+        "cores": len(os.sched_getaffinity(0)),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "scikit-learn": sklearn.__version__,
+        "kernelpath": kernelpath.__version__,
+        "blas": [
+            {k: d.get(k) for k in ("internal_api", "version", "num_threads", "architecture")}
+            for d in threadpool_info()
+            if d.get("user_api") == "blas"
+        ],
+    }
+    tool = HERE.parent.parent / "shared" / "tools" / "machine_limits.py"
+    if tool.is_file():
+        spec = importlib.util.spec_from_file_location("machine_limits", tool)
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        cores = info["cores"]
+        one, allc = mod.exp_rates(np.float64, 2**24, 3, cores)
+        info["limits"] = {
+            "gemm_gflops_float64": round(mod.gemm_rate(np.float64, 2048, 3), 1),
+            "exp_gelem_allcores_float64": round(allc, 2),
+            "exp_gelem_1thread_float64": round(one, 2),
+            "read_gb_s": round(mod.read_bandwidth(2**27, 3), 1),
+            "source": "../shared/tools/machine_limits.py, measured at the start of this run",
+        }
+    return info
+
+
+def save(name: str, payload: dict[str, Any]) -> FsPath:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(payload, indent=2, default=float) + "\n")
+    print(f"wrote {path}")
+    return path
+
+
+def rmse(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.sqrt(np.mean((a - b) ** 2)))
+
+
+# ---------------------------------------------------------------- synthetic suite
+def suite_synthetic(quick: bool, info: dict[str, Any]) -> dict[str, Any]:
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+
+    from kernelpath import Gaussian, NystromRegressor
+    from kernelpath.datasets import make_sin_regression
+
+    n, n_test, m, sigma, lam, iters = 200_000, 50_000, 2000, 5.0, 1e-6, 20
+    if quick:
+        n, n_test, m = 20_000, 5_000, 500
+    X, y, w = make_sin_regression(n, 20, 0.1, random_state=0)
+    Xt, yt, _ = make_sin_regression(n_test, 20, 0.1, random_state=1, w=w)
+    kernel = Gaussian(sigma)
+    rows: list[dict[str, Any]] = []
+
+    fit = NystromRegressor(
+        kernel,
+        penalty=lam,
+        n_centers=m,
+        solver="cg",
+        max_iter=iters,
+        tol=0.0,
+        validation_fraction=0.0,
+        random_state=0,
+    )
+    est, sec, mb = timed(lambda: fit.fit(X, y))
+    fit_sec = sec
+    rows.append(
+        {
+            "method": "kernelpath Nyström-CG, 20 iterations",
+            "fit_s": sec,
+            "test_rmse": rmse(est.predict(Xt), yt),
+            "peak_mb": mb,
+            "n_iter": est.n_iter_,
+        }
+    )
+    del est
+    gc.collect()
+
+    path_est = NystromRegressor(
+        kernel,
+        penalty=np.geomspace(1e-3, 1e-9, 20),
+        n_centers=m,
+        solver="cg",
+        max_iter=iters,
+        validation_fraction=0.2,
+        random_state=0,
+    )
+    est, sec, mb = timed(lambda: path_est.fit(X, y))
+    rows.append(
+        {
+            "method": "kernelpath Nyström-CG λ path (20 values, 20% validation)",
+            "fit_s": sec,
+            "test_rmse": rmse(est.predict(Xt), yt),
+            "peak_mb": mb,
+            "ratio_to_one_fit": sec / fit_sec,
+            "best_params": est.best_params_,
+            "krylov_dim": est.path_.info["krylov_dim"],
+        }
+    )
+    del est
+    gc.collect()
+
+    skl = make_pipeline(
+        Nystroem(kernel="rbf", gamma=1 / (2 * sigma**2), n_components=m, random_state=0),
+        Ridge(alpha=lam * n),
+    )
+    est, sec, mb = timed(lambda: skl.fit(X, y))
+    sk_sec = sec
+    rows.append(
+        {
+            "method": "scikit-learn Nystroem(2000) + Ridge",
+            "fit_s": sec,
+            "test_rmse": rmse(est.predict(Xt), yt),
+            "peak_mb": mb,
+        }
+    )
+    del est
+    gc.collect()
+    rows[0]["speedup_vs_sklearn"] = sk_sec / fit_sec
+
+    # fraction of the machine's ceiling for the passes over the data: with K_nm cached, a
+    # fused pass K^T (K v) reads K_nm once (blocks stay in cache between the two products)
+    lim = info.get("limits", {})
+    notes = {}
+    if lim:
+        read_s = n * m * 8 / (lim["read_gb_s"] * 1e9)
+        kernel_s = 2 * n * m * 22 / (lim["gemm_gflops_float64"] * 1e9) + n * m / (
+            lim["exp_gelem_allcores_float64"] * 1e9
+        )
+        lower = kernel_s + (iters + 1) * read_s
+        notes = {
+            "lower_bound_s": lower,
+            "fraction_of_ceiling": lower / fit_sec,
+            "model": "one kernel evaluation of K_nm (augmented GEMM + exp on all cores) "
+            "+ 21 cached passes at read bandwidth; excludes eigh(K_mm) and page faults",
+        }
+    falkon = importlib.util.find_spec("falkon") is not None
+    return {
+        "problem": {
+            "n_train": n,
+            "n_test": n_test,
+            "d": 20,
+            "sigma": sigma,
+            "penalty": lam,
+            "n_centers": m,
+            "dtype": "float64",
+            "iterations": iters,
+        },
+        "rows": rows,
+        "ceiling": notes,
+        "peers_not_run": []
+        if falkon
+        else [
+            "FALKON: not installed (its PyPI package needs a PyTorch build with compiled "
+            "extensions; the DESIGN notes report 47 s on this CPU for this problem)"
+        ],
+    }
+
+
+# ---------------------------------------------------------------- real suite
+REAL = {
+    "cpusmall": {"task": "regression", "split": "random"},
+    "pumadyn32nh": {"task": "regression", "split": "random"},
+    "protein": {"task": "regression", "split": "random"},
+    "ijcnn1": {"task": "classification", "split": "given"},
+    "adult": {"task": "classification", "split": "given"},
+}
+
+
+def _load(name: str, quick: bool) -> tuple[np.ndarray, ...]:
+    from sklearn.preprocessing import StandardScaler
+
+    from kernelpath.datasets import load_shared
+
+    d = load_shared(name)
+    if "X" in d:
+        perm = np.random.default_rng(0).permutation(len(d["X"]))
+        cut = int(0.8 * len(perm))
+        Xtr, ytr = d["X"][perm[:cut]], d["y"][perm[:cut]]
+        Xte, yte = d["X"][perm[cut:]], d["y"][perm[cut:]]
+    else:
+        Xtr, ytr, Xte, yte = d["X_train"], d["y_train"], d["X_test"], d["y_test"]
+    if quick:
+        Xtr, ytr, Xte, yte = Xtr[:3000], ytr[:3000], Xte[:2000], yte[:2000]
+    if name != "adult":  # adult: 0/1 indicators, left as they are
+        sc = StandardScaler().fit(Xtr)
+        Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
+    return Xtr, ytr, Xte, yte
+
+
+def suite_real(quick: bool, names: list[str]) -> dict[str, Any]:
+    return {name: bench_dataset(name, quick) for name in names}
+
+
+def bench_dataset(name: str, quick: bool) -> dict[str, Any]:
+    """Every method on one data set, with the same kernel, λ grid and hold-out split."""
+    from sklearn.compose import TransformedTargetRegressor
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.kernel_ridge import KernelRidge
+    from sklearn.linear_model import Ridge, RidgeClassifier
+    from sklearn.model_selection import GridSearchCV, PredefinedSplit
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from kernelpath import (
+        Gaussian,
+        KRLSClassifier,
+        KRLSRegressor,
+        NystromClassifier,
+        NystromRegressor,
+        NYTROClassifier,
+        NYTRORegressor,
+    )
+    from kernelpath.selection import holdout_split
+
+    spec = REAL[name]
+    Xtr, ytr, Xte, yte = _load(name, quick)
+    clf = spec["task"] == "classification"
+    n = len(Xtr)
+    m = min(2000, n // 2)
+    kernel = Gaussian("median").resolve(Xtr, 0)
+    gamma = 1 / (2 * kernel.sigma**2)
+    tr, va = holdout_split(n, 0.2, np.random.default_rng(0), ytr if clf else None)
+    fold = np.full(n, -1)
+    fold[va] = 0
+    metric = "test_error_pct" if clf else "test_rmse"
+    rows: list[dict[str, Any]] = []
+
+    def run(label: str, make: Any) -> None:
+        est, sec, mb = timed(make)
+        pred = est.predict(Xte)
+        err = float(100 * np.mean(pred != yte)) if clf else rmse(pred, yte)
+        row: dict[str, Any] = {"method": label, "fit_s": sec, metric: err, "peak_mb": mb}
+        if hasattr(est, "best_params_"):
+            row["best_params"] = {
+                k: (v.item() if isinstance(v, np.generic) else v)
+                for k, v in est.best_params_.items()
+            }
+        rows.append(row)
+        print(
+            f"  {name:12s} {label:45s} {sec:8.2f} s  {metric}={err:.4f}  {mb:8.0f} MB", flush=True
+        )
+        del est
+        gc.collect()
+
+    common = {"penalty": GRID, "refit": True, "random_state": 0}
+    Reg = NystromClassifier if clf else NystromRegressor
+    Exact = KRLSClassifier if clf else KRLSRegressor
+    Nytro = NYTROClassifier if clf else NYTRORegressor
+    print(
+        f"{name}: n_train={n}, n_test={len(Xte)}, d={Xtr.shape[1]}, m={m}, "
+        f"sigma={kernel.sigma:.3g}",
+        flush=True,
+    )
+    if n <= 10_000:
+        run("kernelpath exact KRLS", lambda: Exact(kernel, **common).fit(Xtr, ytr))
+    run(
+        "kernelpath Nyström direct",
+        lambda: Reg(kernel, n_centers=m, solver="direct", **common).fit(Xtr, ytr),
+    )
+    run(
+        "kernelpath NYTRO (ν-method)",
+        lambda: Nytro(
+            kernel, n_centers=m, solver="nu", n_iter_no_change=30, refit=True, random_state=0
+        ).fit(Xtr, ytr),
+    )
+    run("kernelpath Nyström-CG", lambda: Reg(kernel, n_centers=m, **common).fit(Xtr, ytr))
+    alphas = list(GRID * len(tr))
+    if n <= 10_000 and not clf:
+        # KernelRidge has no intercept: give it centered targets, as ours are
+        centered = TransformedTargetRegressor(
+            KernelRidge(kernel="rbf", gamma=gamma), transformer=StandardScaler(with_std=False)
+        )
+        kr = GridSearchCV(
+            centered,
+            {"regressor__alpha": alphas},
+            cv=PredefinedSplit(fold),
+            scoring="neg_mean_squared_error",
+        )
+        run("scikit-learn KernelRidge + GridSearchCV", lambda: kr.fit(Xtr, ytr))
+    lin = RidgeClassifier() if clf else Ridge()
+    pipe = Pipeline(
+        [("nys", Nystroem(kernel="rbf", gamma=gamma, n_components=m, random_state=0)), ("lin", lin)]
+    )
+    gs = GridSearchCV(
+        pipe,
+        {"lin__alpha": alphas},
+        cv=PredefinedSplit(fold),
+        scoring="accuracy" if clf else "neg_mean_squared_error",
+    )
+    run("scikit-learn Nystroem + Ridge + GridSearchCV", lambda: gs.fit(Xtr, ytr))
+    return {
+        "n_train": n,
+        "n_test": len(Xte),
+        "d": Xtr.shape[1],
+        "n_centers": m,
+        "sigma": kernel.sigma,
+        "task": spec["task"],
+        "metric": metric,
+        "rows": rows,
+    }
+
+
+# ---------------------------------------------------------------- table
+def table() -> str:
+    lines = []
+    syn = RESULTS / "synthetic.json"
+    if syn.is_file():
+        d = json.loads(syn.read_text())
+        p = d["result"]["problem"]
+        lines.append(
+            f"Synthetic (n={p['n_train']:,}, d=20, m={p['n_centers']}, λ={p['penalty']}, "
+            f"float64), {d['machine']['cores']} cores:\n"
+        )
+        lines.append("| method | fit (s) | test RMSE | peak memory (MB) | notes |")
+        lines.append("|---|---:|---:|---:|---|")
+        for r in d["result"]["rows"]:
+            note = []
+            if "speedup_vs_sklearn" in r:
+                note.append(f"{r['speedup_vs_sklearn']:.1f}x faster than scikit-learn")
+            if "ratio_to_one_fit" in r:
+                note.append(f"{r['ratio_to_one_fit']:.2f}x one fit")
+            lines.append(
+                f"| {r['method']} | {r['fit_s']:.1f} | {r['test_rmse']:.4f} | "
+                f"{r['peak_mb']:.0f} | {'; '.join(note)} |"
+            )
+        c = d["result"].get("ceiling")
+        if c:
+            lines.append(
+                f"\nCG fit at {100 * c['fraction_of_ceiling']:.0f}% of this machine's "
+                f"ceiling ({c['lower_bound_s']:.1f} s lower bound: {c['model']})."
+            )
+    real = RESULTS / "real.json"
+    if real.is_file():
+        d = json.loads(real.read_text())
+        lines.append(
+            "\nReal data (λ grid of 20 values, 20% hold-out, refit on the training set):\n"
+        )
+        lines.append("| data set | method | fit (s) | test error | peak memory (MB) |")
+        lines.append("|---|---|---:|---:|---:|")
+        for name, res in d["result"].items():
+            unit = "%" if res["metric"] == "test_error_pct" else " RMSE"
+            for r in res["rows"]:
+                lines.append(
+                    f"| {name} (n={res['n_train']:,}) | {r['method']} | "
+                    f"{r['fit_s']:.1f} | {r[res['metric']]:.3f}{unit} | "
+                    f"{r['peak_mb']:.0f} |"
+                )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", choices=["synthetic", "real", "all"], default="all")
+    ap.add_argument("--datasets", default=",".join(REAL))
+    ap.add_argument("--quick", action="store_true", help="small sizes (checks the runner)")
+    ap.add_argument("--table", action="store_true", help="print the README table and exit")
+    args = ap.parse_args()
+    if args.table:
+        print(table())
+        return 0
+    info = machine_info()
+    print(json.dumps(info, indent=1))
+    suffix = "-quick" if args.quick else ""
+    if args.suite in ("synthetic", "all"):
+        res = suite_synthetic(args.quick, info)
+        for r in res["rows"]:
+            print(r)
+        save("synthetic" + suffix, {"machine": info, "result": res})
+    if args.suite in ("real", "all"):
+        from kernelpath.datasets import shared_data_dir
+
+        if shared_data_dir() is None:
+            print("real suite skipped: ../shared/data is absent")
+        else:
+            names = [s for s in args.datasets.split(",") if s]
+            unknown = set(names) - set(REAL)
+            if unknown:
+                ap.error(f"--datasets: unknown {sorted(unknown)}; choose from {sorted(REAL)}")
+            res = suite_real(args.quick, names)
+            save("real" + suffix, {"machine": info, "result": res})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
