@@ -339,3 +339,30 @@ def test_cg_path_over_penalties_shares_one_space(rng):
         f = gauss(X, C) @ path.coef((p, last))
         f_ref = gauss(X, C) @ nystrom_reference(X, Y, C, lam)
         np.testing.assert_allclose(f, f_ref, rtol=1e-6, atol=1e-6 * np.abs(f_ref).max())
+
+
+def test_exact_single_penalty_cholesky_equals_eigen_path(rng):
+    X, Y, _ = problem(rng, n=90)
+    w = rng.uniform(0.5, 1.5, len(X))
+    Xv, Yv, _ = problem(np.random.default_rng(5), n=40)
+    lams = np.array([1e-2, 1e-5])
+    both = exact_path(
+        KernelOperator(X, X, Gaussian(SIGMA)),
+        Y,
+        "tikhonov",
+        lams,
+        weights=w,
+        validation=Validation(KernelOperator(Xv, X, Gaussian(SIGMA)), Yv),
+    )
+    for p, lam in enumerate(lams):
+        one = exact_path(
+            KernelOperator(X, X, Gaussian(SIGMA)),
+            Y,
+            "tikhonov",
+            [lam],
+            weights=w,
+            validation=Validation(KernelOperator(Xv, X, Gaussian(SIGMA)), Yv),
+        )
+        np.testing.assert_allclose(one.coef(), both.coef((p,)), rtol=1e-7, atol=1e-9)
+        assert one.train_error[0] == pytest.approx(both.train_error[p], rel=1e-6, abs=1e-12)
+        assert one.val_error[0] == pytest.approx(both.val_error[p], rel=1e-8)

@@ -74,6 +74,10 @@ def exact_path(
         K *= d[:, None]
         K *= d[None, :]
     K /= n
+    if filter == "tikhonov" and params is not None and np.size(params) == 1:
+        lam = float(np.asarray(params).ravel()[0])
+        if lam > 0:
+            return _tikhonov_cholesky(K, Y, d, lam, op, validation)
     s, Q = scipy.linalg.eigh(K, driver="evd", check_finite=False, overwrite_a=True)
     del K
     s = np.maximum(s, 0.0)
@@ -114,3 +118,39 @@ def exact_path(
         val_loss=val_loss,
     )
     return path
+
+
+def _tikhonov_cholesky(
+    Kw: np.ndarray,
+    Y: np.ndarray,
+    d: np.ndarray,
+    lam: float,
+    op: KernelOperator,
+    validation: Validation | None,
+) -> Path:
+    """One Tikhonov penalty: a Cholesky solve of (D K D / n + λ I) instead of an
+    eigendecomposition (about 10x cheaper), alpha = D (D K D / n + λ I)^-1 D y / n."""
+    n, k = Y.shape
+    rhs = d[:, None] * Y
+    Kw[np.diag_indices(n)] += lam
+    cf = scipy.linalg.cho_factor(Kw, lower=True, overwrite_a=True, check_finite=False)
+    z = scipy.linalg.cho_solve(cf, rhs, check_finite=False)  # (DKD/n + λ)^-1 D y
+    del Kw, cf
+    alpha = d[:, None] * z / n
+    # D f = (DKD / n) z = D y - λ z, so the weighted residual is -λ z
+    train_err = np.array([lam**2 * np.sum(z * z) / (np.sum(d * d) * k)])
+    val_err = val_loss = None
+    if validation is not None:
+        F = validation.op.matvec(alpha.astype(op.dtype))
+        val_err, val_loss = validation.errors(np.asarray(F, dtype=FACTOR_DTYPE).reshape(-1, k), k)
+        validation.op.release()
+    stored: dict[tuple[int, ...], np.ndarray] = {(0,): alpha.astype(op.dtype)}
+    return Path(
+        {"penalty": np.array([lam])},
+        train_err,
+        val_err,
+        coef_fn=None,
+        scoring=validation.scoring if validation is not None else "mse",
+        stored=stored,
+        val_loss=val_loss,
+    )
