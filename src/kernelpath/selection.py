@@ -86,7 +86,9 @@ class EarlyStopping:
     A path stops when its validation error has not improved on its best value by more than
     ``tol`` (relative) during the last ``n_iter_no_change`` iterations, like the NYTRO reference
     rule (which stops when a line fitted to the last 10 errors stops decreasing) and
-    scikit-learn's ``n_iter_no_change`` / ``tol``. ``n_iter_no_change=None`` never stops.
+    scikit-learn's ``n_iter_no_change`` / ``tol``. All paths stop together when the best value
+    over all of them has not improved that way for ``n_iter_no_change`` iterations: the point
+    that model selection would choose is then settled. ``n_iter_no_change=None`` never stops.
     """
 
     def __init__(self, n_paths: int, n_iter_no_change: int | None, tol: float) -> None:
@@ -95,6 +97,8 @@ class EarlyStopping:
         self.best = np.full(n_paths, np.inf)
         self.best_iter = np.full(n_paths, -1)
         self.active = np.ones(n_paths, dtype=bool)
+        self.global_best = np.inf
+        self.global_best_iter = -1
 
     def update(self, t: int, errors: np.ndarray) -> np.ndarray:
         """Record the errors of iteration ``t`` for the active paths (NaN elsewhere) and
@@ -116,7 +120,16 @@ class EarlyStopping:
         # only a significant improvement resets the window
         sig_idx = idx[significant]
         self.best_iter[sig_idx] = t
+        if np.isfinite(e).any():
+            low = float(np.nanmin(e))
+            if not np.isfinite(self.global_best) or low < self.global_best - self.tol * abs(
+                self.global_best
+            ):
+                self.global_best_iter = t
+            self.global_best = min(self.global_best, low)
         if self.window is not None:
             stale = t - self.best_iter >= self.window
             self.active &= ~stale
+            if t - self.global_best_iter >= self.window:
+                self.active[:] = False
         return improved
