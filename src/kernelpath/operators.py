@@ -176,19 +176,26 @@ class KernelOperator:
         """Drop the cached K_nm (it is recomputed, or re-cached, at the next product)."""
         self._K = None
 
-    def _ensure_cache(self, force: bool = False) -> None:
+    def _ensure_cache(self, force: bool = False, rhs: np.ndarray | None = None) -> Any:
+        """Compute and keep K_nm (when caching is on, or ``force``). With ``rhs`` of shape
+        (n, k), also return K_nm.T @ rhs, computed on the way while each block is in cache."""
         if self._K is not None or not (self.cached or force):
-            return
+            return None
         K = self.xp.empty((self.n, self.m), dtype=self.dtype)
 
-        def fill(start: int, stop: int) -> None:
+        def fill(start: int, stop: int) -> Any:
+            acc = None if rhs is None else self.xp.zeros((self.m, rhs.shape[1]), self.dtype)
             for s in range(start, stop, self.block_rows):
                 e = min(stop, s + self.block_rows)
                 x_sq = None if self._x_sq is None else self._x_sq[s:e]
                 self.kernel.block(self.X[s:e], self.centers, x_sq, None, self._prepared, K[s:e])
+                if acc is not None and rhs is not None:
+                    acc += K[s:e].T @ rhs[s:e]
+            return acc
 
-        self._run_chunks(fill)
+        parts = self._run_chunks(fill)
         self._K = K
+        return None if rhs is None else sum(parts)
 
     def _chunks(self) -> list[tuple[int, int]]:
         bounds = np.linspace(0, self.n, self.n_jobs + 1).astype(int)
@@ -236,8 +243,9 @@ class KernelOperator:
     def rmatvec(self, A: np.ndarray) -> np.ndarray:
         """K_nm.T @ A for A of shape (n,) or (n, k); returns (m,) or (m, k)."""
         A2, vec = self._as_2d(A, self.n, "A")
-        self._ensure_cache()
-        if self._K is not None:
+        if self._K is None and self.cached:  # first product: build the cache on the way
+            out = self._ensure_cache(rhs=A2)
+        elif self._K is not None:
             out = self._K.T @ A2
         else:
 

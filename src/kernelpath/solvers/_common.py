@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from .._backend import FACTOR_DTYPE
 from ..operators import KernelOperator
+from ..path import Path
 from ..selection import SCORERS
 
 
@@ -39,3 +42,39 @@ def as_2d(y: np.ndarray) -> np.ndarray:
 
 def weights_or_ones(weights: np.ndarray | None, n: int) -> np.ndarray:
     return np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+
+
+def closed_form_path(
+    name: str,
+    params: np.ndarray,
+    alphas: np.ndarray,
+    train_err: np.ndarray,
+    validation: Validation | None,
+    dtype: Any,
+    info: dict[str, Any] | None = None,
+) -> Path:
+    """A 1-D path whose coefficients are all at hand: ``alphas`` of shape (m, P, k).
+
+    Scores every point on the validation set with one product for all the coefficients and
+    keeps the coefficients (in the data's dtype) as the path's stored points.
+    """
+    m, P, k = alphas.shape
+    val_err = val_loss = None
+    if validation is not None:
+        F = validation.op.matvec(alphas.reshape(m, P * k).astype(dtype, copy=False))
+        F = np.asarray(F, dtype=FACTOR_DTYPE).reshape(-1, P * k)
+        val_err, val_loss = validation.errors(F, k)
+        validation.op.release()
+    stored: dict[tuple[int, ...], np.ndarray] = {
+        (p,): alphas[:, p, :].astype(dtype) for p in range(P)
+    }
+    return Path(
+        {name: params},
+        np.maximum(train_err, 0.0),
+        val_err,
+        coef_fn=None,
+        scoring=validation.scoring if validation is not None else "mse",
+        stored=stored,
+        val_loss=val_loss,
+        info=info,
+    )

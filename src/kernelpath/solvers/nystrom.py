@@ -20,7 +20,7 @@ from ..linalg import nystrom_factor, spectral_filter
 from ..operators import KernelOperator
 from ..path import Path
 from ..selection import penalty_grid
-from ._common import Validation, as_2d, weights_or_ones
+from ._common import Validation, as_2d, closed_form_path, weights_or_ones
 
 __all__ = ["nystrom_direct_path", "center_factor"]
 
@@ -78,21 +78,6 @@ def nystrom_direct_path(
     yw2 = float((w[:, None] * Y * Y).sum())
     quad = np.einsum("pi,ik->p", 2 * g - sig[None, :] * g * g, c * c)
     train_err = (yw2 - n * quad) / (w.sum() * k)
-    val_err = val_loss = None
-    if validation is not None:
-        F = validation.op.matvec(alphas.reshape(op.m, P * k).astype(op.dtype))
-        val_err, val_loss = validation.errors(np.asarray(F, dtype=FACTOR_DTYPE), k)
-        validation.op.release()
-    stored: dict[tuple[int, ...], np.ndarray] = {
-        (p,): alphas[:, p, :].astype(op.dtype) for p in range(P)
-    }
-    return Path(
-        {"penalty": lam},
-        np.maximum(train_err, 0.0),
-        val_err,
-        coef_fn=None,
-        scoring=validation.scoring if validation is not None else "mse",
-        stored=stored,
-        val_loss=val_loss,
-        info={"method": "direct", "rank": r},
+    return closed_form_path(
+        "penalty", lam, alphas, train_err, validation, op.dtype, {"method": "direct", "rank": r}
     )

@@ -21,7 +21,7 @@ from .._backend import FACTOR_DTYPE
 from ..linalg import spectral_filter
 from ..operators import KernelOperator
 from ..path import Path
-from ._common import Validation, as_2d, weights_or_ones
+from ._common import Validation, as_2d, closed_form_path, weights_or_ones
 
 __all__ = ["exact_path", "ITERATION_FILTERS"]
 
@@ -100,24 +100,7 @@ def exact_path(
     # training error: ||D f - D y||^2 = ||(s g - 1) c||^2 (Q is complete)
     resid = (s[None, :, None] * G[:, :, None] - 1.0) * c[None, :, :]
     train_err = np.einsum("pnk,pnk->p", resid, resid) / (w.sum() * k)
-    val_err = val_loss = None
-    if validation is not None:
-        F = validation.op.matvec(alphas.reshape(n, P * k).astype(op.dtype, copy=False))
-        val_err, val_loss = validation.errors(np.asarray(F, dtype=FACTOR_DTYPE), k)
-        validation.op.release()
-    stored: dict[tuple[int, ...], np.ndarray] = {
-        (p,): alphas[:, p, :].astype(op.dtype) for p in range(P)
-    }
-    path = Path(
-        {name: params},
-        train_err,
-        val_err,
-        coef_fn=None,
-        scoring=validation.scoring if validation is not None else "mse",
-        stored=stored,
-        val_loss=val_loss,
-    )
-    return path
+    return closed_form_path(name, params, alphas, train_err, validation, op.dtype)
 
 
 def _tikhonov_cholesky(
@@ -139,18 +122,6 @@ def _tikhonov_cholesky(
     alpha = d[:, None] * z / n
     # D f = (DKD / n) z = D y - λ z, so the weighted residual is -λ z
     train_err = np.array([lam**2 * np.sum(z * z) / (np.sum(d * d) * k)])
-    val_err = val_loss = None
-    if validation is not None:
-        F = validation.op.matvec(alpha.astype(op.dtype))
-        val_err, val_loss = validation.errors(np.asarray(F, dtype=FACTOR_DTYPE).reshape(-1, k), k)
-        validation.op.release()
-    stored: dict[tuple[int, ...], np.ndarray] = {(0,): alpha.astype(op.dtype)}
-    return Path(
-        {"penalty": np.array([lam])},
-        train_err,
-        val_err,
-        coef_fn=None,
-        scoring=validation.scoring if validation is not None else "mse",
-        stored=stored,
-        val_loss=val_loss,
+    return closed_form_path(
+        "penalty", np.array([lam]), alpha[:, None, :], train_err, validation, op.dtype
     )
