@@ -243,14 +243,7 @@ class _KernelPathEstimator(BaseEstimator):
         if method == "direct":
             grid_or_none = None if isinstance(pen, str) else np.atleast_1d(pen)
             return nystrom_direct_path(op, Ytr, grid_or_none, wt, val)
-        penalties = pen
-        setup: dict[str, Any] = {}
-        if isinstance(pen, str):  # "auto": a grid below the scale of K / n ~ K_mm / m
-            from ..selection import penalty_grid
-            from ..solvers.nystrom import center_factor
-
-            setup["R"], setup["s"] = center_factor(op)
-            penalties = penalty_grid(setup["s"].max() / op.m)
+        penalties = None if isinstance(pen, str) else pen  # None: the solver's "auto" grid
         return iterative_path(
             op,
             Ytr,
@@ -262,7 +255,6 @@ class _KernelPathEstimator(BaseEstimator):
             params["n_iter_no_change"] if n_iter is None else None,
             params["tol"] if n_iter is None else 0.0,
             random_state=params["rng"],
-            _setup=setup,
         )
 
     def _max_iter(self, method: str) -> int:

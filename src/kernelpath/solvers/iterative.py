@@ -41,7 +41,7 @@ from .._backend import FACTOR_DTYPE
 from ..linalg import nu_method_coefficients, spectral_filter, top_eigenvalue
 from ..operators import KernelOperator
 from ..path import Path, lex_argmin
-from ..selection import EarlyStopping
+from ..selection import EarlyStopping, penalty_grid
 from ._common import Validation, as_2d, weights_or_ones
 from .nystrom import center_factor
 
@@ -172,8 +172,9 @@ def iterative_path(
     op : KernelOperator
         Training points x centers.
     y : ndarray of shape (n,) or (n, k)
-    penalties : float or ndarray of shape (P,)
-        λ values, run side by side.
+    penalties : float, ndarray of shape (P,) or None
+        λ values, run side by side; None: 20 values geometric from s_max(K_mm) / m (the scale
+        of the top eigenvalue of K / n) down 9 decades.
     method : {"gd", "nu", "cg"}
     max_iter : int
     weights : ndarray of shape (n,) or None
@@ -197,9 +198,12 @@ def iterative_path(
     if method not in ITERATIVE_METHODS:
         raise ValueError(f"method must be one of {ITERATIVE_METHODS}, got {method!r}")
     Y = as_2d(y).astype(FACTOR_DTYPE)
-    lam = np.atleast_1d(np.asarray(penalties, dtype=FACTOR_DTYPE))
     setup = dict(_setup or {})
     prob = _Problem(op, Y, weights, setup)
+    if penalties is None:  # 20 values below the scale of K / n, estimated by s_max(K_mm) / m
+        lam = penalty_grid(float(prob.s_mm.max()) / op.m)
+    else:
+        lam = np.atleast_1d(np.asarray(penalties, dtype=FACTOR_DTYPE))
     book = _Bookkeeping(len(lam), max_iter, validation, n_iter_no_change, tol)
     if method == "cg":
         path = _krylov_path(prob, lam, max_iter, book, tol)
