@@ -16,8 +16,9 @@ def test_nystrom_factor_rank_deficient(rng):
     C = rng.standard_normal((30, 3))
     C = np.vstack([C, C[:10]])  # duplicate centers: K_mm is singular
     K = Gaussian(1.0)(C, C)
-    R, s, U = nystrom_factor(K)
-    assert R.shape[1] <= 30
+    fac = nystrom_factor(K)
+    R = fac.R
+    assert fac.method == "eigh" and R.shape[1] == 30
     np.testing.assert_allclose(R.T @ K @ R, np.eye(R.shape[1]), atol=1e-7)
     np.testing.assert_allclose(
         R @ R.T, np.linalg.pinv(K, rcond=1e-12, hermitian=True), rtol=1e-5, atol=1e-5
@@ -27,8 +28,9 @@ def test_nystrom_factor_rank_deficient(rng):
 def test_nystrom_factor_tiny_sigma(rng):
     C = rng.standard_normal((20, 2))
     K = Gaussian(1e-6)(C, C)  # numerically the identity
-    R, s, _ = nystrom_factor(K)
-    assert R.shape == (20, 20)
+    fac = nystrom_factor(K)
+    R = fac.R
+    assert fac.method == "cholesky" and R.shape == (20, 20)
     np.testing.assert_allclose(R @ R.T, np.linalg.inv(K), atol=1e-10)
     np.testing.assert_allclose(K, np.eye(20), atol=1e-3)
 
@@ -101,3 +103,23 @@ def test_top_eigenvalue(rng):
 def test_unknown_filter():
     with pytest.raises(ValueError, match="filter"):
         spectral_filter("ridge", np.ones(3), np.ones(1))
+
+
+def test_cholesky_and_eigen_factors_agree(rng):
+    """Both routes give R with R^T K R = I, the same R R^T = K^-1 and the same
+    preconditioner (they differ by an orthogonal change of coordinates)."""
+    C = rng.standard_normal((40, 3))
+    K = Gaussian(0.7)(C, C)
+    chol = nystrom_factor(K)
+    eig = nystrom_factor(K, rcond=1e-15)  # giving a cut-off forces the eigendecomposition
+    assert chol.method == "cholesky" and eig.method == "eigh" and eig.rank == 40
+    for f in (chol, eig):
+        np.testing.assert_allclose(f.R.T @ K @ f.R, np.eye(40), atol=1e-8)
+        np.testing.assert_allclose(f.R @ f.R.T, np.linalg.inv(K), rtol=1e-6, atol=1e-6)
+    # M = R^T K^2 R; preconditioned directions map back to the same alpha = R P^-1 R^T v
+    v = rng.standard_normal(40)
+    a = chol.R @ chol.preconditioner(0.1, 1e-3)(chol.R.T @ v)
+    b = eig.R @ eig.preconditioner(0.1, 1e-3)(eig.R.T @ v)
+    np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-9)
+    assert chol.top()[0] == pytest.approx(np.linalg.eigvalsh(K).max(), rel=1e-10)
+    assert eig.top()[0] == pytest.approx(np.linalg.eigvalsh(K).max(), rel=1e-10)

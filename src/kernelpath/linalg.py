@@ -1,7 +1,8 @@
 """Dense linear algebra on small (m x m) matrices, always in float64.
 
-- ``nystrom_factor``: the rank-revealing factor R (m x r) with R R^T = K_mm^+ (NYTRO eq. 13-16),
-  from an eigendecomposition, robust to rank-deficient K_mm (duplicate centers, tiny sigma).
+- ``nystrom_factor``: the factor R (m x r) with R R^T = K_mm^+ (NYTRO eq. 13-16): a Cholesky
+  factor when K_mm is safely positive definite, else a rank-revealing eigendecomposition,
+  robust to rank-deficient K_mm (duplicate centers, huge sigma).
 - ``spectral_filter``: the filter functions g(s) of the spectral regularization methods, as
   functions of the eigenvalues s of the normalized operator (K / n, or A^T A / n).
 - ``nu_method_coefficients``: the ν-method recursion coefficients (Engl, Hanke & Neubauer,
@@ -12,14 +13,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.lapack
 
 from ._backend import FACTOR_DTYPE
 
 __all__ = [
     "nystrom_factor",
+    "NystromFactor",
     "spectral_filter",
     "nu_method_coefficients",
     "top_eigenvalue",
@@ -29,13 +33,53 @@ __all__ = [
 FILTERS = ("tikhonov", "kols", "tsvd", "landweber", "nu")
 
 
+@dataclass
+class NystromFactor:
+    """The factor R (m x r) with R R^T = K_mm^+ and R^T K_mm R = I, and what the
+    preconditioners need: M = R^T K_mm^2 R, kept as its diagonal ``s`` when R comes from the
+    eigendecomposition (then M = diag(s), the eigenvalues of K_mm) or as a matrix when R comes
+    from a Cholesky factor (then M = L^T L)."""
+
+    R: np.ndarray
+    M: np.ndarray  # (r,) diagonal, or (r, r)
+    method: str  # "cholesky" or "eigh"
+
+    @property
+    def rank(self) -> int:
+        return int(self.R.shape[1])
+
+    def top(self) -> tuple[float, np.ndarray]:
+        """The largest eigenvalue of K_mm and the matching direction in R's coordinates."""
+        if self.M.ndim == 1:
+            v = np.zeros(self.rank)
+            v[int(np.argmax(self.M))] = 1.0
+            return float(self.M.max()), v
+        vals, vecs = scipy.linalg.eigh(self.M, subset_by_index=[self.rank - 1, self.rank - 1])
+        return float(vals[0]), vecs[:, 0]
+
+    def preconditioner(self, scale: float, shift: float) -> Callable[[np.ndarray], np.ndarray]:
+        """V -> (scale M + shift I)^-1 V (FALKON's preconditioner in these coordinates)."""
+        if self.M.ndim == 1:
+            d = scale * self.M + shift
+            return lambda V: V / (d[:, None] if V.ndim == 2 else d)
+        P = scale * self.M
+        P[np.diag_indices_from(P)] += shift
+        cf = scipy.linalg.cho_factor(P, lower=True, check_finite=False)
+        return lambda V: scipy.linalg.cho_solve(cf, V, check_finite=False)
+
+
 def nystrom_factor(
     K_mm: np.ndarray, rcond: float | None = None, dtype_eps: float | None = None
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rank-revealing factor of the pseudo-inverse of K_mm.
+) -> NystromFactor:
+    """Factor of the pseudo-inverse of K_mm: R with R R^T = K_mm^+ and R^T K_mm R = I.
 
-    With K_mm = U diag(s) U^T, keep the eigenvalues ``s_i > rcond * max(s)`` and return
-    ``R = U_r diag(s_r)^(-1/2)``, so that ``R R^T = K_mm^+`` (truncated) and ``R^T K_mm R = I``.
+    When K_mm is safely positive definite (a Cholesky factor exists and LAPACK's estimate of
+    its reciprocal 1-norm condition number exceeds ``eps * m**1.5``, which bounds the 2-norm
+    condition below ``1 / (eps sqrt(m))``), R = L^-T with K_mm = L L^T: then R R^T = K_mm^-1
+    = K_mm^+ exactly, for a fraction of the cost of an eigendecomposition (0.25 s against 1 s
+    for m = 2000 here). Otherwise the rank-revealing eigendecomposition K_mm = U diag(s) U^T
+    keeps the eigenvalues ``s_i > rcond * max(s)`` and R = U_r diag(s_r)^(-1/2) (R R^T is the
+    truncated pseudo-inverse).
 
     The default cut-off is the size of the rounding in K_mm and in its eigendecomposition:
     entries with relative errors ``eps`` (the precision K_mm was computed in) perturb the
@@ -48,30 +92,39 @@ def nystrom_factor(
     K_mm : ndarray of shape (m, m)
         Kernel matrix of the centers (symmetric PSD up to rounding).
     rcond : float or None
-        Relative eigenvalue cut-off; default ``eps * sqrt(m)``.
+        Relative eigenvalue cut-off; default ``eps * sqrt(m)``. Giving one forces the
+        eigendecomposition.
     dtype_eps : float or None
         Machine epsilon of the precision K_mm was computed in (default float64's).
 
     Returns
     -------
-    R : ndarray of shape (m, r)
-    s : ndarray of shape (r,)
-        Kept eigenvalues of K_mm, descending.
-    U : ndarray of shape (m, r)
-        Their eigenvectors.
+    NystromFactor
     """
     K = np.asarray(K_mm, dtype=FACTOR_DTYPE)
     m = K.shape[0]
+    eps = np.finfo(FACTOR_DTYPE).eps if dtype_eps is None else dtype_eps
+    if rcond is None and m > 0:
+        try:
+            L = scipy.linalg.cholesky(K, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            L = None
+        if L is not None and np.all(np.isfinite(L)):
+            anorm = float(np.abs(K).sum(axis=0).max())
+            rc, info = scipy.linalg.lapack.dpocon(L, anorm, uplo="L")
+            if info == 0 and rc > eps * m**1.5:
+                Linv, info = scipy.linalg.lapack.dtrtri(L, lower=1)
+                if info == 0:
+                    return NystromFactor(np.ascontiguousarray(Linv.T), L.T @ L, "cholesky")
     s, U = scipy.linalg.eigh(K, driver="evd", check_finite=False)
     s, U = s[::-1], U[:, ::-1]
     if not np.isfinite(s).all() or s[0] <= 0:
         raise ValueError("the centers' kernel matrix K_mm has no positive eigenvalue")
     if rcond is None:
-        eps = np.finfo(FACTOR_DTYPE).eps if dtype_eps is None else dtype_eps
         rcond = eps * np.sqrt(m)
     keep = s > rcond * s[0]
     s, U = s[keep], np.ascontiguousarray(U[:, keep])
-    return U / np.sqrt(s), s, U
+    return NystromFactor(U / np.sqrt(s), s, "eigh")
 
 
 def spectral_filter(

@@ -14,9 +14,10 @@ with A = K_nm R:
   For these two, every penalty λ_p and output j is one column of beta; all columns share
   each operator pass (``KernelOperator.fused`` with several right-hand sides).
 - ``cg``: conjugate gradient with the Nyström (FALKON) preconditioner
-  P = mean(w) diag(s) / m + λ I, s the eigenvalues of K_mm: since K_nm^T K_nm ≈ (n/m) K_mm^2
-  for uniform centers, H0 ≈ R^T K_mm^2 R / m = diag(s) / m, so the preconditioner is diagonal
-  in these coordinates. The whole λ path shares ONE Krylov space: with λ0 = min λ and
+  P = mean(w) R^T K_mm^2 R / m + λ I: since K_nm^T K_nm ≈ (n/m) K_mm^2 for uniform centers,
+  H0 ≈ R^T K_mm^2 R / m. With R from the eigendecomposition of K_mm this is diagonal,
+  diag(s) / m; with R = L^-T from a Cholesky factor it is L^T L / m, factored once per
+  anchor. The whole λ path shares ONE Krylov space: with λ0 = min λ and
   P0 its preconditioner, the orthonormal basis V_t of K_t(P0^-1 (H0 + λ0 I), P0^-1 b) (block
   Arnoldi with full re-orthogonalization, one operator pass per iteration whatever the number
   of penalties) gives every penalty's Galerkin solution beta = V_t y,
@@ -63,9 +64,10 @@ class _Problem:
         self.op, self.Y, self.weights = op, Y, weights
         self.n, self.k = Y.shape
         self.w = weights_or_ones(weights, self.n)
-        if "R" not in setup:
-            setup["R"], setup["s"] = center_factor(op)
-        self.R, self.s_mm = setup["R"], setup["s"]
+        if "factor" not in setup:
+            setup["factor"] = center_factor(op)
+        self.factor = setup["factor"]
+        self.R = self.factor.R
         self.r = self.R.shape[1]
         if "b" not in setup:
             Aty = op.rmatvec((self.w[:, None] * Y).astype(op.dtype))
@@ -201,7 +203,7 @@ def iterative_path(
     setup = dict(_setup or {})
     prob = _Problem(op, Y, weights, setup)
     if penalties is None:  # 20 values below the scale of K / n, estimated by s_max(K_mm) / m
-        lam = penalty_grid(float(prob.s_mm.max()) / op.m)
+        lam = penalty_grid(prob.factor.top()[0] / op.m)
     else:
         lam = np.atleast_1d(np.asarray(penalties, dtype=FACTOR_DTYPE))
     book = _Bookkeeping(len(lam), max_iter, validation, n_iter_no_change, tol)
@@ -231,8 +233,7 @@ def _gradient_path(
     C = P * k
     setup = prob.setup
     if "L" not in setup:
-        v0 = np.zeros(r)
-        v0[0] = 1.0  # top eigenvector of K_mm: close to the top one of H0
+        v0 = prob.factor.top()[1]  # top eigenvector of K_mm: close to the top one of H0
         setup["L"] = top_eigenvalue(lambda v: prob.H0(v[:, None])[:, 0], r, v0=v0, rng=random_state)
     b = np.tile(prob.b, (1, P))  # column p * k + j is output j of penalty p
     lam_c = np.repeat(lam, k)
@@ -300,7 +301,7 @@ def _gradient_path(
         ),
         scoring=validation.scoring if validation is not None else "mse",
         stored=stored,
-        info={"method": method, "rank": r, "step": 1.0 / setup["L"]},
+        info={"method": method, "factor": prob.factor.method, "rank": r, "step": 1.0 / setup["L"]},
         val_loss=val_loss,
     )
     if validation is None and P == 1:
@@ -417,8 +418,8 @@ def _krylov_path(
 ) -> Path:
     P, k, r = len(lam), prob.k, prob.r
     anchors, owner = _anchors(lam)
-    base = prob.w.mean() * prob.s_mm / prob.op.m
-    precond = base[:, None] + anchors[None, :]  # (r, A): one diagonal preconditioner each
+    # one FALKON preconditioner per anchor: (mean(w) R^T K_mm^2 R / m + λ_a I)^-1
+    precond = [prob.factor.preconditioner(prob.w.mean() / prob.op.m, a) for a in anchors]
     b = prob.b
     bnorm = np.linalg.norm(b, axis=0)
     bnorm = np.where(bnorm > 0, bnorm, 1.0)
@@ -431,7 +432,7 @@ def _krylov_path(
     sizes: list[int] = []  # basis size after each iteration
     # each anchor's own Arnoldi basis of K_t(P_a^-1 (H0 + λ_a I), P_a^-1 b) and newest block
     own = [np.zeros((r, 0)) for _ in anchors]
-    newest = [_orthonormalize(b / precond[:, [a]], own[a]) for a in range(len(anchors))]
+    newest = [_orthonormalize(precond[a](b), own[a]) for a in range(len(anchors))]
     for t in range(1, max_iter + 1):
         act = book.active
         live = [a for a in range(len(anchors)) if act[owner == a].any() and newest[a].size]
@@ -450,7 +451,7 @@ def _krylov_path(
             width = newest[a].shape[1]
             u, hu = U[:, start : start + width], HU[:, start : start + width]
             own[a] = np.hstack([own[a], u])
-            newest[a] = _orthonormalize((hu + anchors[a] * u) / precond[:, [a]], own[a])
+            newest[a] = _orthonormalize(precond[a](hu + anchors[a] * u), own[a])
             start += width
         if Vnew.shape[1] == 0:
             continue
@@ -495,6 +496,7 @@ def _krylov_path(
         stored=stored,
         info={
             "method": "cg",
+            "factor": prob.factor.method,
             "rank": r,
             "krylov_dim": V.shape[1],
             "anchor_penalties": anchors.tolist(),

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.linalg
 
 from .._backend import FACTOR_DTYPE
-from ..linalg import nystrom_factor, spectral_filter
+from ..linalg import NystromFactor, nystrom_factor, spectral_filter
 from ..operators import KernelOperator
 from ..path import Path
 from ..selection import penalty_grid
@@ -25,10 +25,9 @@ from ._common import Validation, as_2d, closed_form_path, weights_or_ones
 __all__ = ["nystrom_direct_path", "center_factor"]
 
 
-def center_factor(op: KernelOperator) -> tuple[np.ndarray, np.ndarray]:
-    """(R, s): the factor R (m x r) with R R^T = K_mm^+ and the kept eigenvalues of K_mm."""
-    R, s, _ = nystrom_factor(op.center_gram(), dtype_eps=float(np.finfo(op.dtype).eps))
-    return R, s
+def center_factor(op: KernelOperator) -> NystromFactor:
+    """The Nyström factor of the operator's centers (``linalg.nystrom_factor``)."""
+    return nystrom_factor(op.center_gram(), dtype_eps=float(np.finfo(op.dtype).eps))
 
 
 def nystrom_direct_path(
@@ -58,7 +57,8 @@ def nystrom_direct_path(
     Y = as_2d(y).astype(FACTOR_DTYPE)
     n, k = Y.shape
     w = weights_or_ones(weights, n)
-    R, _ = center_factor(op)
+    fac = center_factor(op)
+    R = fac.R
     G = np.asarray(op.gram(weights), dtype=FACTOR_DTYPE)
     b = R.T @ np.asarray(op.rmatvec((w[:, None] * Y).astype(op.dtype)), dtype=FACTOR_DTYPE)
     op.release()
@@ -79,5 +79,11 @@ def nystrom_direct_path(
     quad = np.einsum("pi,ik->p", 2 * g - sig[None, :] * g * g, c * c)
     train_err = (yw2 - n * quad) / (w.sum() * k)
     return closed_form_path(
-        "penalty", lam, alphas, train_err, validation, op.dtype, {"method": "direct", "rank": r}
+        "penalty",
+        lam,
+        alphas,
+        train_err,
+        validation,
+        op.dtype,
+        {"method": "direct", "rank": r, "factor": fac.method},
     )
