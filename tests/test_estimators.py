@@ -332,3 +332,13 @@ def test_path_coef_index_errors(rng):
     np.testing.assert_array_equal(path.coef(0), path.coef((0,)))
     d = path.to_dict()
     assert d["best_index"] == list(path.best_index)
+
+
+@pytest.mark.parametrize("filt", ["landweber", "nu"])
+def test_refit_keeps_the_chosen_iteration_count(rng, filt):
+    X, y = regression_data(rng, n=200)
+    a = KRLSRegressor(Gaussian(1.5), filter=filt, max_iter=60, refit=True, random_state=0)
+    a.fit(X, y)
+    b = KRLSRegressor(Gaussian(1.5), filter=filt, max_iter=a.n_iter_, validation_fraction=0.0)
+    b.fit(X, y)
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-10, atol=1e-12)

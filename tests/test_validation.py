@@ -174,6 +174,8 @@ def test_bad_filter_and_unused_penalty():
         KRLSRegressor(filter="ridge").fit(X, y)
     with pytest.raises(ValueError, match="penalty is not used"):
         KRLSRegressor(filter="landweber", penalty=1e-3).fit(X, y)
+    with pytest.raises(ValueError, match="penalty is not used"):
+        KRLSRegressor(filter="nu", penalty=[1e-3, 1e-4]).fit(X, y)
 
 
 def test_bad_sample_weight():

@@ -126,7 +126,7 @@ class _KernelPathEstimator(BaseEstimator):
         method = self._method()
         pen = params["penalty"]
         unused_penalty = self._family == "exact" and method in ("kols", *ITERATION_FILTERS)
-        if unused_penalty and not (pen == "auto" or pen == 0.0):
+        if unused_penalty and not (isinstance(pen, str) or (isinstance(pen, float) and pen == 0)):
             raise ValueError(
                 f"penalty is not used by filter={method!r} (its path is over iterations or it "
                 f"has no parameter); leave it at 'auto', got {self.penalty!r}"
@@ -153,9 +153,9 @@ class _KernelPathEstimator(BaseEstimator):
         if self.refit and va is not None:
             fixed = dict(params)
             fixed["penalty"] = float(best.get("penalty", 0.0))
-            # gradient descent and the ν-method are regularized by their iteration count,
-            # which carries over; CG is run to convergence at the chosen penalty
-            carry = best.get("n_iter") if method in ("gd", "nu") else None
+            # gradient descent, Landweber and the ν-method are regularized by their iteration
+            # count, which carries over; CG is run to convergence at the chosen penalty
+            carry = best.get("n_iter") if method in ("gd", "nu", "landweber") else None
             refit_path = self._solve(X, Y, w, np.arange(n), None, fixed, method, n_iter=carry)
             coef = refit_path.coef()
             self._set_model(coef, refit_path)
