@@ -31,9 +31,9 @@ _COMMON_DOC = """
     refit : bool, default=False
         Refit on all the data at the chosen point (like GridSearchCV); by default the model
         trained on the training part is kept (like scikit-learn's early stopping). The
-        refit keeps the chosen penalty, and the chosen iteration count for gradient descent
-        and the ν-method (their regularization); CG runs to convergence (``tol``) at the
-        chosen penalty.
+        refit keeps the chosen penalty, and the chosen iteration count for gradient descent,
+        Landweber and the ν-method (their regularization); CG runs to convergence (``tol``)
+        when the chosen point had converged, else it keeps the chosen iteration count.
     memory_budget : int, str or None, default=None
         Bytes the kernel blocks may take ("2GB" works); None: half of the available memory.
     random_state : int, Generator, RandomState or None, default=None

@@ -151,14 +151,7 @@ class _KernelPathEstimator(BaseEstimator):
         path = self._solve(X, Y, w, tr, va, params, method)
         best = path.best_params
         if self.refit and va is not None:
-            fixed = dict(params)
-            fixed["penalty"] = float(best.get("penalty", 0.0))
-            # gradient descent, Landweber and the ν-method are regularized by their iteration
-            # count, which carries over; CG is run to convergence at the chosen penalty
-            carry = best.get("n_iter") if method in ("gd", "nu", "landweber") else None
-            refit_path = self._solve(X, Y, w, np.arange(n), None, fixed, method, n_iter=carry)
-            coef = refit_path.coef()
-            self._set_model(coef, refit_path)
+            self._refit(X, Y, w, n, params, method, path)
         else:
             self._set_model(path.coef(), path)
         self.path_ = path
@@ -166,6 +159,42 @@ class _KernelPathEstimator(BaseEstimator):
         self.penalty_ = float(best.get("penalty", 0.0))
         self.n_iter_ = int(best["n_iter"]) if "n_iter" in best else 1
         return self
+
+    def _refit(
+        self,
+        X: np.ndarray,
+        Y: np.ndarray,
+        w: np.ndarray | None,
+        n: int,
+        params: dict[str, Any],
+        method: str,
+        path: Path,
+    ) -> None:
+        """Fit again on all the data at the chosen point of ``path``.
+
+        Gradient descent, Landweber and the ν-method keep the chosen penalty and iteration
+        count (their regularization). CG reruns the same path (same penalties, hence the same
+        Krylov construction) on all the data: to convergence when the chosen point had
+        converged, else for the chosen number of iterations, and takes the chosen penalty's
+        point. Closed forms refit at the chosen penalty.
+        """
+        best = path.best_params
+        fixed = dict(params)
+        if method == "cg":
+            p, t = path.best_index
+            reached = int(np.isfinite(path.train_error[p]).sum())
+            done = bool(path.info["converged"][p]) and t == reached - 1
+            fixed["penalty"] = np.asarray(path.params["penalty"][:, 0])
+            again = self._solve(
+                X, Y, w, np.arange(n), None, fixed, method, n_iter=None if done else t + 1
+            )
+            last = int(np.isfinite(again.train_error[p]).sum()) - 1
+            self._set_model(again.coef((p, last if done else min(t, last))), again)
+            return
+        fixed["penalty"] = float(best.get("penalty", 0.0))
+        carry = best.get("n_iter") if method in ("gd", "nu", "landweber") else None
+        again = self._solve(X, Y, w, np.arange(n), None, fixed, method, n_iter=carry)
+        self._set_model(again.coef(), again)
 
     def _has_path(self, method: str, pen: Any) -> bool:
         if self._is_iterative(method):

@@ -514,6 +514,7 @@ def _krylov_path(
         stored=stored,
         info={
             "method": "cg",
+            "converged": book.converged.tolist(),
             "factor": prob.factor.method,
             "rank": r,
             "krylov_dim": V.shape[1],
