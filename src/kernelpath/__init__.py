@@ -5,6 +5,7 @@ regularization path; kernelpath computes whole paths for about the price of one 
 picks the best point on validation data.
 """
 
+from .centers import LeverageCenters, SqueakCenters, UniformCenters
 from .estimators import (
     KRLSClassifier,
     KRLSRegressor,
@@ -14,6 +15,7 @@ from .estimators import (
     NYTRORegressor,
 )
 from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Linear, Matern, Polynomial
+from .leverage import effective_dimension, leverage_scores
 from .operators import KernelOperator
 from .path import Path
 
@@ -35,5 +37,10 @@ __all__ = [
     "NystromClassifier",
     "NYTRORegressor",
     "NYTROClassifier",
+    "leverage_scores",
+    "effective_dimension",
+    "UniformCenters",
+    "LeverageCenters",
+    "SqueakCenters",
     "__version__",
 ]

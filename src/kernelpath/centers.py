@@ -1,61 +1,311 @@
 """Center selection for the Nyström estimators.
 
-A strategy is a function ``(X, n_centers, rng) -> indices`` registered in ``STRATEGIES``;
-``select_centers`` also accepts an explicit array of points. Only uniform sampling lives here
-for now; leverage-score strategies plug into the same registry.
+A strategy is an object with ``select(X, n_centers, rng, kernel, penalty, memory_budget)``
+returning a ``CenterSelection``; ``STRATEGIES`` maps the names the estimators accept
+(``centers="uniform"``, ``"leverage"``, ``"approximate-leverage"``, ``"squeak"``) to
+strategies, and ``select_centers`` also accepts a strategy object or an array of points.
+
+Order matters: the centers come in the order they were drawn, so that the first m of them
+are themselves a sample of m centers (uniform draws without replacement; leverage draws
+without replacement proportional to the scores). The incremental Nyström path over m uses
+these prefixes.
+
+Leverage sampling (El Alaoui & Mahoney 2015) draws columns i.i.d. with probabilities
+p_i = τ_i / d_eff and weighs them by 1 / sqrt(m p_i). Repeated columns add nothing to a
+Nyström model, so the draws continue until m distinct points are found, which is the same
+distribution as drawing m points without replacement, one after the other, proportionally
+to τ. The column weights are recorded; they do not change a Nyström KRLS model (rescaling the
+columns of K_nm by a positive diagonal S is the change of variables α = S β: the same
+functions, the same penalty), so the solvers do not use them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import warnings
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["select_centers", "uniform_centers", "STRATEGIES"]
+from ._backend import resolve_memory_budget
+from ._validation import check_choice, check_float
+from .kernels import Kernel
+from .leverage import (
+    _approximate_scores,
+    _exact_scores,
+    _squeak_scores,
+    default_n_samples,
+    squeak,
+)
+
+__all__ = [
+    "select_centers",
+    "CenterSelection",
+    "UniformCenters",
+    "LeverageCenters",
+    "SqueakCenters",
+    "STRATEGIES",
+    "DEFAULT_SCORE_PENALTY",
+]
+
+#: λ of the leverage scores when the estimator's penalty is a path and the strategy was not
+#: given one: relative to the largest k(x, x) (1 for the radial kernels).
+DEFAULT_SCORE_PENALTY = 1e-4
 
 
-def uniform_centers(X: np.ndarray, n_centers: int, rng: np.random.Generator) -> np.ndarray:
-    """Indices of ``n_centers`` distinct rows of X drawn uniformly without replacement."""
-    return np.sort(rng.choice(len(X), size=n_centers, replace=False))
+@dataclass
+class CenterSelection:
+    """The chosen centers and how they were chosen.
+
+    Attributes
+    ----------
+    points : ndarray of shape (m, d)
+    indices : ndarray of int, shape (m,), or None
+        Rows of the training data (None for given points).
+    strategy : str
+    scores : ndarray of shape (n,) or None
+        The leverage scores (exact or estimated) the draws used.
+    weights : ndarray of shape (m,) or None
+        Column weights of the sketch: 1 / sqrt(m p_i) for leverage sampling, SQUEAK's
+        sqrt(q_i / (q̄ p~_i)).
+    penalty : float or None
+        λ of the scores.
+    info : dict
+        Anything else (SQUEAK's dictionary size, ...).
+    """
+
+    points: np.ndarray
+    indices: np.ndarray | None
+    strategy: str
+    scores: np.ndarray | None = None
+    weights: np.ndarray | None = None
+    penalty: float | None = None
+    info: dict[str, Any] = field(default_factory=dict)
 
 
-STRATEGIES: dict[str, Callable[[np.ndarray, int, np.random.Generator], np.ndarray]] = {
-    "uniform": uniform_centers,
+class UniformCenters:
+    """m distinct training points drawn uniformly (in the order drawn)."""
+
+    name = "uniform"
+
+    def select(
+        self,
+        X: np.ndarray,
+        n_centers: int,
+        rng: np.random.Generator,
+        kernel: Kernel,
+        penalty: float | None = None,
+        memory_budget: Any = None,
+    ) -> CenterSelection:
+        idx = rng.choice(len(X), size=n_centers, replace=False)
+        return CenterSelection(X[idx], idx, self.name)
+
+    def __repr__(self) -> str:
+        return "UniformCenters()"
+
+
+def _score_penalty(own: float | None, given: float | None, kernel: Kernel, X: np.ndarray) -> float:
+    if own is not None:
+        return own
+    if given is not None and given > 0:
+        return float(given)
+    scale = float(np.max(kernel.diag(X[: min(len(X), 1000)])))
+    return DEFAULT_SCORE_PENALTY * (scale if scale > 0 else 1.0)
+
+
+def _draw_by_scores(
+    scores: np.ndarray, m: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """m distinct indices drawn one after the other proportionally to ``scores``, and their
+    sketch weights 1 / sqrt(m p_i)."""
+    p = np.maximum(scores, 0.0)
+    positive = int(np.count_nonzero(p))
+    if positive < m:
+        # too few points with a positive score: give the rest a tiny share, in draw order
+        # after all the positive ones
+        p = p + (p.sum() if p.sum() > 0 else 1.0) * 1e-12 / len(p)
+    p = p / p.sum()
+    idx = rng.choice(len(p), size=m, replace=False, p=p)
+    return idx, 1.0 / np.sqrt(m * p[idx])
+
+
+class LeverageCenters:
+    """Sample centers proportionally to ridge leverage scores.
+
+    Parameters
+    ----------
+    method : {"exact", "approximate"}, default="exact"
+        How the scores are computed (``kernelpath.leverage_scores``).
+    penalty : float or None
+        λ of the scores. None: the estimator's penalty when it is one number, else
+        ``DEFAULT_SCORE_PENALTY`` times max k(x, x).
+    n_samples : int or None
+        Columns of the approximate method.
+    """
+
+    def __init__(
+        self, method: str = "exact", penalty: float | None = None, n_samples: int | None = None
+    ) -> None:
+        self.method = check_choice(method, "method", ("exact", "approximate"))
+        self.penalty = (
+            None
+            if penalty is None
+            else check_float(penalty, "penalty", 0.0, np.inf, low_open=True, high_open=True)
+        )
+        self.n_samples = n_samples
+
+    @property
+    def name(self) -> str:
+        return "leverage" if self.method == "exact" else "approximate-leverage"
+
+    def select(
+        self,
+        X: np.ndarray,
+        n_centers: int,
+        rng: np.random.Generator,
+        kernel: Kernel,
+        penalty: float | None = None,
+        memory_budget: Any = None,
+    ) -> CenterSelection:
+        lam = _score_penalty(self.penalty, penalty, kernel, X)
+        budget = resolve_memory_budget(memory_budget)
+        if self.method == "exact":
+            scores = _exact_scores(X, kernel, lam, budget)
+        else:
+            p = default_n_samples(len(X)) if self.n_samples is None else int(self.n_samples)
+            scores = _approximate_scores(X, kernel, lam, p, rng, budget)
+        idx, w = _draw_by_scores(scores, n_centers, rng)
+        return CenterSelection(
+            X[idx], idx, self.name, scores, w, lam, {"d_eff": float(scores.sum())}
+        )
+
+    def __repr__(self) -> str:
+        return f"LeverageCenters(method={self.method!r}, penalty={self.penalty!r})"
+
+
+class SqueakCenters:
+    """The SQUEAK dictionary as the centers (``kernelpath.leverage.squeak``).
+
+    The dictionary's size is SQUEAK's: about q̄ d_eff(λ). With ``n_centers`` smaller than
+    the dictionary, m of its points are drawn proportionally to their multiplicities q_i
+    (without replacement, in draw order); with ``n_centers`` larger, the whole dictionary is
+    used. Weights: SQUEAK's S, sqrt(q_i / (q̄ p~_i)).
+
+    Parameters
+    ----------
+    penalty : float or None
+        λ (SQUEAK's γ = λ n); None as for ``LeverageCenters``.
+    q_bar, eps, delta, batch_size :
+        See ``kernelpath.leverage.squeak``.
+    """
+
+    name = "squeak"
+
+    def __init__(
+        self,
+        penalty: float | None = None,
+        q_bar: int | None = None,
+        eps: float = 0.5,
+        delta: float | None = None,
+        batch_size: int | None = None,
+    ) -> None:
+        self.penalty = (
+            None
+            if penalty is None
+            else check_float(penalty, "penalty", 0.0, np.inf, low_open=True, high_open=True)
+        )
+        self.q_bar = q_bar
+        self.eps = eps
+        self.delta = delta
+        self.batch_size = batch_size
+
+    def select(
+        self,
+        X: np.ndarray,
+        n_centers: int | None,
+        rng: np.random.Generator,
+        kernel: Kernel,
+        penalty: float | None = None,
+        memory_budget: Any = None,
+    ) -> CenterSelection:
+        lam = _score_penalty(self.penalty, penalty, kernel, X)
+        budget = resolve_memory_budget(memory_budget)
+        d = squeak(X, kernel, lam, self.q_bar, self.eps, self.delta, self.batch_size, rng, budget)
+        scores = _squeak_scores(X, kernel, d, budget)
+        q = d.multiplicities.astype(float)
+        m = len(d) if n_centers is None else min(int(n_centers), len(d))
+        order = rng.choice(len(d), size=m, replace=False, p=q / q.sum())
+        idx = d.indices[order]
+        info = {"dictionary_size": len(d), "q_bar": d.q_bar, "d_eff": float(scores.sum())}
+        return CenterSelection(X[idx], idx, self.name, scores, d.weights[order], lam, info)
+
+    def __repr__(self) -> str:
+        return f"SqueakCenters(penalty={self.penalty!r}, q_bar={self.q_bar!r})"
+
+
+STRATEGIES: dict[str, Any] = {
+    "uniform": UniformCenters(),
+    "leverage": LeverageCenters("exact"),
+    "approximate-leverage": LeverageCenters("approximate"),
+    "squeak": SqueakCenters(),
 }
 
 
 def select_centers(
-    centers: Any, X: np.ndarray, n_centers: int, rng: np.random.Generator
-) -> tuple[np.ndarray, dict[str, Any]]:
+    centers: Any,
+    X: np.ndarray,
+    n_centers: int | None,
+    rng: np.random.Generator,
+    kernel: Kernel | None = None,
+    penalty: float | None = None,
+    memory_budget: Any = None,
+) -> CenterSelection:
     """Choose the centers.
 
     Parameters
     ----------
-    centers : str or array-like of shape (m, d)
-        A strategy name from ``STRATEGIES`` (``None`` means "uniform"), or the points.
+    centers : str, strategy object or array-like of shape (m, d)
+        A name from ``STRATEGIES`` (``None`` means "uniform"), an object with a ``select``
+        method (``LeverageCenters(...)``, ``SqueakCenters(...)``), or the points.
     X : ndarray of shape (n, d)
         Training inputs.
-    n_centers : int
-        Number of centers for a strategy (already clipped to n).
+    n_centers : int or None
+        Number of centers (already clipped to n); None lets SQUEAK choose (other strategies
+        need a number).
     rng : Generator
+    kernel : Kernel
+        The resolved kernel (needed by the leverage strategies).
+    penalty : float or None
+        The estimator's penalty when it is one number (the scores' default λ).
+    memory_budget : int, str or None
 
     Returns
     -------
-    points : ndarray of shape (m, d)
-    info : dict
-        ``{"strategy": name, "indices": indices or None}``.
+    CenterSelection
     """
     if centers is None:
         centers = "uniform"
     if isinstance(centers, str):
         if centers not in STRATEGIES:
             raise ValueError(
-                f"centers must be one of {sorted(STRATEGIES)} or an array of points, "
-                f"got {centers!r}"
+                f"centers must be one of {sorted(STRATEGIES)}, a strategy object or an "
+                f"array of points, got {centers!r}"
             )
-        idx = STRATEGIES[centers](X, n_centers, rng)
-        return X[idx], {"strategy": centers, "indices": idx}
+        centers = STRATEGIES[centers]
+    if hasattr(centers, "select"):
+        if kernel is None:
+            raise ValueError("a center strategy needs the kernel")
+        if n_centers is None and not isinstance(centers, SqueakCenters):
+            raise ValueError("n_centers is needed by this center strategy")
+        sel: CenterSelection = centers.select(X, n_centers, rng, kernel, penalty, memory_budget)
+        if n_centers is not None and len(sel.points) < n_centers:
+            warnings.warn(
+                f"the {sel.strategy} strategy found {len(sel.points)} centers, fewer than "
+                f"n_centers={n_centers}",
+                UserWarning,
+                stacklevel=3,
+            )
+        return sel
     pts = np.asarray(centers)
     if pts.dtype.kind not in "iuf":
         raise TypeError(
@@ -65,4 +315,4 @@ def select_centers(
         raise ValueError(f"centers must have shape (m, {X.shape[1]}) with m >= 1, got {pts.shape}")
     if not np.all(np.isfinite(pts)):
         raise ValueError("centers contains NaN or infinity")
-    return pts.astype(X.dtype), {"strategy": "given", "indices": None}
+    return CenterSelection(pts.astype(X.dtype), None, "given")

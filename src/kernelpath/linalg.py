@@ -8,6 +8,9 @@
 - ``nu_method_coefficients``: the ν-method recursion coefficients (Engl, Hanke & Neubauer,
   Regularization of Inverse Problems, §6.3).
 - ``top_eigenvalue``: power iteration for the largest eigenvalue of a symmetric PSD operator.
+- ``cholesky_update`` / ``cholesky_downdate``: the upper Cholesky factor of R^T R ± x x^T in
+  O(k^2) (Givens rotations; LINPACK's dchud / dchdd), used by the incremental Nyström path
+  and the recursive least squares learners.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ __all__ = [
     "spectral_filter",
     "nu_method_coefficients",
     "top_eigenvalue",
+    "cholesky_update",
+    "cholesky_downdate",
     "FILTERS",
 ]
 
@@ -241,3 +246,107 @@ def top_eigenvalue(
             break
         lam = new
     return max(lam, float(norm)) * (1 + tol)
+
+
+def _check_factor(R: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    R = np.asarray(R)
+    x = np.asarray(x, dtype=np.result_type(R.dtype, np.float32))
+    if R.ndim != 2 or R.shape[0] != R.shape[1]:
+        raise ValueError(f"R must be a square upper-triangular matrix, got shape {R.shape}")
+    if x.shape != (R.shape[0],):
+        raise ValueError(f"x must have shape ({R.shape[0]},), got {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("x contains NaN or infinity")
+    return R, x
+
+
+def cholesky_update(R: np.ndarray, x: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    """Upper Cholesky factor of R^T R + x x^T, in O(k^2).
+
+    Row i of R and the remaining part of x are rotated by the Givens rotation that zeroes
+    x_i against R_ii (LINPACK ``dchud``): the rotations are orthogonal, so the update is
+    backward stable. Each row is one vectorized step, so a call costs k NumPy operations.
+
+    Parameters
+    ----------
+    R : ndarray of shape (k, k)
+        Upper-triangular factor (R^T R = A); only its upper triangle is read. A zero diagonal
+        entry is allowed (a padded factor) when the matching entry of x is not zero.
+    x : ndarray of shape (k,)
+    overwrite : bool, default=False
+        Update R in place (it must then be a writable float array).
+
+    Returns
+    -------
+    ndarray of shape (k, k)
+        R' with R'^T R' = R^T R + x x^T and a non-negative diagonal.
+    """
+    R, x = _check_factor(R, x)
+    R = R if overwrite else np.array(R, dtype=x.dtype)
+    x = x.copy()
+    k = len(x)
+    for i in range(k):
+        r_ii, x_i = R[i, i], x[i]
+        if x_i == 0.0:
+            continue
+        rho = np.hypot(r_ii, x_i)
+        c, s = r_ii / rho, x_i / rho
+        R[i, i] = rho
+        if i + 1 < k:
+            row = R[i, i + 1 :].copy()
+            R[i, i + 1 :] = c * row + s * x[i + 1 :]
+            x[i + 1 :] = c * x[i + 1 :] - s * row
+    return R
+
+
+def cholesky_downdate(R: np.ndarray, x: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    """Upper Cholesky factor of R^T R - x x^T, in O(k^2).
+
+    LINPACK's ``dchdd``: solve R^T a = x; the downdated matrix is positive definite exactly
+    when ||a|| < 1. With rho = sqrt(1 - ||a||^2), Givens rotations that fold a into rho from
+    the last entry to the first, applied to [R; 0], turn its last row into x^T and leave the
+    downdated factor in place of R. Mixed stable (Stewart 1979), unlike hyperbolic rotations.
+
+    Parameters
+    ----------
+    R : ndarray of shape (k, k)
+        Upper-triangular factor with a positive diagonal.
+    x : ndarray of shape (k,)
+    overwrite : bool, default=False
+
+    Returns
+    -------
+    ndarray of shape (k, k)
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        When R^T R - x x^T is not (numerically) positive definite.
+    """
+    R, x = _check_factor(R, x)
+    k = len(x)
+    diag = np.abs(np.diag(R))
+    if k and (diag.min() <= 0 or not np.all(np.isfinite(diag))):
+        raise np.linalg.LinAlgError("cholesky_downdate needs a factor with a positive diagonal")
+    a = scipy.linalg.solve_triangular(R, x, trans="T", lower=False, check_finite=False)
+    rho2 = 1.0 - float(a @ a)
+    if not rho2 > 4 * k * np.finfo(x.dtype).eps:
+        raise np.linalg.LinAlgError(
+            f"downdate would make the matrix not positive definite (1 - ||R^-T x||^2 = {rho2:.3g})"
+        )
+    rho = np.sqrt(rho2)
+    c = np.empty(k, dtype=x.dtype)
+    s = np.empty(k, dtype=x.dtype)
+    for i in range(k - 1, -1, -1):
+        t = np.hypot(rho, a[i])
+        c[i], s[i] = rho / t, a[i] / t
+        rho = t
+    R = R if overwrite else np.array(R, dtype=x.dtype)
+    # apply the rotations (in the order i = k-1 .. 0) to the rows (R_i, xx) with xx = 0
+    # initially; xx ends as x^T and R as the downdated factor
+    xx = np.zeros(k, dtype=x.dtype)
+    for i in range(k - 1, -1, -1):
+        row = R[i, i:].copy()
+        R[i, i:] = c[i] * row - s[i] * xx[i:]
+        xx[i:] = c[i] * xx[i:] + s[i] * row
+    return R

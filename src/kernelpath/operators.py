@@ -9,6 +9,7 @@ solver needs, each for several right-hand sides at once:
 - ``fused(B, w)`` = K_nm.T diag(w) K_nm B   (m, k) -> (m, k), one pass over the rows
 - ``gram(w)``    = K_nm.T diag(w) K_nm (m, m)
 - ``center_gram()`` = K_mm             (m, m)
+- ``row_sq_norms(T)`` = ||row_i(K_nm T)||^2 = diag(K_nm T T^T K_nm.T)  (m, r) -> (n,)
 
 Memory. If K_nm fits in ``CACHE_FRACTION`` of the budget it is computed once (lazily, at the
 first product) and kept; otherwise it is streamed: recomputed in row blocks whose size is set
@@ -313,6 +314,27 @@ class KernelOperator:
             out = out[:, 0]
             KB = None if KB is None else KB[:, 0]
         return (out, KB) if return_matvec else out
+
+    def row_sq_norms(self, T: np.ndarray) -> np.ndarray:
+        """Squared norms of the rows of K_nm T, shape (n,), for T of shape (m, r).
+
+        The quadratic forms k_i^T T T^T k_i without forming an n x n (or n x r) matrix: one
+        pass over the row blocks, O(n m r). Taking a factor T rather than the product T T^T
+        avoids the cancellation of a quadratic form with large entries of both signs.
+        """
+        T = self.xp.ascontiguousarray(T, dtype=self.dtype)
+        if T.ndim != 2 or T.shape[0] != self.m:
+            raise ValueError(f"T must have shape ({self.m}, r), got {T.shape}")
+        self._ensure_cache()
+        out = self.xp.empty(self.n, dtype=self.dtype)
+
+        def work(start: int, stop: int) -> None:
+            for s, e in self._rows(start, stop, self.block_rows):
+                KT = self.block(s, e) @ T
+                out[s:e] = self.xp.einsum("ij,ij->i", KT, KT)
+
+        self._run_chunks(work)
+        return out
 
     def gram(self, weights: np.ndarray | None = None) -> np.ndarray:
         """K_nm.T diag(w) K_nm, shape (m, m), exactly symmetric."""

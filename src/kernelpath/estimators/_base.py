@@ -19,17 +19,20 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from .._backend import resolve_memory_budget
 from .._validation import check_float, check_int, check_penalty, make_rng
-from ..centers import select_centers
+from ..centers import CenterSelection, select_centers
 from ..kernels import Kernel, make_kernel
 from ..operators import KernelOperator
 from ..path import Path
 from ..selection import holdout_split
-from ..solvers import exact_path, iterative_path, nystrom_direct_path
+from ..solvers import exact_path, incremental_nystrom_path, iterative_path, nystrom_direct_path
 from ..solvers._common import Validation
 from ..solvers.spectral import ITERATION_FILTERS
 
 DEFAULT_MAX_ITER = {"gd": 500, "nu": 100, "cg": 100, "landweber": 500}
 MAX_CENTERS_DEFAULT = 5000
+#: Number of m values of ``n_centers="auto"`` (geometric from AUTO_MIN_CENTERS to M).
+AUTO_GRID_SIZE = 20
+AUTO_MIN_CENTERS = 10
 
 
 def default_n_centers(n: int) -> int:
@@ -136,6 +139,11 @@ class _KernelPathEstimator(BaseEstimator):
                 "validation_fraction=0 turns selection off: give penalty a single number, "
                 f"got {self.penalty!r}"
             )
+        if params["validation_fraction"] == 0 and self._center_grid_requested():
+            raise ValueError(
+                "validation_fraction=0 turns selection off: give n_centers a single number, "
+                f"got {self.n_centers!r}"  # type: ignore[attr-defined]
+            )
         select = self._has_path(method, pen) and params["validation_fraction"] > 0
         if select and n < 2:
             raise ValueError(
@@ -180,6 +188,12 @@ class _KernelPathEstimator(BaseEstimator):
         """
         best = path.best_params
         fixed = dict(params)
+        if "n_centers" in best:  # the (m, λ) path: batch Nyström at the chosen point
+            fixed["penalty"] = float(best["penalty"])
+            fixed["n_centers"] = int(best["n_centers"])
+            again = self._solve(X, Y, w, np.arange(n), None, fixed, "direct")
+            self._set_model(again.coef(), again)
+            return
         if method == "cg":
             p, t = path.best_index
             reached = int(np.isfinite(path.train_error[p]).sum())
@@ -197,6 +211,8 @@ class _KernelPathEstimator(BaseEstimator):
         self._set_model(again.coef(), again)
 
     def _has_path(self, method: str, pen: Any) -> bool:
+        if self._center_grid_requested():
+            return True
         if self._is_iterative(method):
             return True
         if method == "kols":
@@ -253,10 +269,10 @@ class _KernelPathEstimator(BaseEstimator):
             np.average(Ytr, axis=0, weights=wt) if not self._classifier else np.zeros(Y.shape[1])
         )
         Ytr = Ytr - self._intercept
-        centers, info = self._centers(X[tr], params)
-        self._center_info = info
-        self._last_centers = centers
-        op, vop = self._operators(X, tr, va, centers, params["budget"])
+        sel, grid = self._centers(X[tr], params)
+        self._center_info = sel
+        self._last_centers = sel.points
+        op, vop = self._operators(X, tr, va, sel.points, params["budget"])
         val = None
         if vop is not None and va is not None:
             scoring = "error_rate" if self._classifier else "mse"
@@ -269,6 +285,9 @@ class _KernelPathEstimator(BaseEstimator):
                 return exact_path(op, Ytr, method, grid, wt, val)
             grid_or_none = None if isinstance(pen, str) else np.atleast_1d(pen)
             return exact_path(op, Ytr, method, grid_or_none, wt, val)
+        if grid is not None:
+            lam_or_none = None if isinstance(pen, str) else np.atleast_1d(pen)
+            return incremental_nystrom_path(op, Ytr, lam_or_none, grid, wt, val)
         if method == "direct":
             grid_or_none = None if isinstance(pen, str) else np.atleast_1d(pen)
             return nystrom_direct_path(op, Ytr, grid_or_none, wt, val)
@@ -291,39 +310,102 @@ class _KernelPathEstimator(BaseEstimator):
             return DEFAULT_MAX_ITER.get(method, 100)
         return int(check_int(self.max_iter, "max_iter", 1))  # type: ignore[arg-type]
 
+    def _center_grid_requested(self) -> bool:
+        nc = getattr(self, "n_centers", None)
+        return self._family != "exact" and (
+            (isinstance(nc, str)) or (nc is not None and np.ndim(nc) == 1)
+        )
+
+    def _check_n_centers(self, value: Any, n: int) -> tuple[int | None, np.ndarray | None]:
+        """(M, grid): the number of centers to draw and, for a path over m, the m values
+        (None for one m). M is None when the strategy chooses it (SQUEAK)."""
+        squeak = isinstance(self.centers, str) and self.centers == "squeak"
+        if value is None:
+            return (None if squeak else default_n_centers(n)), None
+        if isinstance(value, str):
+            if value != "auto":
+                raise ValueError(
+                    f"n_centers must be an integer, a sequence of integers, 'auto' or None, "
+                    f"got {value!r}"
+                )
+            return (None if squeak else default_n_centers(n)), np.array([], dtype=np.int64)
+        if np.ndim(value) == 1 and not isinstance(value, (bytes, str)):
+            arr = np.asarray(value)
+            if arr.size == 0 or arr.dtype.kind not in "iu":
+                raise TypeError(
+                    f"n_centers as a path must be a non-empty sequence of integers, got {value!r}"
+                )
+            if arr.min() < 1:
+                raise ValueError(f"n_centers values must be >= 1, got {value!r}")
+            grid = np.unique(arr.astype(np.int64))
+            if grid[-1] > n and (self.centers is None or isinstance(self.centers, str)):
+                warnings.warn(
+                    f"n_centers values larger than the number of training points {n} are dropped",
+                    UserWarning,
+                    stacklevel=5,
+                )
+                grid = np.unique(np.minimum(grid, n))
+            return int(grid[-1]), grid
+        checked = check_int(value, "n_centers", 1)
+        assert checked is not None
+        m = checked
+        if m > n and (self.centers is None or isinstance(self.centers, str)):
+            warnings.warn(
+                f"n_centers={m} is larger than the number of training points {n}: "
+                f"using n_centers={n}",
+                UserWarning,
+                stacklevel=5,
+            )
+            m = n
+        return m, None
+
     def _centers(
         self, Xtr: np.ndarray, params: dict[str, Any]
-    ) -> tuple[np.ndarray, dict[str, Any]]:
-        if self._family == "exact":
-            return Xtr, {"strategy": "all", "indices": np.arange(len(Xtr))}
+    ) -> tuple[CenterSelection, np.ndarray | None]:
         n = len(Xtr)
-        n_centers = getattr(self, "n_centers", None)
-        if n_centers is None:
-            m = default_n_centers(n)
-        else:
-            checked = check_int(n_centers, "n_centers", 1)
-            assert checked is not None
-            m = checked
-            if m > n and (self.centers is None or isinstance(self.centers, str)):
-                warnings.warn(
-                    f"n_centers={m} is larger than the number of training points {n}: "
-                    f"using n_centers={n}",
-                    UserWarning,
-                    stacklevel=4,
-                )
-                m = n
-        return select_centers(self.centers, Xtr, m, params["rng"])
+        if self._family == "exact":
+            return CenterSelection(Xtr, np.arange(n), "all"), None
+        value = params["n_centers"] if "n_centers" in params else getattr(self, "n_centers", None)
+        m, grid = self._check_n_centers(value, n)
+        if grid is not None and self._family == "nytro":
+            raise ValueError(
+                "n_centers as a path ('auto' or a sequence) needs the Nyström closed form: "
+                "use NystromRegressor / NystromClassifier (NYTRO's path is over iterations)"
+            )
+        pen = params["penalty"]
+        sel = select_centers(
+            self.centers,
+            Xtr,
+            m,
+            params["rng"],
+            self.kernel_,
+            pen if isinstance(pen, float) else None,
+            params["budget"],
+        )
+        M = len(sel.points)
+        if grid is not None:
+            if grid.size == 0:  # "auto"
+                lo = min(AUTO_MIN_CENTERS, M)
+                grid = np.unique(np.geomspace(lo, M, AUTO_GRID_SIZE).round().astype(np.int64))
+            grid = grid[grid <= M] if (grid <= M).any() else np.array([M])
+        return sel, grid
 
     def _set_model(self, coef: np.ndarray, path: Path) -> None:
-        self.centers_ = self._last_centers
         coef = np.asarray(coef)
+        m = coef.shape[0]  # the (m, λ) path keeps the first m centers
+        self.centers_ = self._last_centers[:m]
         single = (self._classifier and coef.shape[1] == 1) or (
             not self._classifier and getattr(self, "_single_output", False)
         )
         self.coef_ = coef[:, 0] if single else coef
         inter = np.asarray(self._intercept, dtype=coef.dtype)
         self.intercept_ = inter[0] if single else inter
-        self.center_strategy_ = self._center_info["strategy"]
+        sel: CenterSelection = self._center_info
+        self.center_strategy_ = sel.strategy
+        self.center_indices_ = None if sel.indices is None else sel.indices[:m]
+        self.center_scores_ = sel.scores
+        self.center_weights_ = None if sel.weights is None else sel.weights[:m]
+        self.center_penalty_ = sel.penalty
 
     # --------------------------------------------------------------- predict
     def _decision(self, X: Any) -> np.ndarray:

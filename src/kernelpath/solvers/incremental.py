@@ -1,0 +1,223 @@
+"""Incremental Nyström KRLS: the path over the number of centers m and the penalty λ.
+
+With M centers in a fixed order (the order they were drawn), G = K_nM^T W K_nM, K = K_MM and
+b = K_nM^T W y, the Nyström KRLS solution on the first m centers at penalty λ is
+
+    α~_m(λ) = H_m(λ)^-1 b_m,      H(λ) = G + λ n K,
+
+where H_m and b_m are the leading m x m block of H and the first m entries of b (thesis
+"Less is more", Algorithm 4.1 and Appendix D). Adding center m + 1 borders H_m with
+c = G_{1:m, m+1} + λ n K_{1:m, m+1} and g = G_{m+1, m+1} + λ n K_{m+1, m+1}; Algorithm 4.1 pads
+the upper Cholesky factor R_m with a zero row and column and applies a rank-one update with
+u = [c / (1 + sqrt(1 + g)); sqrt(1 + g)] and a rank-one downdate with
+v = [c / (1 + sqrt(1 + g)); -1] (u u^T - v v^T is exactly the border), giving R_{m+1}.
+
+Two facts make the whole (m, λ) grid cheap:
+
+1. The expensive part, the kernel columns and G (O(n M^2)), does not depend on λ: it is
+   computed once and shared by every λ. Only the M x M factor work is repeated per λ (the
+   MATLAB reference rebuilds everything per λ).
+2. R_m is the leading m x m block of R_M: the Cholesky factor of a leading principal block
+   is the leading block of the factor. So the M rank-one steps of Algorithm 4.1 produce the
+   same factors as one LAPACK Cholesky of H_M(λ) (``method="blocked"``, the default: M^3/3
+   flops in BLAS-3), and the forward solve is shared as well: z = R_M^-T b gives
+   R_m^-T b_m = z_{1:m}. Each m then costs one back substitution, α~_m = R_m^-1 z_{1:m},
+   done for all the m of the grid in one triangular solve with a masked right-hand side.
+
+``method="rank-one"`` runs Algorithm 4.1 literally with ``linalg.cholesky_update`` /
+``cholesky_downdate`` (O(M^2) NumPy calls per λ: slow, a reference and a test of the blocked
+form). If H_m(λ) stops being numerically positive definite at some m (tiny λ, nearly
+dependent centers), the points with more centers are marked as not reached.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+import scipy.linalg.lapack
+
+from .._backend import FACTOR_DTYPE
+from ..linalg import cholesky_downdate, cholesky_update, top_eigenvalue
+from ..operators import KernelOperator
+from ..path import Path
+from ..selection import penalty_grid
+from ._common import Validation, as_2d, weights_or_ones
+from .nystrom import center_factor
+
+__all__ = ["incremental_nystrom_path", "incremental_factor", "METHODS"]
+
+METHODS = ("blocked", "rank-one")
+#: A new center whose Cholesky pivot satisfies R_jj^2 <= PIVOT_RTOL * M * H_jj is treated as
+#: dependent on the previous ones (the factor stops there).
+PIVOT_RTOL = 10 * float(np.finfo(np.float64).eps)
+
+
+def incremental_factor(
+    G: np.ndarray, K: np.ndarray, shift: float, method: str = "blocked"
+) -> tuple[np.ndarray, int]:
+    """Upper Cholesky factor R_M of H = G + shift K, built center by center.
+
+    Parameters
+    ----------
+    G, K : ndarray of shape (M, M)
+    shift : float
+        λ n.
+    method : {"blocked", "rank-one"}
+
+    Returns
+    -------
+    R : ndarray of shape (M, M)
+        Upper triangular; only its leading ``valid`` x ``valid`` block is meaningful.
+    valid : int
+        Largest m with H_m numerically positive definite.
+    """
+    H = G + shift * K
+    H = (H + H.T) / 2
+    M = len(H)
+    if method == "blocked":
+        R, info = scipy.linalg.lapack.dpotrf(H, lower=0, clean=1)
+        return R, _numerical_prefix(R, H, M if info == 0 else int(info) - 1)
+    if method != "rank-one":
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    R, valid = _rank_one_factor(H)
+    return R, _numerical_prefix(R, H, valid)
+
+
+def _numerical_prefix(R: np.ndarray, H: np.ndarray, valid: int) -> int:
+    """Stop before the first center whose pivot R_jj^2 is lost in rounding (relative to
+    H_jj): that center is numerically in the span of the previous ones (a repeated center),
+    and its coefficients would be noise."""
+    d = np.diag(R)[:valid] ** 2
+    h = np.diag(H)[:valid]
+    bad = np.flatnonzero(~(d > PIVOT_RTOL * len(H) * h))
+    return int(bad[0]) if bad.size else valid
+
+
+def _rank_one_factor(H: np.ndarray) -> tuple[np.ndarray, int]:
+    """Thesis Algorithm 4.1: pad, rank-one update with u, rank-one downdate with v."""
+    M = len(H)
+    R = np.zeros((M, M))
+    for j in range(M):
+        c = H[:j, j]
+        g = H[j, j]
+        if not g > 0:
+            return R, j
+        root = np.sqrt(1.0 + g)
+        u = np.concatenate([c / (1.0 + root), [root]])
+        v = np.concatenate([c / (1.0 + root), [-1.0]])
+        # the padded factor: row and column j of R are still zero
+        step = cholesky_update(R[: j + 1, : j + 1], u)
+        try:
+            cholesky_downdate(step, v, overwrite=True)
+        except np.linalg.LinAlgError:
+            return R, j
+        R[: j + 1, : j + 1] = step
+    return R, M
+
+
+def incremental_nystrom_path(
+    op: KernelOperator,
+    y: np.ndarray,
+    penalties: np.ndarray | None,
+    n_centers: Any,
+    weights: np.ndarray | None = None,
+    validation: Validation | None = None,
+    method: str = "blocked",
+) -> Path:
+    """Nyström KRLS on the first m centers for every m of a grid and every λ.
+
+    Parameters
+    ----------
+    op : KernelOperator
+        Training points x all M centers, in draw order.
+    y : ndarray of shape (n,) or (n, k)
+    penalties : ndarray of shape (P,) or None
+        λ values; None: 20 values geometric from the top eigenvalue of the M-center problem
+        (K_MM^-1/2 G K_MM^-1/2 / n) down 9 decades.
+    n_centers : array-like of int, shape (g,)
+        The m values, 1 <= m <= M (sorted and deduplicated).
+    weights : ndarray of shape (n,) or None
+    validation : Validation or None
+        Validation set seen through an operator over the same M centers.
+    method : {"blocked", "rank-one"}
+        Same factors either way (see the module docstring).
+
+    Returns
+    -------
+    Path over ("n_centers", "penalty"), shape (g, P). The coefficients of point (i, p) have
+    shape (m_i, k): the first m_i centers.
+    """
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    Y = as_2d(y).astype(FACTOR_DTYPE)
+    n, k = Y.shape
+    M = op.m
+    grid = np.unique(np.asarray(n_centers, dtype=np.int64))
+    if grid.size == 0 or grid[0] < 1 or grid[-1] > M:
+        raise ValueError(f"n_centers values must be in [1, {M}], got {n_centers!r}")
+    w = weights_or_ones(weights, n)
+    G = np.asarray(op.gram(weights), dtype=FACTOR_DTYPE)
+    b = np.asarray(op.rmatvec((w[:, None] * Y).astype(op.dtype)), dtype=FACTOR_DTYPE)
+    op.release()
+    K = np.asarray(op.center_gram(), dtype=FACTOR_DTYPE)
+    if penalties is None:
+        fac = center_factor(op)
+        R0 = fac.R
+        top = top_eigenvalue(lambda v: R0.T @ (G @ (R0 @ v)) / n, fac.rank, n_iter=50)
+        lam = penalty_grid(top)
+    else:
+        lam = np.asarray(penalties, dtype=float)
+    P, g = len(lam), len(grid)
+    alphas = np.zeros((M, g, P, k))
+    reached = np.zeros((g, P), dtype=bool)
+    valid_m = np.zeros(P, dtype=np.int64)
+    mask = (np.arange(M)[:, None] < grid[None, :]).astype(float)  # (M, g)
+    for p, lam_p in enumerate(lam):
+        R, valid = incremental_factor(G, K, lam_p * n, method)
+        valid_m[p] = valid
+        ok = grid <= valid
+        if not ok.any():
+            continue
+        v = int(grid[ok][-1])
+        Rv = R[:v, :v]
+        z = scipy.linalg.solve_triangular(Rv, b[:v], trans="T", check_finite=False)  # (v, k)
+        Z = mask[:v, ok][:, :, None] * z[:, None, :]  # (v, g_ok, k)
+        A = scipy.linalg.solve_triangular(
+            Rv, Z.reshape(v, -1), check_finite=False
+        )  # back substitution for every m at once: rows >= m stay 0
+        alphas[:v, ok, p, :] = A.reshape(v, int(ok.sum()), k)
+        reached[ok, p] = True
+    # training error from G and b: ||y - K_nm α||_W^2 = y'Wy - 2 α'b + α'Gα
+    flat = alphas.reshape(M, g * P * k)
+    ywy = (w[:, None] * Y * Y).sum(axis=0)  # (k,)
+    ab = np.einsum("mgpk,mk->gpk", alphas, b)
+    aga = np.einsum("mc,mc->c", G @ flat, flat).reshape(g, P, k)
+    train = (ywy[None, None, :] - 2 * ab + aga).sum(axis=2) / (w.sum() * k)
+    train = np.where(reached, np.maximum(train, 0.0), np.nan)
+    val_err = val_loss = None
+    if validation is not None:
+        F = validation.op.matvec(flat.astype(validation.op.dtype, copy=False))
+        F = np.asarray(F, dtype=FACTOR_DTYPE).reshape(-1, g * P * k)
+        e, loss = validation.errors(F, k)
+        validation.op.release()
+        val_err = np.where(reached, np.asarray(e).reshape(g, P), np.nan)
+        val_loss = np.where(reached, np.asarray(loss).reshape(g, P), np.nan)
+    stored: dict[tuple[int, ...], np.ndarray] = {
+        (i, p): alphas[: grid[i], i, p, :].astype(op.dtype)
+        for i in range(g)
+        for p in range(P)
+        if reached[i, p]
+    }
+    mm, ll = np.meshgrid(grid, lam, indexing="ij")
+    return Path(
+        {"n_centers": mm, "penalty": ll},
+        train,
+        val_err,
+        coef_fn=None,
+        scoring=validation.scoring if validation is not None else "mse",
+        stored=stored,
+        val_loss=val_loss,
+        info={"method": f"incremental-{method}", "max_centers": M, "valid_centers": valid_m},
+    )

@@ -1,0 +1,89 @@
+"""Rank-one Cholesky update and downdate against fresh factorizations."""
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+from kernelpath.linalg import cholesky_downdate, cholesky_update
+
+
+def _spd(rng, k):
+    A = rng.standard_normal((k, k))
+    return A @ A.T + k * np.eye(k)
+
+
+@pytest.mark.parametrize("k", [1, 7, 40])
+def test_long_random_sequences_match_fresh_factorizations(rng, k):
+    A = _spd(rng, k)
+    R = scipy.linalg.cholesky(A)
+    worst = 0.0
+    n_down = 0
+    for _ in range(400):
+        x = rng.standard_normal(k) * rng.uniform(0.1, 2.0)
+        if rng.random() < 0.5:
+            R = cholesky_update(R, x)
+            A = A + np.outer(x, x)
+        else:
+            x = x * 0.3
+            # only downdates that keep A safely positive definite
+            if np.linalg.eigvalsh(A - np.outer(x, x)).min() < 1e-3 * np.linalg.norm(A, 2):
+                continue
+            R = cholesky_downdate(R, x)
+            A = A - np.outer(x, x)
+            n_down += 1
+        fresh = scipy.linalg.cholesky(A)
+        worst = max(worst, np.abs(R - fresh).max() / np.abs(fresh).max())
+        assert np.allclose(np.tril(R, -1), 0.0)
+    assert n_down > 50
+    assert worst < 1e-10
+
+
+def test_update_of_a_padded_factor(rng):
+    # the zero last row/column of a padded factor is filled by the update
+    A = _spd(rng, 5)
+    R = np.zeros((6, 6))
+    R[:5, :5] = scipy.linalg.cholesky(A)
+    x = rng.standard_normal(6)
+    out = cholesky_update(R, x)
+    B = np.zeros((6, 6))
+    B[:5, :5] = A
+    B += np.outer(x, x)
+    np.testing.assert_allclose(out.T @ out, B, rtol=1e-12, atol=1e-12)
+    assert np.all(np.diag(out) > 0)
+
+
+def test_overwrite_and_copy(rng):
+    A = _spd(rng, 6)
+    R = scipy.linalg.cholesky(A)
+    keep = R.copy()
+    x = rng.standard_normal(6)
+    out = cholesky_update(R, x)
+    np.testing.assert_array_equal(R, keep)  # not touched by default
+    cholesky_update(R, x, overwrite=True)
+    np.testing.assert_array_equal(R, out)
+    back = cholesky_downdate(R, x, overwrite=True)
+    assert back is R
+    np.testing.assert_allclose(R, keep, atol=1e-12)
+
+
+def test_downdate_that_loses_definiteness_raises(rng):
+    A = _spd(rng, 4)
+    R = scipy.linalg.cholesky(A)
+    # x x^T with x = sqrt(s) v for the top eigenpair (s, v): A - x x^T is singular
+    s, V = np.linalg.eigh(A)
+    x = np.sqrt(s[-1]) * V[:, -1] * 1.0000001
+    with pytest.raises(np.linalg.LinAlgError, match="positive definite"):
+        cholesky_downdate(R, x)
+    with pytest.raises(np.linalg.LinAlgError, match="positive definite"):
+        cholesky_downdate(R, 2 * x)
+    with pytest.raises(np.linalg.LinAlgError, match="positive diagonal"):
+        cholesky_downdate(np.zeros((3, 3)), np.ones(3))
+
+
+def test_bad_shapes_are_named():
+    with pytest.raises(ValueError, match="x must have shape"):
+        cholesky_update(np.eye(3), np.ones(4))
+    with pytest.raises(ValueError, match="R must be a square"):
+        cholesky_update(np.ones((3, 2)), np.ones(3))
+    with pytest.raises(ValueError, match="NaN"):
+        cholesky_downdate(np.eye(2), np.array([np.nan, 0.0]))
