@@ -41,6 +41,21 @@ def test_check_estimator(Est):
         check_estimator(Est(), expected_failed_checks=EXPECTED_FAILURES)
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"n_centers": "auto"},
+        {"centers": "approximate-leverage", "solver": "direct"},
+        {"centers": "squeak", "n_centers": "auto"},
+    ],
+    ids=["auto", "approximate-leverage", "squeak-auto"],
+)
+def test_check_estimator_center_paths(params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        check_estimator(NystromRegressor(**params), expected_failed_checks=EXPECTED_FAILURES)
+
+
 def regression_data(rng, n=400, d=3, k=None):
     X = rng.standard_normal((n, d))
     f = np.sin(X.sum(1))

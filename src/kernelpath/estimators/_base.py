@@ -30,9 +30,8 @@ from ..solvers.spectral import ITERATION_FILTERS
 
 DEFAULT_MAX_ITER = {"gd": 500, "nu": 100, "cg": 100, "landweber": 500}
 MAX_CENTERS_DEFAULT = 5000
-#: Number of m values of ``n_centers="auto"`` (geometric from AUTO_MIN_CENTERS to M).
+#: Number of m values of ``n_centers="auto"`` (geometric from 1 to M).
 AUTO_GRID_SIZE = 20
-AUTO_MIN_CENTERS = 10
 
 
 def default_n_centers(n: int) -> int:
@@ -157,6 +156,11 @@ class _KernelPathEstimator(BaseEstimator):
         self.train_indices_ = tr
         self.validation_indices_ = va if va is not None else np.array([], dtype=int)
         path = self._solve(X, Y, w, tr, va, params, method)
+        if not np.isfinite(path.train_error).any():
+            raise ValueError(
+                "no point of the path could be computed (the centers' system is numerically "
+                "singular at every penalty): give larger penalties or fewer centers"
+            )
         best = path.best_params
         if self.refit and va is not None:
             self._refit(X, Y, w, n, params, method, path)
@@ -385,8 +389,7 @@ class _KernelPathEstimator(BaseEstimator):
         M = len(sel.points)
         if grid is not None:
             if grid.size == 0:  # "auto"
-                lo = min(AUTO_MIN_CENTERS, M)
-                grid = np.unique(np.geomspace(lo, M, AUTO_GRID_SIZE).round().astype(np.int64))
+                grid = np.unique(np.geomspace(1, M, AUTO_GRID_SIZE).round().astype(np.int64))
             grid = grid[grid <= M] if (grid <= M).any() else np.array([M])
         return sel, grid
 

@@ -165,7 +165,9 @@ def incremental_nystrom_path(
     if penalties is None:
         fac = center_factor(op)
         R0 = fac.R
-        top = top_eigenvalue(lambda v: R0.T @ (G @ (R0 @ v)) / n, fac.rank, n_iter=50)
+        top = top_eigenvalue(  # a fixed start: the same data give the same grid
+            lambda v: R0.T @ (G @ (R0 @ v)) / n, fac.rank, n_iter=50, rng=np.random.default_rng(0)
+        )
         lam = penalty_grid(top)
     else:
         lam = np.asarray(penalties, dtype=float)
