@@ -72,25 +72,40 @@ def test_rank_one_steps_build_the_lapack_factor(rng):
     op = KernelOperator(X, C, Gaussian(0.5))
     G, K = op.gram(), op.center_gram()
     for shift in [10.0, 1e-2]:
-        R1, v1 = incremental_factor(G, K, shift, "rank-one")
-        R2, v2 = incremental_factor(G, K, shift, "blocked")
-        assert v1 == v2 == 30
+        k1, R1 = incremental_factor(G, K, shift, "rank-one")
+        k2, R2 = incremental_factor(G, K, shift, "blocked")
+        assert list(k1) == list(k2) == list(range(30))
         np.testing.assert_allclose(R1, R2, rtol=1e-9, atol=1e-10 * np.abs(R2).max())
+        np.testing.assert_allclose(R2.T @ R2, G + shift * K, rtol=1e-12, atol=1e-12)
     with pytest.raises(ValueError, match="method"):
         incremental_factor(G, K, 1.0, "qr")
 
 
-def test_points_past_a_singular_border_are_not_reached(rng):
+def test_dependent_centers_are_skipped(rng):
     X, Y, C = _problem(rng, M=10)
-    C = np.vstack([C, C[:1]])  # center 11 repeats center 1: H_11 is singular for every λ
-    op = KernelOperator(X, C, Gaussian(0.7))
+    C = np.vstack([C[:4], C[:1], C[4:], C[3:4] + 1e-12])  # centers 5 and 12 repeat earlier ones
+    kernel = Gaussian(0.7)
+    op = KernelOperator(X, C, kernel)
+    Cu = np.delete(C, [4, 11], axis=0)
+    Knm, Kmm = kernel(X, Cu), kernel(Cu, Cu)
+    G, K = op.gram(), op.center_gram()
     for method in ["blocked", "rank-one"]:
-        path = incremental_nystrom_path(op, Y, np.array([1e-2, 1e-3]), [5, 10, 11], method=method)
-        assert np.isfinite(path.train_error[:2]).all()
-        assert np.isnan(path.train_error[2]).all()
-        assert list(path.info["valid_centers"]) == [10, 10]
-        with pytest.raises(IndexError, match="not reached"):
-            path.coef((2, 1))
+        kept, R = incremental_factor(G, K, 0.1, method)
+        assert list(kept) == [0, 1, 2, 3, 5, 6, 7, 8, 9, 10]
+        H = (G + 0.1 * K)[np.ix_(kept, kept)]
+        np.testing.assert_allclose(R.T @ R, H, rtol=1e-10, atol=1e-10)
+        path = incremental_nystrom_path(
+            op, Y, np.array([1e-2, 1e-3]), [4, 5, 11, 12], method=method
+        )
+        assert list(path.info["kept_centers"]) == [10, 10]
+        for p, lam in enumerate([1e-2, 1e-3]):
+            a4, a5 = path.coef((0, p)), path.coef((1, p))
+            a11, a12 = path.coef((2, p)), path.coef((3, p))
+            assert a5[4, 0] == 0 and a12[4, 0] == 0 and a12[11, 0] == 0
+            np.testing.assert_allclose(a5[:4], a4, rtol=1e-10)
+            np.testing.assert_allclose(a12[:11], a11, rtol=1e-10)
+            ref = _batch(Knm, Kmm, Y, lam, 10)
+            np.testing.assert_allclose(np.delete(a12, [4, 11], axis=0), ref, rtol=1e-8)
 
 
 def test_incremental_path_checks_the_grid(rng):
@@ -238,3 +253,12 @@ def test_bad_center_strategy_is_named(rng):
         LeverageCenters("squeak")
     with pytest.raises(ValueError, match="penalty"):
         LeverageCenters(penalty=-1.0)
+
+
+def test_a_grid_below_the_number_of_centers(rng):
+    X, Y, C = _problem(rng, M=40)
+    op = KernelOperator(X, C, Gaussian(0.5))
+    full = incremental_nystrom_path(op, Y, np.array([1e-2]), [5, 12, 40])
+    part = incremental_nystrom_path(op, Y, np.array([1e-2]), [5, 12])
+    for i in range(2):
+        np.testing.assert_allclose(part.coef((i, 0)), full.coef((i, 0)), rtol=1e-10)

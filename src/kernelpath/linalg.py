@@ -11,6 +11,8 @@
 - ``cholesky_update`` / ``cholesky_downdate``: the upper Cholesky factor of R^T R ± x x^T in
   O(k^2) (Givens rotations; LINPACK's dchud / dchdd), used by the incremental Nyström path
   and the recursive least squares learners.
+- ``independent_columns``: the columns of a PSD matrix kept, in order, by a Cholesky
+  factorization that skips the numerically dependent ones.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "top_eigenvalue",
     "cholesky_update",
     "cholesky_downdate",
+    "independent_columns",
     "FILTERS",
 ]
 
@@ -350,3 +353,66 @@ def cholesky_downdate(R: np.ndarray, x: np.ndarray, overwrite: bool = False) -> 
         R[i, i:] = c[i] * row - s[i] * xx[i:]
         xx[i:] = c[i] * xx[i:] + s[i] * row
     return R
+
+
+def independent_columns(
+    K: np.ndarray, rtol: float | None = None, block: int = 64
+) -> tuple[np.ndarray, np.ndarray]:
+    """The columns of a PSD matrix K that a Cholesky factorization keeps, in order, skipping
+    each column whose pivot (the squared distance of its feature vector to the span of the
+    columns kept before it) is at most ``rtol * K_jj``, and the factor of the kept ones.
+
+    Blocked: the Schur complement of a block of columns against the kept ones comes from one
+    triangular solve (BLAS-3); inside the block the columns are checked one at a time.
+
+    Parameters
+    ----------
+    K : ndarray of shape (M, M)
+    rtol : float or None
+        Relative pivot threshold; default ``eps * M**1.5`` (the rounding level of K_mm's
+        eigenvalues used by ``nystrom_factor``, relative to the diagonal).
+    block : int
+
+    Returns
+    -------
+    kept : ndarray of int, shape (r,)
+        Kept column indices, increasing.
+    L : ndarray of shape (r, r)
+        Lower Cholesky factor of K[kept][:, kept].
+    """
+    K = np.asarray(K, dtype=FACTOR_DTYPE)
+    M = len(K)
+    if rtol is None:
+        rtol = float(np.finfo(FACTOR_DTYPE).eps) * max(M, 1) ** 1.5
+    L = np.zeros((M, M))  # lower factor of the kept columns, in its first r rows/columns
+    kept: list[int] = []
+    for start in range(0, M, block):
+        cols = np.arange(start, min(M, start + block))
+        r = len(kept)
+        S = K[np.ix_(cols, cols)].copy()
+        W = np.zeros((r, len(cols)))
+        if r:
+            W = scipy.linalg.solve_triangular(
+                L[:r, :r], K[np.ix_(kept, cols)], lower=True, check_finite=False
+            )
+            S -= W.T @ W
+        # sequential pivoted-in-order Cholesky of the Schur complement
+        local: list[int] = []
+        Lb = np.zeros((len(cols), len(cols)))
+        for j in range(len(cols)):
+            v = S[j, j] - Lb[j, : len(local)] @ Lb[j, : len(local)]
+            if not v > rtol * K[cols[j], cols[j]]:
+                continue
+            piv = np.sqrt(v)
+            q = len(local)
+            Lb[j, q] = piv
+            rest = np.arange(j + 1, len(cols))
+            Lb[rest, q] = (S[rest, j] - Lb[rest, :q] @ Lb[j, :q]) / piv
+            local.append(j)
+        for q, j in enumerate(local):
+            row = r + q
+            L[row, :r] = W[:, j]
+            L[row, r : r + len(local)] = Lb[j, : len(local)]
+        kept.extend(int(cols[j]) for j in local)
+    r = len(kept)
+    return np.asarray(kept, dtype=np.int64), L[:r, :r]
