@@ -3,6 +3,7 @@
     python benchmarks/run.py                      # every suite (about 30 minutes here)
     python benchmarks/run.py --suite synthetic    # the foundation benchmark only
     python benchmarks/run.py --suite real --datasets cpusmall,pumadyn32nh
+    python benchmarks/run.py --suite centers      # leverage scores, d_eff, the (m, λ) path
     python benchmarks/run.py --quick              # small sizes, to check the runner
     python benchmarks/run.py --table              # print the README table from the JSON
 
@@ -23,6 +24,8 @@ real
     on a 20% hold-out and refitting on the training set, against KernelRidge (n <= 10,000)
     and Nystroem + Ridge / RidgeClassifier + GridSearchCV over the same λ grid and the same
     hold-out split. Same kernel (Gaussian, sigma = median distance of the training inputs).
+centers
+    Center selection and the incremental (m, λ) path: see ``benchmarks/centers.py``.
 """
 
 from __future__ import annotations
@@ -464,12 +467,59 @@ def table() -> str:
                     f"{r['fit_s']:.1f} | {r[res['metric']]:.3f}{unit} | "
                     f"{r['peak_mb']:.0f} |"
                 )
+    lines.extend(_centers_table())
     return "\n".join(lines)
+
+
+def _centers_table() -> list[str]:
+    path = RESULTS / "centers.json"
+    if not path.is_file():
+        return []
+    d = json.loads(path.read_text())["result"]
+    out: list[str] = []
+    lev = d["leverage"]
+    p = lev["problem"]
+    out.append(
+        f"\nCenters needed to come within 10% of the exact KRLS risk (1-D Alaoui-Mahoney design, "
+        f"n={p['n']}, d_eff={lev['d_eff']:.0f}, d_max={lev['d_max']:.0f}, mean of "
+        f"{p['seeds']} seeds):\n"
+    )
+    out.append("| strategy | m within 10% | ratio to uniform |")
+    out.append("|---|---:|---:|")
+    for name, c in lev["curves"].items():
+        ratio = lev["m_ratio_to_uniform"][name]
+        out.append(
+            f"| {name} | {c['m_within_10pct']} | {'-' if ratio is None else f'{ratio:.2f}'} |"
+        )
+    if "deff" in d:
+        out.append("\nEffective dimension against maximal degrees of freedom (exact):\n")
+        out.append("| data set | λ | d_eff | d_max | d_eff approx. | approx. within 2x |")
+        out.append("|---|---:|---:|---:|---:|---:|")
+        for name, res in d["deff"].items():
+            for r in res["rows"]:
+                out.append(
+                    f"| {name} (n={res['n']:,}) | {r['penalty']:.0e} | {r['d_eff']:.0f} | "
+                    f"{r['d_max']:.0f} | {r['d_eff_approx']:.0f} | "
+                    f"{100 * r['approx_within_2x']:.0f}% |"
+                )
+    if "mpath" in d:
+        m = d["mpath"]
+        q = m["problem"]
+        out.append(
+            f"\n(m, λ) path on cpusmall (n={q['n_train']:,}, M={q['max_centers']}, "
+            f"{q['n_penalties']} λ x {q['n_m_values']} m): whole path {m['path_s']:.2f} s = "
+            f"{m['ratio_path_to_batch']:.2f}x one batch Nyström fit at M "
+            f"({m['batch_at_M_s']:.2f} s, all λ); refitting batch Nyström at 20 values of m: "
+            f"{m['refit_20_m_s']:.2f} s. Chosen m={m['best']['n_centers']}, "
+            f"test RMSE {m['best']['test_rmse']:.3f} (batch at M: "
+            f"{m['batch_at_M_best']['test_rmse']:.3f})."
+        )
+    return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--suite", choices=["synthetic", "real", "all"], default="all")
+    ap.add_argument("--suite", choices=["synthetic", "real", "centers", "all"], default="all")
     ap.add_argument("--datasets", default=",".join(REAL))
     ap.add_argument("--quick", action="store_true", help="small sizes (checks the runner)")
     ap.add_argument("--table", action="store_true", help="print the README table and exit")
@@ -497,6 +547,11 @@ def main() -> int:
                 ap.error(f"--datasets: unknown {sorted(unknown)}; choose from {sorted(REAL)}")
             res = suite_real(args.quick, names)
             save("real" + suffix, {"machine": info, "result": res})
+    if args.suite in ("centers", "all"):
+        from centers import suite_centers
+
+        res = suite_centers(args.quick, _load, RESULTS)
+        save("centers" + suffix, {"machine": info, "result": res})
     return 0
 
 

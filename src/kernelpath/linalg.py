@@ -356,7 +356,7 @@ def cholesky_downdate(R: np.ndarray, x: np.ndarray, overwrite: bool = False) -> 
 
 
 def independent_columns(
-    K: np.ndarray, rtol: float | None = None, block: int = 64
+    K: np.ndarray, rtol: float | None = None, block: int = 64, atol: float = 0.0
 ) -> tuple[np.ndarray, np.ndarray]:
     """The columns of a PSD matrix K that a Cholesky factorization keeps, in order, skipping
     each column whose pivot (the squared distance of its feature vector to the span of the
@@ -372,6 +372,8 @@ def independent_columns(
         Relative pivot threshold; default ``eps * M**1.5`` (the rounding level of K_mm's
         eigenvalues used by ``nystrom_factor``, relative to the diagonal).
     block : int
+    atol : float, default=0
+        Absolute pivot threshold (a column is also skipped when its pivot is <= atol).
 
     Returns
     -------
@@ -401,7 +403,7 @@ def independent_columns(
         Lb = np.zeros((len(cols), len(cols)))
         for j in range(len(cols)):
             v = S[j, j] - Lb[j, : len(local)] @ Lb[j, : len(local)]
-            if not v > rtol * K[cols[j], cols[j]]:
+            if not v > max(rtol * K[cols[j], cols[j]], atol):
                 continue
             piv = np.sqrt(v)
             q = len(local)
