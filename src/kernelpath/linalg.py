@@ -395,7 +395,7 @@ def independent_columns(
         W = np.zeros((r, len(cols)))
         if r:
             W = scipy.linalg.solve_triangular(
-                L[:r, :r], K[np.ix_(kept, cols)], lower=True, check_finite=False
+                L[:r, :r], K[np.ix_(np.asarray(kept, dtype=np.int64), cols)], lower=True, check_finite=False
             )
             S -= W.T @ W
         # sequential pivoted-in-order Cholesky of the Schur complement
