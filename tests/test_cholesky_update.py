@@ -87,3 +87,21 @@ def test_bad_shapes_are_named():
         cholesky_update(np.ones((3, 2)), np.ones(3))
     with pytest.raises(ValueError, match="NaN"):
         cholesky_downdate(np.eye(2), np.array([np.nan, 0.0]))
+
+
+def test_independent_columns_skip_dependent_ones(rng):
+    from kernelpath.linalg import independent_columns
+
+    A = rng.standard_normal((120, 30))
+    # columns 30.. of A A^T are combinations of the first 30 rows' span: rank 30
+    K = A @ A.T
+    kept, L = independent_columns(K, rtol=1e-9, block=16)
+    assert len(kept) == 30
+    np.testing.assert_allclose(L @ L.T, K[np.ix_(kept, kept)], rtol=1e-9, atol=1e-9)
+    # a repeated column is skipped, the others kept in order
+    B = rng.standard_normal((8, 8))
+    K2 = B @ B.T + np.eye(8)
+    P = np.r_[0, 1, 2, 1, 3, 4, 5, 6, 0, 7]
+    kept2, L2 = independent_columns(K2[np.ix_(P, P)], block=4)
+    assert list(kept2) == [0, 1, 2, 4, 5, 6, 7, 9]
+    np.testing.assert_allclose(L2 @ L2.T, K2[np.ix_(P[kept2], P[kept2])], rtol=1e-12)
