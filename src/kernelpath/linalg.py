@@ -394,8 +394,9 @@ def independent_columns(
         S = K[np.ix_(cols, cols)].copy()
         W = np.zeros((r, len(cols)))
         if r:
+            rows = np.asarray(kept, dtype=np.int64)
             W = scipy.linalg.solve_triangular(
-                L[:r, :r], K[np.ix_(np.asarray(kept, dtype=np.int64), cols)], lower=True, check_finite=False
+                L[:r, :r], K[np.ix_(rows, cols)], lower=True, check_finite=False
             )
             S -= W.T @ W
         # sequential pivoted-in-order Cholesky of the Schur complement
