@@ -61,6 +61,15 @@ _ATTR_DOC = """
         The kernel with data-dependent parameters resolved.
     center_strategy_ : str
         How the centers were chosen.
+    center_indices_ : ndarray of int or None
+        Rows of the training part (``X[train_indices_]``) used as centers, in draw order.
+    center_scores_ : ndarray of shape (n_train,) or None
+        The leverage scores the strategy sampled by (None for uniform or given centers).
+    center_weights_ : ndarray of shape (m,) or None
+        Sketch weights of the centers (1 / sqrt(m p_i); SQUEAK: sqrt(q_i / (q̄ p_i))).
+        Recorded only: rescaling the centers' columns does not change a Nyström model.
+    center_penalty_ : float or None
+        λ of the leverage scores.
     train_indices_, validation_indices_ : ndarray of int
         Rows of X used to train the path and to score it (empty without selection).
 """
@@ -235,11 +244,19 @@ _NYSTROM_PARAMS = (
         solver gets all of it from one eigendecomposition; CG runs the values side by side,
         sharing every kernel pass); "auto": 20 values geometric over 9 decades below the top
         eigenvalue of K / n.
-    n_centers : int or None, default=None
-        Number m of Nyström centers; None: sqrt(n) log(n), within [100, 5000]. Larger than
-        the training set: clipped with a warning.
-    centers : str or array-like of shape (m, n_features), default="uniform"
-        Center-selection strategy, or the centers themselves.
+    n_centers : int, sequence of int, "auto" or None, default=None
+        Number m of Nyström centers; None: sqrt(n) log(n), within [100, 5000] (for
+        ``centers="squeak"``: the size of SQUEAK's dictionary). Larger than the training set:
+        clipped with a warning. A sequence of m values, or "auto" (20 values geometric from 1
+        to the default), fits the incremental Nyström path over (m, λ) (thesis Algorithm
+        4.1, closed form whatever ``solver``) and chooses m with λ on the validation split;
+        the model keeps the first m centers drawn.
+    centers : str, strategy object or array-like of shape (m, n_features), default="uniform"
+        "uniform"; "leverage" (exact ridge leverage scores, n up to ~20,000);
+        "approximate-leverage" (Alaoui & Mahoney's two-pass estimate); "squeak" (SQUEAK's
+        dictionary); a ``LeverageCenters`` / ``SqueakCenters`` object to set the scores' λ
+        and options; or the centers themselves. The scores' λ defaults to ``penalty`` when
+        it is one number, else 1e-4 max k(x, x).
     solver : {"direct", "cg"}, default="cg"
         Closed form (O(n m^2), exact λ path) or conjugate gradient with the Nyström
         (FALKON) preconditioner, a path over iterations and λ.
@@ -263,8 +280,10 @@ _NYTRO_PARAMS = (
         λ added to the gradient iteration; NYTRO's regularization is the iteration count,
         so the default is 0. A sequence runs several λ side by side.
     n_centers : int or None, default=None
-        Number m of Nyström centers (see NystromRegressor).
-    centers : str or array-like, default="uniform"
+        Number m of Nyström centers (see NystromRegressor; a path over m needs the Nyström
+        estimators).
+    centers : str, strategy object or array-like, default="uniform"
+        See NystromRegressor.
     solver : {"gd", "nu"}, default="gd"
         Gradient descent (NYTRO eq. 17-19) with the step from the largest eigenvalue of the
         preconditioned system, or its ν-method acceleration.
