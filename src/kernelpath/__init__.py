@@ -13,7 +13,10 @@ from .estimators import (
     NystromRegressor,
     NYTROClassifier,
     NYTRORegressor,
+    RandomFeaturesClassifier,
+    RandomFeaturesRegressor,
 )
+from .features import RandomFourierFeatures
 from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Linear, Matern, Polynomial
 from .leverage import effective_dimension, leverage_scores
 from .operators import KernelOperator
@@ -37,6 +40,9 @@ __all__ = [
     "NystromClassifier",
     "NYTRORegressor",
     "NYTROClassifier",
+    "RandomFourierFeatures",
+    "RandomFeaturesRegressor",
+    "RandomFeaturesClassifier",
     "leverage_scores",
     "effective_dimension",
     "UniformCenters",

@@ -19,6 +19,8 @@ __all__ = [
     "NystromClassifier",
     "NYTRORegressor",
     "NYTROClassifier",
+    "RandomFeaturesRegressor",
+    "RandomFeaturesClassifier",
 ]
 
 _COMMON_DOC = """
@@ -339,3 +341,6 @@ class NYTROClassifier(_ClassifierMixin, _NYTROBase):
 
 
 assert set(ITERATION_FILTERS) <= set(FILTERS)
+
+# after the mixins they use
+from .random_features import RandomFeaturesClassifier, RandomFeaturesRegressor  # noqa: E402

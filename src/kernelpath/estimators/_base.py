@@ -57,6 +57,8 @@ class _KernelPathEstimator(BaseEstimator):
     _family = "nystrom"
     _classifier = False
     _solver_choices: tuple[str, ...] = ()
+    #: The parameter whose sequence or "auto" value makes a path over the model size.
+    _size_param = "n_centers"
 
     # ------------------------------------------------------------------ checks
     def _check_params(self, n: int) -> dict[str, Any]:
@@ -139,9 +141,10 @@ class _KernelPathEstimator(BaseEstimator):
                 f"got {self.penalty!r}"
             )
         if params["validation_fraction"] == 0 and self._center_grid_requested():
+            name = self._size_param
             raise ValueError(
-                "validation_fraction=0 turns selection off: give n_centers a single number, "
-                f"got {self.n_centers!r}"  # type: ignore[attr-defined]
+                f"validation_fraction=0 turns selection off: give {name} a single number, "
+                f"got {getattr(self, name)!r}"
             )
         select = self._has_path(method, pen) and params["validation_fraction"] > 0
         if select and n < 2:
@@ -315,7 +318,8 @@ class _KernelPathEstimator(BaseEstimator):
         return int(check_int(self.max_iter, "max_iter", 1))  # type: ignore[arg-type]
 
     def _center_grid_requested(self) -> bool:
-        nc = getattr(self, "n_centers", None)
+        """Whether the size parameter (n_centers, n_features) asks for a path."""
+        nc = getattr(self, self._size_param, None)
         return self._family != "exact" and (
             (isinstance(nc, str)) or (nc is not None and np.ndim(nc) == 1)
         )

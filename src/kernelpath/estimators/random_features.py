@@ -1,0 +1,231 @@
+"""RF-KRLS estimators: primal ridge on random Fourier features, with the λ path and the path
+over the number of features D."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..features import SUPPORTED_KERNELS, RandomFourierFeatures
+from ..path import Path
+from ..solvers._common import Validation
+from ..solvers.random_features import (
+    FeatureOperator,
+    feature_moments,
+    rf_feature_path,
+    rf_penalty_path,
+)
+from . import _ClassifierMixin, _RegressorMixin
+from ._base import AUTO_GRID_SIZE, _check_numeric, _KernelPathEstimator
+
+__all__ = ["RandomFeaturesRegressor", "RandomFeaturesClassifier"]
+
+#: D of ``n_features="auto"``: the path goes up to this many features (and at most ~ n).
+AUTO_MAX_FEATURES = 2000
+
+
+class _RandomFeaturesBase(_KernelPathEstimator):
+    _family = "random_features"
+    _size_param = "n_features"
+
+    def __init__(
+        self,
+        kernel: Any = "gaussian",
+        penalty: Any = "auto",
+        n_features: Any = 1000,
+        orthogonal: bool = False,
+        validation_fraction: float = 0.2,
+        refit: bool = False,
+        memory_budget: Any = None,
+        random_state: Any = None,
+    ) -> None:
+        self.kernel = kernel
+        self.penalty = penalty
+        self.n_features = n_features
+        self.orthogonal = orthogonal
+        self.validation_fraction = validation_fraction
+        self.refit = refit
+        self.memory_budget = memory_budget
+        self.random_state = random_state
+
+    def _method(self) -> str:
+        return "eigh"
+
+    def _has_path(self, method: str, pen: Any) -> bool:
+        return self._center_grid_requested() or not isinstance(pen, float)
+
+    def _feature_grid(self, value: Any, n: int) -> tuple[int, np.ndarray | None]:
+        """(D_max, grid of D or None)."""
+        if isinstance(value, str):
+            if value != "auto":
+                raise ValueError(
+                    f"n_features must be an integer, a sequence of integers or 'auto', "
+                    f"got {value!r}"
+                )
+            Dmax = int(min(AUTO_MAX_FEATURES, max(10, n)))
+            grid = np.unique(np.geomspace(1, Dmax, AUTO_GRID_SIZE).round().astype(np.int64))
+            return Dmax, grid
+        if np.ndim(value) == 1:
+            arr = np.asarray(value)
+            if arr.size == 0 or arr.dtype.kind not in "iu":
+                raise TypeError(
+                    f"n_features as a path must be a non-empty sequence of integers, got {value!r}"
+                )
+            if arr.min() < 1:
+                raise ValueError(f"n_features values must be >= 1, got {value!r}")
+            grid = np.unique(arr.astype(np.int64))
+            return int(grid[-1]), grid
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"n_features must be an integer >= 1, got {value!r}")
+        if value < 1:
+            raise ValueError(f"n_features must be an integer >= 1, got {value!r}")
+        return int(value), None
+
+    def _solve(
+        self,
+        X: np.ndarray,
+        Y: np.ndarray,
+        w: np.ndarray | None,
+        tr: np.ndarray,
+        va: np.ndarray | None,
+        params: dict[str, Any],
+        method: str,
+        n_iter: int | None = None,
+    ) -> Path:
+        if not isinstance(self.kernel_, SUPPORTED_KERNELS):
+            raise ValueError(
+                "kernel must be Gaussian, Laplacian, Cauchy or Matern for random features, "
+                f"got {self.kernel_!r}"
+            )
+        if not isinstance(self.orthogonal, (bool, np.bool_)):
+            raise TypeError(f"orthogonal must be a bool, got {self.orthogonal!r}")
+        wt = None if w is None else w[tr]
+        Ytr = Y[tr]
+        self._intercept = (
+            np.average(Ytr, axis=0, weights=wt) if not self._classifier else np.zeros(Y.shape[1])
+        )
+        Ytr = Ytr - self._intercept
+        value = params.get("n_features", self.n_features)
+        Dmax, grid = self._feature_grid(value, len(tr))
+        need = 8 * Dmax * Dmax
+        if need > params["budget"]:
+            raise ValueError(
+                f"n_features={Dmax} needs a {Dmax} x {Dmax} matrix ({need / 1e9:.2f} GB), more "
+                f"than memory_budget={params['budget'] / 1e9:.2f} GB"
+            )
+        if "feature_seed" not in params:  # the refit reuses the same map
+            params["feature_seed"] = int(params["rng"].integers(2**63))
+        self._feature_seed = params["feature_seed"]
+        fmap = RandomFourierFeatures(
+            self.kernel_, Dmax, bool(self.orthogonal), self._feature_seed, params["budget"]
+        ).fit(X[tr][:1])
+        self._fmap = fmap
+        G, b = feature_moments(fmap, X[tr], Dmax, Ytr, wt)
+        pen = params["penalty"]
+        lam = None if isinstance(pen, str) else np.atleast_1d(pen)
+        scoring = "error_rate" if self._classifier else "mse"
+        if grid is not None:
+            val = None
+            if va is not None:
+                vop = FeatureOperator(fmap, X[va], Dmax, normalize=False)
+                val = Validation(vop, Y[va] - self._intercept, scoring)  # type: ignore[arg-type]
+            return rf_feature_path(G, b, Ytr, lam, grid, wt, val, X.dtype)
+        val = None
+        if va is not None:
+            vop = FeatureOperator(fmap, X[va], Dmax)
+            val = Validation(vop, Y[va] - self._intercept, scoring)  # type: ignore[arg-type]
+        return rf_penalty_path(G, b, Ytr, lam, wt, val, X.dtype)
+
+    def _refit(
+        self,
+        X: np.ndarray,
+        Y: np.ndarray,
+        w: np.ndarray | None,
+        n: int,
+        params: dict[str, Any],
+        method: str,
+        path: Path,
+    ) -> None:
+        """Refit on all the data at the chosen (D, λ), with the same feature map."""
+        best = path.best_params
+        fixed = dict(params)
+        fixed["penalty"] = float(best["penalty"])
+        fixed["n_features"] = int(best.get("n_features", len(path.coef())))
+        fixed["feature_seed"] = self._feature_seed
+        again = self._solve(X, Y, w, np.arange(n), None, fixed, method)
+        self._set_model(again.coef(), again)
+
+    def _set_model(self, coef: np.ndarray, path: Path) -> None:
+        coef = np.asarray(coef)
+        D = coef.shape[0]
+        self.features_ = RandomFourierFeatures(
+            self.kernel_, D, bool(self.orthogonal), self._feature_seed, self.memory_budget
+        ).fit(self._fmap.frequencies_[:1, :] * 0)
+        self.n_features_ = D
+        single = (self._classifier and coef.shape[1] == 1) or (
+            not self._classifier and getattr(self, "_single_output", False)
+        )
+        self.coef_ = coef[:, 0] if single else coef
+        inter = np.asarray(self._intercept, dtype=coef.dtype)
+        self.intercept_ = inter[0] if single else inter
+
+    def _decision(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "coef_")
+        _check_numeric(X, "X")
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        dtype = np.result_type(X.dtype, self.coef_.dtype)
+        op = FeatureOperator(self.features_, X.astype(dtype, copy=False), self.n_features_)
+        return op.matvec(self.coef_.astype(dtype, copy=False)) + self.intercept_
+
+
+_RF_DOC = """
+    Parameters
+    ----------
+    kernel : str or Kernel, default="gaussian"
+        Gaussian, Laplacian, Cauchy or Matern (a name uses ``sigma="median"``).
+    penalty : float, sequence of floats or "auto", default="auto"
+        λ in (1/n) sum_i (y_i - φ(x_i)^T w)^2 + λ ||w||^2 with the normalized map
+        φ = sqrt(2/D) cos(W x + b). A sequence is a path (one eigendecomposition of
+        Φ^T Φ gives all of it); "auto": 20 values over 9 decades below the top eigenvalue of
+        Φ^T Φ / n. With a path over D, the penalty per unnormalized weight μ = λ n D_max is
+        held fixed, so a point with D features has λ D_max / D (``path_.params["penalty"]``).
+    n_features : int, sequence of int or "auto", default=1000
+        Number D of random features. A sequence, or "auto" (20 values geometric from 1 to
+        min(2000, n)), fits the path over (D, λ) from one Cholesky factor per penalty
+        (features added in blocks, the factor reused) and chooses D on the validation split.
+    orthogonal : bool, default=False
+        Orthogonal random features (Gaussian kernel).
+    validation_fraction : float in [0, 1), default=0.2
+    refit : bool, default=False
+        Refit on all the data at the chosen (D, λ) with the same features.
+    memory_budget : int, str or None, default=None
+    random_state : int, Generator or None, default=None
+        Seeds the split, the bandwidth heuristic and the features.
+
+    Attributes
+    ----------
+    path_ : Path
+    best_params_ : dict
+    penalty_ : float
+    n_features_ : int
+        D of the model.
+    features_ : RandomFourierFeatures
+        The feature map of the model (``features_.transform(X) @ coef_ + intercept_``).
+    coef_ : ndarray of shape (D,) or (D, n_outputs)
+    intercept_ : float or ndarray
+    kernel_ : Kernel
+    train_indices_, validation_indices_ : ndarray of int
+"""
+
+
+class RandomFeaturesRegressor(_RegressorMixin, _RandomFeaturesBase):
+    __doc__ = (
+        "RF-KRLS: ridge regression on random Fourier features, with the λ and D paths." + _RF_DOC
+    )
+
+
+class RandomFeaturesClassifier(_ClassifierMixin, _RandomFeaturesBase):
+    __doc__ = "RF-KRLS classifier (one-vs-all ±1 coding) on random Fourier features." + _RF_DOC
+    _classifier = True

@@ -1,0 +1,250 @@
+"""Random Fourier features (Rahimi & Recht 2007) for the shift-invariant kernels.
+
+For a kernel k(x, z) = κ(x - z) with spectral density p(ω) (Bochner), the map
+
+    φ(x) = sqrt(2 / D) [cos(ω_1^T x + b_1), ..., cos(ω_D^T x + b_D)],   ω_j ~ p,  b_j ~ U[0, 2π)
+
+gives E[φ(x)^T φ(z)] = k(x, z), with an error of order D^(-1/2). The radial kernels of
+``kernelpath.kernels`` are scale mixtures of Gaussians, so every ω is a Gaussian vector
+z ~ N(0, I_d) times a random scale, divided by the bandwidth σ:
+
+- Gaussian exp(-||δ||^2 / (2σ^2)): ω = z / σ (normal frequencies);
+- Matérn ν with length σ (spectral density ∝ (2ν/σ^2 + ||ω||^2)^-(ν + d/2)): the
+  multivariate Student t with 2ν degrees of freedom, ω = z sqrt(2ν / u) / σ, u ~ χ²_{2ν};
+- Laplacian exp(-||δ|| / σ) = Matérn ν = 1/2: multivariate Cauchy frequencies (t with one
+  degree of freedom);
+- Cauchy 1 / (1 + ||δ||^2 / σ^2) = ∫ e^-t e^(-t ||δ||^2 / σ^2) dt: ω = z sqrt(2t) / σ,
+  t ~ Exp(1) (in one dimension, Laplace frequencies).
+
+Orthogonal random features (Yu et al. 2016, Gaussian kernel): the directions of each block of
+d frequencies are the rows of a random orthogonal matrix and their norms are χ_d, so each
+ω is still N(0, I/σ^2) but the block is orthogonal: lower variance for the same D.
+
+The frequencies come from three independent streams (directions, scales, phases) spawned
+from ``random_state``, drawn feature by feature: a map with D features is the first D
+features of a map with more (up to the 2 / D normalization), which the path over D uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._backend import resolve_memory_budget
+from ._validation import check_int, make_rng
+from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Matern, make_kernel
+
+__all__ = ["RandomFourierFeatures", "SUPPORTED_KERNELS", "sample_frequencies"]
+
+SUPPORTED_KERNELS = (Gaussian, Laplacian, Cauchy, Matern)
+#: Rows per block of ``RandomFourierFeatures.blocks``: about this many bytes of features.
+BLOCK_BYTES = 16 * 1024**2
+
+
+def _streams(random_state: Any) -> tuple[np.random.Generator, ...]:
+    seed = make_rng(random_state)
+    return tuple(seed.spawn(3))
+
+
+def sample_frequencies(
+    kernel: Kernel, n_features: int, d: int, random_state: Any, orthogonal: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Frequencies ω (n_features, d) and phases b (n_features,) for a resolved kernel.
+
+    Parameters
+    ----------
+    kernel : Gaussian, Laplacian, Cauchy or Matern
+    n_features : int
+    d : int
+        Input dimension.
+    random_state : int, Generator or None
+    orthogonal : bool
+        Orthogonal blocks (Gaussian kernel only).
+
+    Returns
+    -------
+    omega : ndarray of shape (n_features, d)
+    phase : ndarray of shape (n_features,)
+    """
+    if not isinstance(kernel, SUPPORTED_KERNELS):
+        raise ValueError(
+            "kernel must be Gaussian, Laplacian, Cauchy or Matern for random Fourier "
+            f"features, got {kernel!r}"
+        )
+    if orthogonal and not isinstance(kernel, Gaussian):
+        raise ValueError(f"orthogonal=True needs the Gaussian kernel, got {kernel!r}")
+    sigma = float(kernel.sigma)  # resolved: a number
+    r_dir, r_scale, r_phase = _streams(random_state)
+    D = n_features
+    if orthogonal:
+        blocks = []
+        for _ in range(-(-D // d)):
+            G = r_dir.standard_normal((d, d))
+            Q, R = np.linalg.qr(G)
+            Q = Q * np.sign(np.diag(R))[None, :]  # Haar-distributed
+            norms = np.sqrt(r_scale.chisquare(d, size=d))
+            blocks.append(Q.T * norms[:, None])
+        omega = np.vstack(blocks)[:D] / sigma
+    else:
+        Z = r_dir.standard_normal((D, d))
+        if isinstance(kernel, Gaussian):
+            scale = np.ones(D)
+        elif isinstance(kernel, Cauchy):
+            scale = np.sqrt(2.0 * r_scale.standard_exponential(D))
+        else:
+            nu = 0.5 if isinstance(kernel, Laplacian) else float(kernel.nu)
+            scale = np.sqrt(2.0 * nu / r_scale.chisquare(2.0 * nu, size=D))
+        omega = Z * (scale / sigma)[:, None]
+    phase = r_phase.uniform(0.0, 2.0 * np.pi, size=D)
+    return omega, phase
+
+
+class RandomFourierFeatures(TransformerMixin, BaseEstimator):
+    """Random Fourier feature map φ(x) = sqrt(2/D) cos(W x + b), a scikit-learn transformer.
+
+    Parameters
+    ----------
+    kernel : Kernel or str, default="gaussian"
+        Gaussian, Laplacian, Cauchy or Matern (a name uses ``sigma="median"``, resolved on
+        the data given to ``fit``).
+    n_features : int, default=100
+        Number D of features.
+    orthogonal : bool, default=False
+        Orthogonal random features (Gaussian kernel only).
+    random_state : int, Generator or None, default=None
+        The same value always gives the same map.
+    memory_budget : int, str or None, default=None
+        Bytes a block of transformed rows may take (None: half the available memory).
+
+    Attributes
+    ----------
+    kernel_ : Kernel
+        The kernel with its bandwidth resolved.
+    frequencies_ : ndarray of shape (n_features, n_features_in_)
+    offsets_ : ndarray of shape (n_features,)
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernelpath import Gaussian, RandomFourierFeatures
+    >>> X = np.random.default_rng(0).standard_normal((5, 3))
+    >>> rff = RandomFourierFeatures(Gaussian(1.0), n_features=2000, random_state=0).fit(X)
+    >>> Phi = rff.transform(X)
+    >>> bool(np.abs(Phi @ Phi.T - Gaussian(1.0)(X, X)).max() < 0.1)
+    True
+    """
+
+    def __init__(
+        self,
+        kernel: Any = "gaussian",
+        n_features: int = 100,
+        orthogonal: bool = False,
+        random_state: Any = None,
+        memory_budget: Any = None,
+    ) -> None:
+        self.kernel = kernel
+        self.n_features = n_features
+        self.orthogonal = orthogonal
+        self.random_state = random_state
+        self.memory_budget = memory_budget
+
+    def fit(self, X: Any, y: Any = None) -> RandomFourierFeatures:
+        """Draw the frequencies (X gives the dimension and, for "median", the bandwidth).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        X = validate_data(self, X, dtype=[np.float64, np.float32])
+        D = check_int(self.n_features, "n_features", 1)
+        assert D is not None
+        if not isinstance(self.orthogonal, (bool, np.bool_)):
+            raise TypeError(f"orthogonal must be a bool, got {self.orthogonal!r}")
+        rng = make_rng(self.random_state)
+        kernel = make_kernel(self.kernel)
+        if not isinstance(kernel, SUPPORTED_KERNELS):
+            raise ValueError(
+                "kernel must be Gaussian, Laplacian, Cauchy or Matern for random Fourier "
+                f"features, got {kernel!r}"
+            )
+        # the median heuristic and the frequencies use separate streams of random_state
+        med_rng, freq_rng = rng.spawn(2)
+        self.kernel_ = kernel.resolve(X, med_rng)
+        self.frequencies_, self.offsets_ = sample_frequencies(
+            self.kernel_, D, X.shape[1], freq_rng, bool(self.orthogonal)
+        )
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        """φ(X), shape (n_samples, n_features), in X's floating dtype.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self, "frequencies_")
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        return self._map(X, len(self.offsets_))
+
+    def _map(
+        self,
+        X: np.ndarray,
+        n_features: int,
+        out: np.ndarray | None = None,
+        normalize: bool = True,
+    ) -> np.ndarray:
+        """The first ``n_features`` features of the map, normalized for that many
+        (sqrt(2 / D) cos(...)), or ψ = sqrt(2) cos(...) with ``normalize=False``."""
+        W = self.frequencies_[:n_features].astype(X.dtype, copy=False)
+        b = self.offsets_[:n_features].astype(X.dtype, copy=False)
+        scale = X.dtype.type(np.sqrt(2.0 / (n_features if normalize else 1)))
+        budget = resolve_memory_budget(self.memory_budget)
+        need = len(X) * n_features * X.itemsize
+        if out is None and need > budget:
+            raise ValueError(
+                f"the {len(X)} x {n_features} feature matrix needs {need / 1e9:.2f} GB, more "
+                f"than memory_budget={budget / 1e9:.2f} GB: transform fewer rows at a time"
+            )
+        if out is None:
+            out = np.empty((len(X), n_features), dtype=X.dtype)
+        # blocks of ~4 MB: the product, the phase, the cosine and the scaling stay in cache
+        rows = int(max(1, min(len(X), 4 * 1024**2 // max(1, n_features * X.itemsize))))
+        for s in range(0, len(X), rows):
+            blk = out[s : s + rows]
+            np.matmul(X[s : s + rows], W.T, out=blk)
+            blk += b
+            np.cos(blk, out=blk)
+            blk *= scale
+        return out
+
+    def blocks(
+        self, X: np.ndarray, n_features: int, normalize: bool = True
+    ) -> Iterator[tuple[int, int, np.ndarray]]:
+        """(start, stop, features of rows start:stop) over X in blocks of about
+        ``BLOCK_BYTES``: what the solvers use to form Φ^T W Φ and predictions without holding
+        the n x D matrix."""
+        check_is_fitted(self, "frequencies_")
+        rows = int(max(1, BLOCK_BYTES // max(1, n_features * X.itemsize)))
+        for s in range(0, len(X), rows):
+            e = min(len(X), s + rows)
+            yield s, e, self._map(X[s:e], n_features, normalize=normalize)
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags

@@ -1,0 +1,233 @@
+"""Random-feature KRLS (RF-KRLS): primal ridge regression on a random feature map.
+
+With D features φ(x) = ψ(x) / sqrt(D), ψ_j(x) = sqrt(2) cos(ω_j^T x + b_j), the model is
+f(x) = φ(x)^T w and
+
+    w_λ = (Φ^T W Φ + λ n I)^-1 Φ^T W y                        (thesis ch. 5)
+
+- **λ path at one D**: one eigendecomposition Φ^T W Φ / n = V diag(s) V^T gives every λ,
+  w_λ = V diag(1 / (s + λ)) V^T Φ^T W y / n.
+- **Path over D**: in the unnormalized coordinates u = w / sqrt(D) the system is
+  (Ψ_D^T W Ψ_D + μ I) u = Ψ_D^T W y with μ = λ n D. For a fixed μ, the system of the first
+  D features is the leading block of the system of all D_max features, so one Cholesky
+  factor per μ (``incremental.incremental_factor`` with K = I: the Cholesky bordering of
+  Algorithm 4.1 done blockwise) gives every D, and Ψ^T W Ψ (O(n D_max^2)) is computed once.
+  At a fixed μ, fewer features mean a larger λ = μ / (n D): the grid is over (D, μ), and
+  every point reports its own λ.
+
+Both return a ``Path`` whose coefficients are the weights w of the normalized map with that
+point's number of features.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from .._backend import FACTOR_DTYPE
+from ..features import RandomFourierFeatures
+from ..linalg import top_eigenvalue
+from ..path import Path
+from ..selection import penalty_grid
+from ._common import Validation, as_2d, closed_form_path, weights_or_ones
+from .incremental import incremental_factor
+
+__all__ = ["FeatureOperator", "feature_moments", "rf_penalty_path", "rf_feature_path"]
+
+
+class FeatureOperator:
+    """Products with the feature matrix of some points (the validation set), in blocks.
+
+    ``matvec(B)`` = Φ[:, :D] @ B with the map normalized for ``n_features`` (or ψ when
+    ``normalize=False``); what ``Validation`` needs of an operator.
+    """
+
+    def __init__(
+        self, fmap: RandomFourierFeatures, X: np.ndarray, n_features: int, normalize: bool = True
+    ) -> None:
+        self.fmap, self.X, self.D, self.normalize = fmap, X, n_features, normalize
+        self.dtype = X.dtype
+
+    def matvec(self, B: np.ndarray) -> np.ndarray:
+        B2 = B[:, None] if B.ndim == 1 else B
+        out = np.empty((len(self.X), B2.shape[1]), dtype=np.result_type(self.dtype, B2.dtype))
+        for s, e, F in self.fmap.blocks(self.X, self.D, self.normalize):
+            out[s:e] = F @ B2.astype(F.dtype, copy=False)
+        return out[:, 0] if B.ndim == 1 else out
+
+    def release(self) -> None:
+        """Nothing is cached."""
+
+
+def feature_moments(
+    fmap: RandomFourierFeatures,
+    X: np.ndarray,
+    n_features: int,
+    Y: np.ndarray,
+    weights: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(Ψ^T W Ψ, Ψ^T W Y) for the unnormalized features ψ, in float64, in one pass.
+
+    Returns
+    -------
+    G : ndarray of shape (D, D)
+    b : ndarray of shape (D, k)
+    """
+    Y2 = as_2d(Y)
+    G = np.zeros((n_features, n_features))
+    b = np.zeros((n_features, Y2.shape[1]))
+    w = None if weights is None else np.asarray(weights, dtype=FACTOR_DTYPE)
+    for s, e, F in fmap.blocks(X, n_features, normalize=False):
+        F64 = np.asarray(F, dtype=FACTOR_DTYPE)
+        Fw = F64 if w is None else F64 * w[s:e, None]
+        G += Fw.T @ F64
+        b += Fw.T @ Y2[s:e]
+    return (G + G.T) / 2, b
+
+
+def _train_errors(
+    U: np.ndarray, G: np.ndarray, b: np.ndarray, ywy: np.ndarray, wsum: float, k: int
+) -> np.ndarray:
+    """||y - Ψ u||_W^2 / (sum w k) = (y'Wy - 2 u'b + u'Gu) / (sum w k) for columns of U
+    grouped as (D, points, k)."""
+    D = len(G)
+    flat = U.reshape(D, -1)
+    ub = np.einsum("dpk,dk->pk", U, b)
+    ugu = np.einsum("dc,dc->c", G @ flat, flat).reshape(U.shape[1], k)
+    return np.maximum((ywy[None, :] - 2 * ub + ugu).sum(axis=1) / (wsum * k), 0.0)
+
+
+def rf_penalty_path(
+    G: np.ndarray,
+    b: np.ndarray,
+    Y: np.ndarray,
+    penalties: np.ndarray | None,
+    weights: np.ndarray | None = None,
+    validation: Validation | None = None,
+    dtype: Any = np.float64,
+) -> Path:
+    """λ path of RF-KRLS with all D features of G, from one eigendecomposition.
+
+    Parameters
+    ----------
+    G, b : from ``feature_moments`` (unnormalized features)
+    Y : ndarray of shape (n,) or (n, k)
+        The training targets (for the training error).
+    penalties : ndarray of shape (P,) or None
+        λ values; None: 20 values geometric over 9 decades below the top eigenvalue of
+        Φ^T W Φ / n.
+    weights, validation : as for the other solvers (validation through a
+        ``FeatureOperator`` with the normalized map of D features).
+
+    Returns
+    -------
+    Path over "penalty"; coefficients w of shape (D, k).
+    """
+    Y2 = as_2d(Y).astype(FACTOR_DTYPE)
+    n, k = Y2.shape
+    D = len(G)
+    w = weights_or_ones(weights, n)
+    H = G / (n * D)  # Φ^T W Φ / n
+    s, V = scipy.linalg.eigh(H, driver="evd", check_finite=False)
+    s = np.maximum(s, 0.0)
+    c = V.T @ (b / (n * np.sqrt(D)))  # V^T Φ^T W y / n
+    lam = penalty_grid(s.max()) if penalties is None else np.asarray(penalties, dtype=float)
+    filt = 1.0 / (s[None, :] + lam[:, None])  # (P, D)
+    Wts = np.einsum("dj,pj,jk->dpk", V, filt, c)  # (D, P, k) normalized weights
+    ywy = (w[:, None] * Y2 * Y2).sum(axis=0)
+    train = _train_errors(Wts / np.sqrt(D), G, b, ywy, float(w.sum()), k)
+    return closed_form_path(
+        "penalty", lam, Wts, train, validation, dtype, {"method": "eigh", "n_features": D}
+    )
+
+
+def rf_feature_path(
+    G: np.ndarray,
+    b: np.ndarray,
+    Y: np.ndarray,
+    penalties: np.ndarray | None,
+    n_features: Any,
+    weights: np.ndarray | None = None,
+    validation: Validation | None = None,
+    dtype: Any = np.float64,
+    method: str = "blocked",
+) -> Path:
+    """RF-KRLS for every D of a grid and every penalty, from one factor per penalty.
+
+    Parameters
+    ----------
+    G, b : from ``feature_moments`` with D_max features (unnormalized)
+    Y : ndarray of shape (n,) or (n, k)
+    penalties : ndarray of shape (P,) or None
+        λ values at D_max (μ = λ n D_max is held fixed along D); None: 20 values over 9
+        decades below the top eigenvalue of Φ^T W Φ / n at D_max.
+    n_features : array-like of int
+        The D values, 1 <= D <= D_max.
+    validation : Validation or None
+        Through a ``FeatureOperator`` with ``normalize=False`` and D_max features.
+    method : {"blocked", "rank-one"}
+        Passed to ``incremental_factor``.
+
+    Returns
+    -------
+    Path over ("n_features", "penalty"), shape (g, P); "penalty" holds each point's own λ;
+    the coefficients of point (i, p) are the weights of the normalized map with D_i features.
+    """
+    Y2 = as_2d(Y).astype(FACTOR_DTYPE)
+    n, k = Y2.shape
+    Dmax = len(G)
+    grid = np.unique(np.asarray(n_features, dtype=np.int64))
+    if grid.size == 0 or grid[0] < 1 or grid[-1] > Dmax:
+        raise ValueError(f"n_features values must be in [1, {Dmax}], got {n_features!r}")
+    w = weights_or_ones(weights, n)
+    if penalties is None:
+        top = top_eigenvalue(
+            lambda v: G @ v / (n * Dmax), Dmax, n_iter=50, rng=np.random.default_rng(0)
+        )
+        lam = penalty_grid(top)
+    else:
+        lam = np.asarray(penalties, dtype=float)
+    mus = lam * n * Dmax
+    P, g = len(mus), len(grid)
+    U = np.zeros((Dmax, g, P, k))  # unnormalized coefficients u
+    eye = np.eye(Dmax)
+    n_kept = np.zeros(P, dtype=np.int64)
+    for p, mu in enumerate(mus):
+        kept, R = incremental_factor(G, eye, mu, method)
+        n_kept[p] = len(kept)
+        used = np.searchsorted(kept, grid)
+        v = int(used[-1])
+        if v == 0:
+            continue
+        Rv, kv = R[:v, :v], kept[:v]
+        z = scipy.linalg.solve_triangular(Rv, b[kv], trans="T", check_finite=False)
+        mask = (np.arange(v)[:, None] < used[None, :]).astype(float)
+        Z = mask[:, :, None] * z[:, None, :]
+        A = scipy.linalg.solve_triangular(Rv, Z.reshape(v, -1), check_finite=False)
+        U[kv, :, p, :] = A.reshape(v, g, k)
+    ywy = (w[:, None] * Y2 * Y2).sum(axis=0)
+    train = _train_errors(U.reshape(Dmax, g * P, k), G, b, ywy, float(w.sum()), k)
+    train = train.reshape(g, P)
+    val_err = val_loss = None
+    if validation is not None:
+        F = validation.op.matvec(U.reshape(Dmax, g * P * k).astype(dtype, copy=False))
+        e, loss = validation.errors(np.asarray(F, dtype=FACTOR_DTYPE), k)
+        val_err, val_loss = np.asarray(e).reshape(g, P), np.asarray(loss).reshape(g, P)
+    stored: dict[tuple[int, ...], np.ndarray] = {
+        (i, p): (U[: grid[i], i, p, :] * np.sqrt(grid[i])).astype(dtype)
+        for i in range(g)
+        for p in range(P)
+    }
+    dd, mm = np.meshgrid(grid, mus, indexing="ij")
+    return Path(
+        {"n_features": dd, "penalty": mm / (n * dd)},
+        train,
+        val_err,
+        coef_fn=None,
+        scoring=validation.scoring if validation is not None else "mse",
+        stored=stored,
+        val_loss=val_loss,
+        info={"method": f"incremental-{method}", "max_features": Dmax, "kept_features": n_kept},
+    )
