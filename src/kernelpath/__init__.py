@@ -7,6 +7,8 @@ picks the best point on validation data.
 
 from .centers import LeverageCenters, SqueakCenters, UniformCenters
 from .estimators import (
+    EigenProClassifier,
+    EigenProRegressor,
     KRLSClassifier,
     KRLSRegressor,
     NystromClassifier,
@@ -43,6 +45,8 @@ __all__ = [
     "RandomFourierFeatures",
     "RandomFeaturesRegressor",
     "RandomFeaturesClassifier",
+    "EigenProRegressor",
+    "EigenProClassifier",
     "leverage_scores",
     "effective_dimension",
     "UniformCenters",

@@ -21,6 +21,8 @@ __all__ = [
     "NYTROClassifier",
     "RandomFeaturesRegressor",
     "RandomFeaturesClassifier",
+    "EigenProRegressor",
+    "EigenProClassifier",
 ]
 
 _COMMON_DOC = """
@@ -343,4 +345,5 @@ class NYTROClassifier(_ClassifierMixin, _NYTROBase):
 assert set(ITERATION_FILTERS) <= set(FILTERS)
 
 # after the mixins they use
+from .eigenpro import EigenProClassifier, EigenProRegressor  # noqa: E402
 from .random_features import RandomFeaturesClassifier, RandomFeaturesRegressor  # noqa: E402

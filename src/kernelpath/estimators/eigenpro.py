@@ -1,0 +1,306 @@
+"""EigenPro estimators: preconditioned kernel SGD (or on random features), a path over epochs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._backend import resolve_memory_budget
+from .._validation import check_float, check_int, make_rng
+from ..features import SUPPORTED_KERNELS, RandomFourierFeatures
+from ..kernels import make_kernel
+from ..operators import KernelOperator
+from ..path import Path
+from ..solvers._common import Validation
+from ..solvers.eigenpro import (
+    feature_eigensystem,
+    feature_sgd_steps,
+    kernel_eigensystem,
+    kernel_sgd_steps,
+    sgd_path,
+    step_rule,
+)
+from ..solvers.random_features import FeatureOperator
+from . import _ClassifierMixin, _RegressorMixin
+from ._base import _check_numeric, _KernelPathEstimator
+
+__all__ = ["EigenProRegressor", "EigenProClassifier", "default_subsample_size"]
+
+#: Fraction of the memory budget for one batch's kernel block (n x m) or cached features.
+BATCH_MEMORY_FRACTION = 0.25
+
+
+def default_subsample_size(n: int) -> int:
+    """EigenPro 2's subsample: 2000 points below 100,000, else 4000 (the reference uses
+    12,000, whose dense eigendecomposition takes minutes on two cores), at most n."""
+    return int(min(n, 2000 if n < 100_000 else 4000))
+
+
+class _EigenProBase(_KernelPathEstimator):
+    _family = "eigenpro"
+
+    def __init__(
+        self,
+        kernel: Any = "gaussian",
+        n_epochs: int = 30,
+        n_components: int = 160,
+        subsample_size: int | None = None,
+        damping: float = 0.95,
+        batch_size: Any = "auto",
+        step_size: Any = "auto",
+        n_features: int | None = None,
+        validation_fraction: float = 0.2,
+        n_iter_no_change: int | None = 5,
+        tol: float = 1e-4,
+        refit: bool = False,
+        memory_budget: Any = None,
+        random_state: Any = None,
+    ) -> None:
+        self.kernel = kernel
+        self.n_epochs = n_epochs
+        self.n_components = n_components
+        self.subsample_size = subsample_size
+        self.damping = damping
+        self.batch_size = batch_size
+        self.step_size = step_size
+        self.n_features = n_features
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.refit = refit
+        self.memory_budget = memory_budget
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ checks
+    def _check_params(self, n: int) -> dict[str, Any]:
+        p: dict[str, Any] = {"penalty": 0.0}
+        p["validation_fraction"] = check_float(
+            self.validation_fraction, "validation_fraction", 0.0, 1.0, high_open=True
+        )
+        p["n_iter_no_change"] = check_int(
+            self.n_iter_no_change, "n_iter_no_change", 1, allow_none=True
+        )
+        p["tol"] = check_float(self.tol, "tol", 0.0, np.inf, high_open=True)
+        p["budget"] = resolve_memory_budget(self.memory_budget)
+        p["rng"] = make_rng(self.random_state)
+        p["kernel"] = make_kernel(self.kernel)
+        p["n_epochs"] = check_int(self.n_epochs, "n_epochs", 1)
+        p["q"] = check_int(self.n_components, "n_components", 0)
+        p["s"] = check_int(self.subsample_size, "subsample_size", 1, allow_none=True)
+        p["damping"] = check_float(self.damping, "damping", 0.0, 1.0, low_open=True)
+        for name in ("batch_size", "step_size"):
+            v = getattr(self, name)
+            if isinstance(v, str):
+                if v != "auto":
+                    raise ValueError(f"{name} must be a positive number or 'auto', got {v!r}")
+            elif name == "batch_size":
+                check_int(v, name, 1)
+            else:
+                check_float(v, name, 0.0, np.inf, low_open=True, high_open=True)
+        p["n_features"] = check_int(self.n_features, "n_features", 1, allow_none=True)
+        if not isinstance(self.refit, (bool, np.bool_)):
+            raise TypeError(f"refit must be a bool, got {self.refit!r}")
+        return p
+
+    def _method(self) -> str:
+        return "eigenpro"
+
+    def _has_path(self, method: str, pen: Any) -> bool:
+        return True
+
+    # ------------------------------------------------------------------ solve
+    def _solve(
+        self,
+        X: np.ndarray,
+        Y: np.ndarray,
+        w: np.ndarray | None,
+        tr: np.ndarray,
+        va: np.ndarray | None,
+        params: dict[str, Any],
+        method: str,
+        n_iter: int | None = None,
+    ) -> Path:
+        rng = params["rng"]
+        budget = params["budget"]
+        Xtr = X[tr]
+        n = len(Xtr)
+        Ytr = Y[tr]
+        wt = None if w is None else w[tr] * (n / w[tr].sum())
+        self._intercept = (
+            np.average(Ytr, axis=0, weights=wt) if not self._classifier else np.zeros(Y.shape[1])
+        )
+        Ytr = Ytr - self._intercept
+        k = Y.shape[1]
+        s = min(n, params["s"] if params["s"] is not None else default_subsample_size(n))
+        q = min(params["q"], s - 1)
+        sub = rng.choice(n, size=s, replace=False)
+        scoring = "error_rate" if self._classifier else "mse"
+        D = params["n_features"]
+        self._fmap = None
+        if D is None:
+            K_s = np.asarray(KernelOperator(Xtr[sub], Xtr[sub], self.kernel_, budget).center_gram())
+            es = kernel_eigensystem(K_s, q, params["damping"])
+            predict_batch, apply_step = kernel_sgd_steps(Xtr, self.kernel_, sub, es, budget)
+            coef = np.zeros((n, k))
+            max_batch = max(1, int(BATCH_MEMORY_FRACTION * budget // (8 * n)))
+            val = None
+            if va is not None:
+                vop = KernelOperator(X[va], Xtr, self.kernel_, budget, cache="auto")
+                val = Validation(vop, Y[va] - self._intercept, scoring)
+            self._last_centers = Xtr
+        else:
+            if not isinstance(self.kernel_, SUPPORTED_KERNELS):
+                raise ValueError(
+                    "kernel must be Gaussian, Laplacian, Cauchy or Matern for random features, "
+                    f"got {self.kernel_!r}"
+                )
+            if "feature_seed" not in params:
+                params["feature_seed"] = int(rng.integers(2**63))
+            fmap = RandomFourierFeatures(
+                self.kernel_, D, random_state=params["feature_seed"], memory_budget=budget
+            ).fit(Xtr[:1])
+            self._fmap, self._feature_seed = fmap, params["feature_seed"]
+            if n * D * 8 <= BATCH_MEMORY_FRACTION * budget:
+                Phi = fmap._map(Xtr, D)
+
+                def features(idx: np.ndarray) -> np.ndarray:
+                    return Phi[idx]  # type: ignore[no-any-return]
+            else:
+
+                def features(idx: np.ndarray) -> np.ndarray:
+                    return fmap._map(Xtr[idx], D)
+
+            es = feature_eigensystem(features(sub), q, params["damping"])
+            predict_batch, apply_step = feature_sgd_steps(features, es)
+            coef = np.zeros((D, k))
+            max_batch = max(1, int(BATCH_MEMORY_FRACTION * budget // (8 * D)))
+            val = None
+            if va is not None:
+                val = Validation(
+                    FeatureOperator(fmap, X[va], D),  # type: ignore[arg-type]
+                    Y[va] - self._intercept,
+                    scoring,
+                )
+        m, eta = step_rule(es, n, max_batch)
+        if self.batch_size != "auto":
+            m = int(min(self.batch_size, n))
+            if self.step_size == "auto":  # the rule's step for the given batch size
+                lam = max(es.tail, 1e-12 * es.beta)
+                eta = m / (es.beta + (m - 1) * lam)
+        if self.step_size != "auto":
+            eta = float(self.step_size)
+        epochs = params["n_epochs"] if n_iter is None else int(n_iter)
+        info = {
+            "method": "eigenpro" if q else "sgd",
+            "n_components": es.q,
+            "subsample_size": s,
+            "top_eigenvalue": float(es.values[0]) if es.q else es.tail,
+            "tail_eigenvalue": es.tail,
+            "beta": es.beta,
+        }
+        return sgd_path(
+            n,
+            Ytr,
+            predict_batch,
+            apply_step,
+            coef,
+            epochs,
+            m,
+            eta,
+            rng,
+            val,
+            params["n_iter_no_change"] if n_iter is None else None,
+            params["tol"],
+            info,
+            wt,
+        )
+
+    def _refit(
+        self,
+        X: np.ndarray,
+        Y: np.ndarray,
+        w: np.ndarray | None,
+        n: int,
+        params: dict[str, Any],
+        method: str,
+        path: Path,
+    ) -> None:
+        """Run again on all the data for the chosen number of epochs (their regularization)."""
+        epochs = int(path.best_params["n_epochs"])
+        again = self._solve(X, Y, w, np.arange(n), None, dict(params), method, n_iter=epochs)
+        self._set_model(again.coef((epochs - 1,)), again)
+
+    def _set_model(self, coef: np.ndarray, path: Path) -> None:
+        coef = np.asarray(coef)
+        single = (self._classifier and coef.shape[1] == 1) or (
+            not self._classifier and getattr(self, "_single_output", False)
+        )
+        self.coef_ = coef[:, 0] if single else coef
+        inter = np.asarray(self._intercept, dtype=coef.dtype)
+        self.intercept_ = inter[0] if single else inter
+        if self._fmap is None:
+            self.centers_ = self._last_centers
+            self.features_ = None
+        else:
+            self.centers_ = None
+            self.features_ = self._fmap
+        self.n_epochs_ = int(path.best_params["n_epochs"])
+
+    def _decision(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "coef_")
+        if self.features_ is None:
+            return super()._decision(X)
+        _check_numeric(X, "X")
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        dtype = np.result_type(X.dtype, self.coef_.dtype)
+        op = FeatureOperator(self.features_, X.astype(dtype, copy=False), len(self.coef_))
+        return op.matvec(self.coef_.astype(dtype, copy=False)) + self.intercept_
+
+
+_EP_DOC = """
+    Parameters
+    ----------
+    kernel : str or Kernel, default="gaussian"
+    n_epochs : int, default=30
+        Most epochs; the path (validation error after every epoch) stops earlier with
+        ``n_iter_no_change``.
+    n_components : int, default=160
+        q, the top eigendirections the preconditioner flattens (0: plain kernel SGD).
+    subsample_size : int or None, default=None
+        s, the subsample of the eigensystem; None: 2000 below 100,000 points, else 4000.
+    damping : float in (0, 1], default=0.95
+        τ: the top directions are flattened to τ λ_{q+1}.
+    batch_size : int or "auto", default="auto"
+        "auto": min(β / λ_{q+1} + 1, memory limit, n) (EigenPro 2).
+    step_size : float or "auto", default="auto"
+        "auto": m / (β + (m - 1) λ_{q+1}) for the batch size m.
+    n_features : int or None, default=None
+        None: kernel EigenPro (coefficients on the training points). A number D: EigenPro
+        on D random Fourier features (primal).
+    validation_fraction, n_iter_no_change, tol, refit, memory_budget, random_state :
+        As for the other estimators; the refit keeps the chosen number of epochs.
+
+    Attributes
+    ----------
+    path_ : Path
+        Over "n_epochs"; ``path_.info`` has the batch size, step size and eigenvalues.
+    best_params_ : dict
+    n_epochs_ : int
+    coef_ : ndarray
+        On ``centers_`` (kernel EigenPro: the training points) or on ``features_``.
+    centers_ : ndarray or None
+    features_ : RandomFourierFeatures or None
+    intercept_ : float or ndarray
+    kernel_ : Kernel
+"""
+
+
+class EigenProRegressor(_RegressorMixin, _EigenProBase):
+    __doc__ = "EigenPro: kernel SGD preconditioned by the top eigensystem." + _EP_DOC
+
+
+class EigenProClassifier(_ClassifierMixin, _EigenProBase):
+    __doc__ = "EigenPro classifier (one-vs-all ±1 coding, square loss)." + _EP_DOC
+    _classifier = True
