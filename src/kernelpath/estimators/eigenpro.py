@@ -244,7 +244,7 @@ class _EigenProBase(_KernelPathEstimator):
             self.centers_ = self._last_centers
             self.features_ = None
         else:
-            self.centers_ = None
+            self.centers_ = None  # type: ignore[assignment]
             self.features_ = self._fmap
         self.n_epochs_ = int(path.best_params["n_epochs"])
 
