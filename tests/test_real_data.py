@@ -107,3 +107,11 @@ def test_shared_loaders(name):
     else:
         assert d["X_train"].shape[1] == d["X_test"].shape[1]
         assert set(np.unique(d["y_train"])) == {-1.0, 1.0}
+
+
+@requires_shared
+def test_usps_loader():
+    d = load_shared("usps")
+    assert d["X_train"].shape == (7291, 256) and d["X_test"].shape == (2007, 256)
+    assert set(np.unique(d["y_train"])) == set(range(10))
+    assert d["X_train"].min() >= -1.0 and d["X_train"].max() <= 1.0

@@ -160,6 +160,7 @@ SHARED_DATASETS: dict[str, dict[str, Any]] = {
     "power-plant": {"kind": "csv", "file": "uci/power-plant.csv"},
     "concrete": {"kind": "csv", "file": "uci/concrete.csv"},
     "abalone": {"kind": "libsvm", "file": "abalone/abalone.trn.bz2"},
+    "usps": {"kind": "text", "train": "usps/zip.train.gz", "test": "usps/zip.test.gz"},
 }
 
 
@@ -184,6 +185,10 @@ def load_shared(name: str, root: str | os.PathLike[str] | None = None) -> dict[s
     if kind == "mat":
         Xtr, ytr, Xte, yte = load_mat(base / spec["file"], "Xtr", "Ytr", "Xte", "Yte")
         return {"X_train": Xtr, "y_train": ytr, "X_test": Xte, "y_test": yte}
+    if kind == "text":  # whitespace-separated numbers, the label in the first column
+        tr = np.loadtxt(base / spec["train"], ndmin=2)
+        te = np.loadtxt(base / spec["test"], ndmin=2)
+        return {"X_train": tr[:, 1:], "y_train": tr[:, 0], "X_test": te[:, 1:], "y_test": te[:, 0]}
     if kind == "libsvm" and "train" in spec:
         Xtr, ytr = load_libsvm(base / spec["train"])
         Xte, yte = load_libsvm(base / spec["test"], n_features=Xtr.shape[1])
