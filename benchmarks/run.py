@@ -26,6 +26,8 @@ real
     hold-out split. Same kernel (Gaussian, sigma = median distance of the training inputs).
 centers
     Center selection and the incremental (m, λ) path: see ``benchmarks/centers.py``.
+stochastic
+    EigenPro against kernel SGD, random features against Nyström: ``benchmarks/stochastic.py``.
 """
 
 from __future__ import annotations
@@ -519,7 +521,9 @@ def _centers_table() -> list[str]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--suite", choices=["synthetic", "real", "centers", "all"], default="all")
+    ap.add_argument(
+        "--suite", choices=["synthetic", "real", "centers", "stochastic", "all"], default="all"
+    )
     ap.add_argument("--datasets", default=",".join(REAL))
     ap.add_argument("--quick", action="store_true", help="small sizes (checks the runner)")
     ap.add_argument("--table", action="store_true", help="print the README table and exit")
@@ -552,6 +556,11 @@ def main() -> int:
 
         res = suite_centers(args.quick, _load, RESULTS)
         save("centers" + suffix, {"machine": info, "result": res})
+    if args.suite in ("stochastic", "all"):
+        from stochastic import suite_stochastic
+
+        res = suite_stochastic(args.quick, _load)
+        save("stochastic" + suffix, {"machine": info, "result": res})
     return 0
 
 

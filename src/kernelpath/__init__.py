@@ -17,8 +17,10 @@ from .estimators import (
     NYTRORegressor,
     RandomFeaturesClassifier,
     RandomFeaturesRegressor,
+    SGMClassifier,
+    SGMRegressor,
 )
-from .features import RandomFourierFeatures
+from .features import NystromFeatures, RandomFourierFeatures
 from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Linear, Matern, Polynomial
 from .leverage import effective_dimension, leverage_scores
 from .operators import KernelOperator
@@ -47,6 +49,9 @@ __all__ = [
     "RandomFeaturesClassifier",
     "EigenProRegressor",
     "EigenProClassifier",
+    "SGMRegressor",
+    "SGMClassifier",
+    "NystromFeatures",
     "leverage_scores",
     "effective_dimension",
     "UniformCenters",

@@ -38,7 +38,7 @@ from ._backend import resolve_memory_budget
 from ._validation import check_int, make_rng
 from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Matern, make_kernel
 
-__all__ = ["RandomFourierFeatures", "SUPPORTED_KERNELS", "sample_frequencies"]
+__all__ = ["RandomFourierFeatures", "NystromFeatures", "SUPPORTED_KERNELS", "sample_frequencies"]
 
 SUPPORTED_KERNELS = (Gaussian, Laplacian, Cauchy, Matern)
 #: Rows per block of ``RandomFourierFeatures.blocks``: about this many bytes of features.
@@ -242,6 +242,92 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
         for s in range(0, len(X), rows):
             e = min(len(X), s + rows)
             yield s, e, self._map(X[s:e], n_features, normalize=normalize)
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+
+class NystromFeatures(TransformerMixin, BaseEstimator):
+    """Nyström feature map φ(x) = R^T k(C, x) with R R^T = K_CC^+ (``linalg.nystrom_factor``),
+    so that φ(x)^T φ(z) = k(x, C) K_CC^+ k(C, z); any kernel.
+
+    Parameters
+    ----------
+    kernel : Kernel or str, default="gaussian"
+    n_components : int, default=100
+        Number m of centers drawn uniformly from the data given to ``fit`` (at most n).
+    random_state : int, Generator or None, default=None
+    memory_budget : int, str or None, default=None
+
+    Attributes
+    ----------
+    kernel_ : Kernel
+    centers_ : ndarray of shape (m, n_features_in_)
+    factor_ : ndarray of shape (m, r)
+        R; the map has r <= m features (the numerical rank of K_CC).
+    """
+
+    def __init__(
+        self,
+        kernel: Any = "gaussian",
+        n_components: int = 100,
+        random_state: Any = None,
+        memory_budget: Any = None,
+    ) -> None:
+        self.kernel = kernel
+        self.n_components = n_components
+        self.random_state = random_state
+        self.memory_budget = memory_budget
+
+    def fit(self, X: Any, y: Any = None) -> NystromFeatures:
+        """Draw the centers and factor K_CC.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        from .linalg import nystrom_factor
+        from .operators import KernelOperator
+
+        X = validate_data(self, X, dtype=[np.float64, np.float32])
+        m = check_int(self.n_components, "n_components", 1)
+        assert m is not None
+        rng = make_rng(self.random_state)
+        self.kernel_ = make_kernel(self.kernel).resolve(X, rng)
+        idx = rng.choice(len(X), size=min(m, len(X)), replace=False)
+        self.centers_ = X[idx]
+        op = KernelOperator(self.centers_, self.centers_, self.kernel_, self.memory_budget)
+        eps = float(np.finfo(X.dtype).eps)
+        self.factor_ = nystrom_factor(op.center_gram(), dtype_eps=eps).R
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        """φ(X), shape (n_samples, r).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features_in)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, r)
+        """
+        from .operators import KernelOperator
+
+        check_is_fitted(self, "factor_")
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        op = KernelOperator(
+            X, self.centers_.astype(X.dtype), self.kernel_, self.memory_budget, cache=False
+        )
+        return np.asarray(op.matvec(self.factor_.astype(X.dtype)), dtype=X.dtype)
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()

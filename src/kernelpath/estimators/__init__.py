@@ -23,6 +23,8 @@ __all__ = [
     "RandomFeaturesClassifier",
     "EigenProRegressor",
     "EigenProClassifier",
+    "SGMRegressor",
+    "SGMClassifier",
 ]
 
 _COMMON_DOC = """
@@ -347,3 +349,4 @@ assert set(ITERATION_FILTERS) <= set(FILTERS)
 # after the mixins they use
 from .eigenpro import EigenProClassifier, EigenProRegressor  # noqa: E402
 from .random_features import RandomFeaturesClassifier, RandomFeaturesRegressor  # noqa: E402
+from .sgm import SGMClassifier, SGMRegressor  # noqa: E402

@@ -1,0 +1,216 @@
+"""Benchmarks of random features and EigenPro (``run.py --suite stochastic``).
+
+eigenpro
+    Epochs to reach the optimal classification error, EigenPro against plain kernel SGD with
+    the same batch size (EigenPro Table 3's protocol): USPS (7291 / 2007) and scikit-learn's
+    digits (1400 / 397), Gaussian, Laplacian and Cauchy kernels (σ = median distance). The
+    optimal error is the test error of kernel interpolation (exact KRLS, λ = 1e-10 here:
+    numerically λ -> 0); an epoch reaches it when its test error is within two test points
+    of it. Both run at most 60 (EigenPro) / 200 (SGD) epochs with the batch size of
+    EigenPro 2's rule and each its own rule step. Target: >= 5x fewer epochs.
+rf
+    Test RMSE against D for RF-KRLS and against m for Nyström KRLS on cpusmall (thesis
+    Fig. 5.3: Nyström needs fewer centers than random features need features), λ chosen on a
+    20% hold-out at every size; and the time of RF-KRLS's (D, λ) path against refitting
+    RF-KRLS at each D of its grid.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+
+def _digits() -> tuple[np.ndarray, ...]:
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    p = np.random.default_rng(0).permutation(len(X))
+    X, y = X[p], y[p]
+    return X[:1400], y[:1400], X[1400:], y[1400:]
+
+
+def _usps() -> tuple[np.ndarray, ...]:
+    from kernelpath.datasets import load_shared
+
+    d = load_shared("usps")
+    return d["X_train"], d["y_train"], d["X_test"], d["y_test"]
+
+
+def _epochs_to(errors: np.ndarray, target: float) -> int | None:
+    hit = np.flatnonzero(errors <= target)
+    return int(hit[0]) + 1 if hit.size else None
+
+
+def _run_sgd(
+    Xtr: np.ndarray,
+    Ytr: np.ndarray,
+    Xte: np.ndarray,
+    Yte: np.ndarray,
+    kernel: Any,
+    q: int,
+    epochs: int,
+    batch: int | None,
+) -> dict[str, Any]:
+    from kernelpath.operators import KernelOperator
+    from kernelpath.solvers._common import Validation
+    from kernelpath.solvers.eigenpro import (
+        kernel_eigensystem,
+        kernel_sgd_steps,
+        sgd_path,
+        step_rule,
+    )
+
+    rng = np.random.default_rng(0)
+    n = len(Xtr)
+    s = min(n, 2000)
+    sub = rng.choice(n, size=s, replace=False)
+    t0 = time.perf_counter()
+    K_s = KernelOperator(Xtr[sub], Xtr[sub], kernel).center_gram()
+    es = kernel_eigensystem(np.asarray(K_s), q, 0.95)
+    t_eig = time.perf_counter() - t0
+    m, eta = step_rule(es, n, 10**6)
+    if batch is not None:
+        m = batch
+        lam = max(es.tail, 1e-12 * es.beta)
+        eta = m / (es.beta + (m - 1) * lam)
+    pred, step = kernel_sgd_steps(Xtr, kernel, sub, es, 2**31)
+    coef = np.zeros((n, Ytr.shape[1]))
+    val = Validation(KernelOperator(Xte, Xtr, kernel), Yte, "error_rate")
+    t0 = time.perf_counter()
+    path = sgd_path(n, Ytr, pred, step, coef, epochs, m, eta, rng, val, None, 0.0, {})
+    t_run = time.perf_counter() - t0
+    assert path.val_error is not None
+    return {
+        "q": es.q,
+        "batch_size": m,
+        "step_size": eta,
+        "eig_s": t_eig,
+        "epoch_s": t_run / epochs,
+        "test_error": path.val_error.tolist(),
+    }
+
+
+def bench_eigenpro(quick: bool) -> dict[str, Any]:
+    from sklearn.preprocessing import LabelBinarizer
+
+    from kernelpath import Cauchy, Gaussian, KRLSClassifier, Laplacian
+    from kernelpath.datasets import shared_data_dir
+    from kernelpath.kernels import median_distance
+
+    sets = {"digits": _digits}
+    if shared_data_dir() is not None and not quick:
+        sets["usps"] = _usps
+    out: dict[str, Any] = {}
+    ep_epochs, sgd_epochs = (10, 20) if quick else (60, 200)
+    for name, load in sets.items():
+        Xtr, ytr, Xte, yte = load()
+        sigma = median_distance(Xtr, 0)
+        lb = LabelBinarizer(neg_label=-1).fit(ytr)
+        Ytr, Yte = lb.transform(ytr).astype(float), lb.transform(yte).astype(float)
+        rows = []
+        for kernel in [Gaussian(sigma), Laplacian(sigma), Cauchy(sigma)]:
+            t0 = time.perf_counter()
+            exact = KRLSClassifier(kernel, penalty=1e-10, validation_fraction=0.0).fit(Xtr, ytr)
+            t_exact = time.perf_counter() - t0
+            e_star = float(np.mean(exact.predict(Xte) != yte))
+            target = e_star + 2.0 / len(yte)
+            ep = _run_sgd(Xtr, Ytr, Xte, Yte, kernel, 160, ep_epochs, None)
+            sgd = _run_sgd(Xtr, Ytr, Xte, Yte, kernel, 0, sgd_epochs, ep["batch_size"])
+            n_ep = _epochs_to(np.array(ep["test_error"]), target)
+            n_sgd = _epochs_to(np.array(sgd["test_error"]), target)
+            row = {
+                "kernel": repr(kernel),
+                "optimal_error": e_star,
+                "exact_krls_s": t_exact,
+                "eigenpro": ep,
+                "sgd": sgd,
+                "epochs_eigenpro": n_ep,
+                "epochs_sgd": n_sgd,
+                "epoch_ratio": None
+                if n_ep is None
+                else ((n_sgd / n_ep) if n_sgd is not None else f">{sgd_epochs / n_ep:.1f}"),
+                "time_to_target_eigenpro_s": None
+                if n_ep is None
+                else ep["eig_s"] + n_ep * ep["epoch_s"],
+                "time_to_target_sgd_s": None if n_sgd is None else n_sgd * sgd["epoch_s"],
+            }
+            print(
+                name,
+                row["kernel"],
+                "e*",
+                round(e_star, 4),
+                "epochs",
+                n_ep,
+                n_sgd,
+                "ratio",
+                row["epoch_ratio"],
+                "q",
+                ep["q"],
+                "batch",
+                ep["batch_size"],
+            )
+            rows.append(row)
+        out[name] = {"n_train": len(Xtr), "n_test": len(Xte), "sigma": sigma, "rows": rows}
+    return out
+
+
+def bench_rf(quick: bool, load: Any) -> dict[str, Any]:
+    from kernelpath import Gaussian, NystromRegressor, RandomFeaturesRegressor
+    from kernelpath.kernels import median_distance
+
+    Xtr, ytr, Xte, yte = load("cpusmall", quick)
+    kernel = Gaussian(median_distance(Xtr, 0))
+    sizes = [50, 100, 200, 400, 800, 1600] if not quick else [50, 200]
+    rows = []
+    for m in sizes:
+        row: dict[str, Any] = {"size": m}
+        for name, est in [
+            ("nystrom", NystromRegressor(kernel, n_centers=m, solver="direct", random_state=0)),
+            ("random_features", RandomFeaturesRegressor(kernel, n_features=m, random_state=0)),
+        ]:
+            t0 = time.perf_counter()
+            est.fit(Xtr, ytr)
+            row[f"{name}_s"] = time.perf_counter() - t0
+            row[f"{name}_rmse"] = float(np.sqrt(np.mean((est.predict(Xte) - yte) ** 2)))
+        print("rf vs nystrom", row)
+        rows.append(row)
+    grid = np.unique(np.geomspace(10, sizes[-1], 20).astype(int))
+    t0 = time.perf_counter()
+    path_est = RandomFeaturesRegressor(kernel, n_features=list(grid), random_state=0).fit(Xtr, ytr)
+    t_path = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for D in grid:
+        RandomFeaturesRegressor(kernel, n_features=int(D), random_state=0).fit(Xtr, ytr)
+    t_refits = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    RandomFeaturesRegressor(kernel, n_features=int(grid[-1]), random_state=0).fit(Xtr, ytr)
+    t_one = time.perf_counter() - t0
+    best = path_est.best_params_
+    rmse = float(np.sqrt(np.mean((path_est.predict(Xte) - yte) ** 2)))
+    return {
+        "n_train": len(Xtr),
+        "rows": rows,
+        "d_path": {
+            "grid": grid.tolist(),
+            "path_s": t_path,
+            "refits_s": t_refits,
+            "one_fit_at_max_s": t_one,
+            "ratio_path_to_one_fit": t_path / t_one,
+            "best": best,
+            "test_rmse": rmse,
+        },
+    }
+
+
+def suite_stochastic(quick: bool, load: Any) -> dict[str, Any]:
+    from kernelpath.datasets import shared_data_dir
+
+    res: dict[str, Any] = {"eigenpro": bench_eigenpro(quick)}
+    if shared_data_dir() is not None:
+        res["rf"] = bench_rf(quick, load)
+        print("rf d path", res["rf"]["d_path"])
+    return res

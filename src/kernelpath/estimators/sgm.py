@@ -1,0 +1,334 @@
+"""SGM / SIGM estimators: stochastic gradient methods on random or Nyström features."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._backend import FACTOR_DTYPE, resolve_memory_budget
+from .._validation import check_choice, check_float, check_int, make_rng
+from ..features import SUPPORTED_KERNELS, NystromFeatures, RandomFourierFeatures
+from ..kernels import make_kernel
+from ..path import Path
+from ..solvers._common import Validation
+from ..solvers.sgm import LOSSES, sgm_path
+from . import _ClassifierMixin, _RegressorMixin
+from ._base import _check_numeric, _KernelPathEstimator
+
+__all__ = ["SGMRegressor", "SGMClassifier"]
+
+#: Cache the training features when they take at most this fraction of the memory budget.
+CACHE_FRACTION = 0.4
+#: Rows of one block when features are applied to many points.
+BLOCK_ROWS = 4096
+
+
+class _TransformOperator:
+    """``matvec(B)`` = φ(X) @ B in row blocks, for the validation set and predictions."""
+
+    def __init__(self, transformer: Any, X: np.ndarray) -> None:
+        self.t, self.X, self.dtype = transformer, X, X.dtype
+
+    def matvec(self, B: np.ndarray) -> np.ndarray:
+        B2 = B[:, None] if B.ndim == 1 else B
+        out = np.empty((len(self.X), B2.shape[1]), dtype=np.result_type(self.dtype, B2.dtype))
+        for s in range(0, len(self.X), BLOCK_ROWS):
+            out[s : s + BLOCK_ROWS] = self.t.transform(self.X[s : s + BLOCK_ROWS]) @ B2
+        return out[:, 0] if B.ndim == 1 else out
+
+    def release(self) -> None:
+        """Nothing is cached."""
+
+
+class _WithBias:
+    """A feature map followed by a constant feature 1 (the intercept's weight)."""
+
+    def __init__(self, fmap: Any) -> None:
+        self.fmap = fmap
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        F = self.fmap.transform(X)
+        return np.hstack([F, np.ones((len(F), 1), dtype=F.dtype)])
+
+
+class _SGMBase(_KernelPathEstimator):
+    _family = "sgm"
+    _default_loss = "square"
+    _losses: tuple[str, ...] = ("square",)
+
+    def __init__(
+        self,
+        kernel: Any = "gaussian",
+        loss: str | None = None,
+        features: str = "random",
+        n_features: int = 1000,
+        step_size: Any = "auto",
+        decay: float = 0.0,
+        batch_size: int = 32,
+        n_passes: int = 10,
+        averaged: bool = False,
+        penalty: float = 0.0,
+        fit_intercept: bool = True,
+        validation_fraction: float = 0.2,
+        n_iter_no_change: int | None = 5,
+        tol: float = 1e-4,
+        refit: bool = False,
+        memory_budget: Any = None,
+        random_state: Any = None,
+    ) -> None:
+        self.kernel = kernel
+        self.loss = loss
+        self.features = features
+        self.n_features = n_features
+        self.step_size = step_size
+        self.decay = decay
+        self.batch_size = batch_size
+        self.n_passes = n_passes
+        self.averaged = averaged
+        self.penalty = penalty
+        self.fit_intercept = fit_intercept
+        self.validation_fraction = validation_fraction
+        self.n_iter_no_change = n_iter_no_change
+        self.tol = tol
+        self.refit = refit
+        self.memory_budget = memory_budget
+        self.random_state = random_state
+
+    def _check_params(self, n: int) -> dict[str, Any]:
+        p: dict[str, Any] = {}
+        p["penalty"] = check_float(self.penalty, "penalty", 0.0, np.inf, high_open=True)
+        p["validation_fraction"] = check_float(
+            self.validation_fraction, "validation_fraction", 0.0, 1.0, high_open=True
+        )
+        p["n_iter_no_change"] = check_int(
+            self.n_iter_no_change, "n_iter_no_change", 1, allow_none=True
+        )
+        p["tol"] = check_float(self.tol, "tol", 0.0, np.inf, high_open=True)
+        p["budget"] = resolve_memory_budget(self.memory_budget)
+        p["rng"] = make_rng(self.random_state)
+        p["kernel"] = make_kernel(self.kernel)
+        loss = self._default_loss if self.loss is None else self.loss
+        p["loss"] = check_choice(loss, "loss", self._losses)
+        p["features"] = check_choice(self.features, "features", ("random", "nystrom"))
+        p["n_features"] = check_int(self.n_features, "n_features", 1)
+        p["decay"] = check_float(self.decay, "decay", 0.0, 1.0)
+        p["batch_size"] = check_int(self.batch_size, "batch_size", 1)
+        p["n_passes"] = check_int(self.n_passes, "n_passes", 1)
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise TypeError(f"fit_intercept must be a bool, got {self.fit_intercept!r}")
+        if not isinstance(self.averaged, (bool, np.bool_)):
+            raise TypeError(f"averaged must be a bool, got {self.averaged!r}")
+        if not isinstance(self.refit, (bool, np.bool_)):
+            raise TypeError(f"refit must be a bool, got {self.refit!r}")
+        st = self.step_size
+        if isinstance(st, str):
+            if st != "auto":
+                raise ValueError(f"step_size must be a number, a sequence or 'auto', got {st!r}")
+            p["steps"] = None
+        else:
+            arr = np.atleast_1d(np.asarray(st))
+            if arr.dtype.kind not in "iuf" or arr.ndim != 1 or arr.size == 0:
+                raise TypeError(
+                    f"step_size must be a number, a sequence of numbers or 'auto', got {st!r}"
+                )
+            arr = arr.astype(float)
+            if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+                raise ValueError(f"step_size values must be positive and finite, got {st!r}")
+            p["steps"] = arr
+        return p
+
+    def _method(self) -> str:
+        return "sgm"
+
+    def _has_path(self, method: str, pen: Any) -> bool:
+        return True
+
+    def _feature_map(self, Xtr: np.ndarray, params: dict[str, Any]) -> Any:
+        D = params["n_features"]
+        if params["features"] == "random":
+            if not isinstance(self.kernel_, SUPPORTED_KERNELS):
+                raise ValueError(
+                    "kernel must be Gaussian, Laplacian, Cauchy or Matern for random "
+                    f"features (or use features='nystrom'), got {self.kernel_!r}"
+                )
+            return RandomFourierFeatures(
+                self.kernel_, D, random_state=params["feature_seed"], memory_budget=params["budget"]
+            ).fit(Xtr[:1])
+        return NystromFeatures(self.kernel_, D, params["feature_seed"], params["budget"]).fit(Xtr)
+
+    def _solve(
+        self,
+        X: np.ndarray,
+        Y: np.ndarray,
+        w: np.ndarray | None,
+        tr: np.ndarray,
+        va: np.ndarray | None,
+        params: dict[str, Any],
+        method: str,
+        n_iter: int | None = None,
+    ) -> Path:
+        rng = params["rng"]
+        Xtr = X[tr]
+        n = len(Xtr)
+        Ytr = Y[tr]
+        wt = None if w is None else w[tr] * (n / w[tr].sum())
+        self._intercept = (
+            np.average(Ytr, axis=0, weights=wt) if not self._classifier else np.zeros(Y.shape[1])
+        )
+        Ytr = Ytr - self._intercept
+        if "feature_seed" not in params:
+            params["feature_seed"] = int(rng.integers(2**63))
+        self._feature_seed = params["feature_seed"]
+        fmap = self._feature_map(Xtr, params)
+        self._fmap = fmap
+        if self.fit_intercept:
+            fmap = _WithBias(fmap)
+        probe = fmap.transform(Xtr[: min(n, 1000)])
+        D = probe.shape[1]
+        if n * D * 8 <= CACHE_FRACTION * params["budget"]:
+            Phi = np.asarray(fmap.transform(Xtr), dtype=FACTOR_DTYPE)
+
+            def features(idx: np.ndarray) -> np.ndarray:
+                return Phi[idx]  # type: ignore[no-any-return]
+        else:
+
+            def features(idx: np.ndarray) -> np.ndarray:
+                return np.asarray(fmap.transform(Xtr[idx]))
+
+        steps = params["steps"]
+        if steps is None:
+            # the minibatch rule b / (κ² + (b - 1) λ_1) (κ² = max ||φ(x)||², λ_1 the top
+            # eigenvalue of Φ^T Φ / n, both on up to 1000 training points): the largest step
+            # for which a minibatch of b points is stable for the square loss; 4x for the
+            # logistic loss (its curvature is at most 1/4)
+            P = np.asarray(probe, dtype=FACTOR_DTYPE)
+            kappa2 = float(np.max(np.einsum("ij,ij->i", P, P)))
+            lam1 = float(np.linalg.norm(P, 2) ** 2 / len(P))
+            b = params["batch_size"]
+            scale = 4.0 if params["loss"] == "logistic" else 1.0
+            steps = np.array([scale * b / max(kappa2 + (b - 1) * lam1, 1e-300)])
+        val = None
+        if va is not None:
+            scoring = "error_rate" if self._classifier else "mse"
+            vop = _TransformOperator(fmap, X[va])
+            val = Validation(vop, Y[va] - self._intercept, scoring)  # type: ignore[arg-type]
+        passes = params["n_passes"] if n_iter is None else int(n_iter)
+        return sgm_path(
+            features,
+            n,
+            D,
+            Ytr,
+            params["loss"],
+            steps,
+            params["decay"],
+            params["batch_size"],
+            passes,
+            bool(self.averaged),
+            params["penalty"],
+            rng,
+            val,
+            params["n_iter_no_change"] if n_iter is None else None,
+            params["tol"],
+            wt,
+        )
+
+    def _refit(
+        self,
+        X: np.ndarray,
+        Y: np.ndarray,
+        w: np.ndarray | None,
+        n: int,
+        params: dict[str, Any],
+        method: str,
+        path: Path,
+    ) -> None:
+        """Run again on all the data with the chosen step size for the chosen passes."""
+        best = path.best_params
+        fixed = dict(params)
+        fixed["steps"] = np.array([best["step_size"]])
+        fixed["feature_seed"] = self._feature_seed
+        passes = int(best["n_passes"])
+        again = self._solve(X, Y, w, np.arange(n), None, fixed, method, n_iter=passes)
+        self._set_model(again.coef((0, passes - 1)), again)
+
+    def _set_model(self, coef: np.ndarray, path: Path) -> None:
+        coef = np.asarray(coef)
+        inter = np.asarray(self._intercept, dtype=coef.dtype)
+        if self.fit_intercept:  # the last weight is the intercept's
+            inter = inter + coef[-1]
+            coef = coef[:-1]
+        single = (self._classifier and coef.shape[1] == 1) or (
+            not self._classifier and getattr(self, "_single_output", False)
+        )
+        self.coef_ = coef[:, 0] if single else coef
+        self.intercept_ = inter[0] if single else inter
+        self.features_ = self._fmap
+        best = path.best_params
+        self.step_size_ = float(best["step_size"])
+        self.n_passes_ = int(best["n_passes"])
+
+    def _decision(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "coef_")
+        _check_numeric(X, "X")
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        op = _TransformOperator(self.features_, X)
+        return op.matvec(self.coef_) + self.intercept_
+
+
+_SGM_DOC = """
+    Parameters
+    ----------
+    kernel : str or Kernel, default="gaussian"
+    loss : {"square", "hinge", "logistic"} or None
+        None: "square" (regressor) or "hinge" (classifier, on the ±1 codes).
+    features : {"random", "nystrom"}, default="random"
+        Random Fourier features or Nyström features (``n_features`` uniform centers).
+    n_features : int, default=1000
+    step_size : float, sequence of floats or "auto", default="auto"
+        η of η_t = η t^(-θ). A sequence runs every step size on the same minibatches (a path
+        over step sizes, the grid of thesis §6.4.2); "auto": b / (κ² + (b - 1) λ_1) with
+        κ² = max ||φ(x)||² and λ_1 the top eigenvalue of Φ^T Φ / n (the stable minibatch
+        step for the square loss; 4x for the logistic loss).
+    decay : float in [0, 1], default=0.0
+        θ; 0 gives constant steps.
+    batch_size : int, default=32
+        b, points per iteration (drawn uniformly with replacement).
+    n_passes : int, default=10
+        Most passes over the data (1: SGM; more: SIGM), each ceil(n / b) iterations; early
+        stopping on the validation loss ends them sooner.
+    averaged : bool, default=False
+        Use the averaged iterate (thesis eq. 6.4).
+    penalty : float, default=0.0
+        λ of the regularized variant (0: Algorithm 1, regularized by η and the passes).
+    fit_intercept : bool, default=True
+        Add a constant feature whose weight is the intercept (penalized by λ like the other
+        weights); with the hinge and logistic losses on unbalanced classes the model needs
+        it (ijcnn1, 20,000 points, 500 features: 12.2% error without, 7.6% with, 8.9% for
+        LinearSVC).
+    validation_fraction, n_iter_no_change, tol, refit, memory_budget, random_state :
+        As for the other estimators; the refit keeps the chosen step size and passes.
+
+    Attributes
+    ----------
+    path_ : Path
+        Over ("step_size", "n_passes").
+    best_params_ : dict
+    step_size_, n_passes_ :
+        The chosen point.
+    features_ : RandomFourierFeatures or NystromFeatures
+    coef_ : ndarray of shape (D,) or (D, n_outputs)
+    intercept_ : float or ndarray
+"""
+
+
+class SGMRegressor(_RegressorMixin, _SGMBase):
+    __doc__ = "SGM / SIGM regression (square loss) on an explicit feature map." + _SGM_DOC
+
+
+class SGMClassifier(_ClassifierMixin, _SGMBase):
+    __doc__ = "SGM / SIGM classification (one-vs-all ±1 codes) on a feature map." + _SGM_DOC
+    _classifier = True
+    _default_loss = "hinge"
+    _losses = LOSSES

@@ -1,0 +1,178 @@
+"""Stochastic gradient methods on an explicit feature map: SGM (one pass) and SIGM (several
+passes), thesis ch. 6, Algorithm 1 (Lin & Rosasco, "Optimal rates for multi-pass stochastic
+gradient methods").
+
+With features φ(x) in R^D, a loss ℓ(f, y), step sizes η_t = η t^(-θ) (θ = 0: constant) and
+minibatches of b indices drawn uniformly with replacement,
+
+    w_{t+1} = w_t - η_t ( (1/b) sum_{i in batch t} ℓ'(<w_t, φ(x_i)>, y_i) φ(x_i) + λ w_t ),
+
+with λ = 0 in Algorithm 1 (the step size and the number of passes regularize; λ > 0 is the
+regularized variant). A pass is ceil(n / b) iterations. The averaged iterate (eq. 6.4) is
+w̄_T = (1/T) sum_{t=1}^T w_t. Losses (of the ±1 codes for classification):
+
+- square:   ℓ = (f - y)^2 / 2,          ℓ' = f - y
+- hinge:    ℓ = max(0, 1 - y f),        ℓ' = -y [y f < 1]   (a subgradient)
+- logistic: ℓ = log(1 + exp(-y f)),     ℓ' = -y / (1 + exp(y f))
+
+Several step sizes run side by side on the same minibatches: the path is over
+(step size, passes), with the validation error after every pass.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .._backend import FACTOR_DTYPE
+from ..path import Path
+from ..selection import EarlyStopping
+from ._common import Validation, as_2d
+
+__all__ = ["LOSSES", "loss_derivative", "loss_value", "sgm_path"]
+
+LOSSES = ("square", "hinge", "logistic")
+
+
+def loss_derivative(name: str, F: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """ℓ'(f, y) elementwise."""
+    if name == "square":
+        return F - Y
+    if name == "hinge":
+        return np.where(Y * F < 1.0, -Y, 0.0)
+    if name == "logistic":
+        z = np.clip(Y * F, -50.0, 50.0)
+        return -Y / (1.0 + np.exp(z))
+    raise ValueError(f"loss must be one of {LOSSES}, got {name!r}")
+
+
+def loss_value(name: str, F: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """ℓ(f, y) elementwise."""
+    if name == "square":
+        return 0.5 * (F - Y) ** 2
+    if name == "hinge":
+        return np.maximum(0.0, 1.0 - Y * F)
+    if name == "logistic":
+        return np.logaddexp(0.0, -Y * F)
+    raise ValueError(f"loss must be one of {LOSSES}, got {name!r}")
+
+
+def sgm_path(
+    features: Callable[[np.ndarray], np.ndarray],
+    n: int,
+    D: int,
+    Y: np.ndarray,
+    loss: str,
+    step_sizes: np.ndarray,
+    decay: float,
+    batch_size: int,
+    n_passes: int,
+    averaged: bool,
+    penalty: float,
+    rng: np.random.Generator,
+    validation: Validation | None = None,
+    n_iter_no_change: int | None = None,
+    tol: float = 0.0,
+    weights: np.ndarray | None = None,
+) -> Path:
+    """Run Algorithm 1 for every step size at once; a Path over ("step_size", "n_passes").
+
+    Parameters
+    ----------
+    features : callable (indices) -> ndarray of shape (len(indices), D)
+        The feature map of the training points.
+    n, D : int
+        Training points and features.
+    Y : ndarray of shape (n,) or (n, k)
+        Targets (±1 codes for classification).
+    loss : {"square", "hinge", "logistic"}
+    step_sizes : ndarray of shape (S,)
+        η of each run.
+    decay : float
+        θ >= 0: η_t = η t^(-θ).
+    batch_size, n_passes : int
+    averaged : bool
+        Score and keep the averaged iterate (eq. 6.4) instead of the last one.
+    penalty : float
+        λ >= 0 (0: Algorithm 1).
+    rng : Generator
+        Draws the minibatches (shared by the step sizes).
+    validation : Validation or None
+        Validation set seen through an operator whose ``matvec`` applies its features.
+    n_iter_no_change, tol : early stopping per step size on the validation loss.
+    weights : ndarray of shape (n,) or None
+        Sample weights (summing to n) multiplying each point's gradient.
+
+    Returns
+    -------
+    Path with coefficients of shape (D, k) for each (step size, pass).
+    """
+    Y2 = as_2d(Y).astype(FACTOR_DTYPE)
+    k = Y2.shape[1]
+    S = len(step_sizes)
+    eta = np.asarray(step_sizes, dtype=FACTOR_DTYPE)
+    W = np.zeros((S, D, k))
+    Wsum = np.zeros((S, D, k)) if averaged else None
+    iters = -(-n // batch_size)
+    train = np.full((S, n_passes), np.nan)
+    val_err = None if validation is None else np.full((S, n_passes), np.nan)
+    val_loss = None if validation is None else np.full((S, n_passes), np.nan)
+    stopper = EarlyStopping(S, n_iter_no_change, tol) if validation is not None else None
+    active = np.ones(S, dtype=bool)
+    stored: dict[tuple[int, ...], np.ndarray] = {}
+    t = 0
+    for p in range(n_passes):
+        run = np.flatnonzero(active)
+        if run.size == 0:
+            break
+        loss_sum = np.zeros(S)
+        for _ in range(iters):
+            t += 1
+            idx = rng.integers(0, n, size=batch_size)
+            Phi = np.asarray(features(idx), dtype=FACTOR_DTYPE)  # (b, D)
+            F = Phi @ W[run]  # (r, b, k)
+            Yb = Y2[idx][None]
+            g = loss_derivative(loss, F, Yb)
+            loss_sum[run] += loss_value(loss, F, Yb).sum(axis=(1, 2))
+            if weights is not None:
+                g = g * weights[idx][None, :, None]
+            grad = np.einsum("bd,rbk->rdk", Phi, g) / batch_size
+            if penalty:
+                grad += penalty * W[run]
+            step = eta[run] * (t ** (-decay) if decay else 1.0)
+            W[run] -= step[:, None, None] * grad
+            if Wsum is not None:
+                Wsum[run] += W[run]
+        if not np.all(np.isfinite(W[run])):
+            raise FloatingPointError("SGM diverged (non-finite weights): give a smaller step_size")
+        model = W if Wsum is None else Wsum / t
+        train[run, p] = loss_sum[run] / (iters * batch_size * k)
+        if validation is not None and val_err is not None and val_loss is not None:
+            Fv = validation.op.matvec(model[run].transpose(1, 0, 2).reshape(D, -1))
+            e, ls = validation.errors(np.asarray(Fv, dtype=FACTOR_DTYPE), k)
+            val_err[run, p], val_loss[run, p] = e, ls
+            assert stopper is not None
+            full_e = np.full(S, np.nan)
+            full_e[run] = ls
+            stopper.update(p, full_e)
+            active &= stopper.active
+        for r in run:  # every reached point is kept (S x passes weight vectors)
+            stored[(int(r), p)] = model[r].copy()
+    steps_grid, pass_grid = np.meshgrid(eta, np.arange(1, n_passes + 1), indexing="ij")
+    return Path(
+        {"step_size": steps_grid, "n_passes": pass_grid},
+        train,
+        val_err,
+        coef_fn=None,
+        scoring=validation.scoring if validation is not None else "mse",
+        stored=stored,
+        val_loss=val_loss,
+        info={
+            "loss": loss,
+            "batch_size": batch_size,
+            "iterations_per_pass": iters,
+            "averaged": averaged,
+            "decay": decay,
+        },
+    )
