@@ -26,8 +26,9 @@ real
     hold-out split. Same kernel (Gaussian, sigma = median distance of the training inputs).
 centers
     Center selection and the incremental (m, λ) path: see ``benchmarks/centers.py``.
-stochastic
-    EigenPro against kernel SGD, random features against Nyström: ``benchmarks/stochastic.py``.
+stochastic, sgm
+    EigenPro against kernel SGD, random features against Nyström, SGM / SIGM against
+    LinearSVC: ``benchmarks/stochastic.py``.
 """
 
 from __future__ import annotations
@@ -522,7 +523,9 @@ def _centers_table() -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
-        "--suite", choices=["synthetic", "real", "centers", "stochastic", "all"], default="all"
+        "--suite",
+        choices=["synthetic", "real", "centers", "stochastic", "sgm", "all"],
+        default="all",
     )
     ap.add_argument("--datasets", default=",".join(REAL))
     ap.add_argument("--quick", action="store_true", help="small sizes (checks the runner)")
@@ -561,6 +564,15 @@ def main() -> int:
 
         res = suite_stochastic(args.quick, _load)
         save("stochastic" + suffix, {"machine": info, "result": res})
+    if args.suite in ("sgm", "all"):
+        from stochastic import bench_sgm
+
+        from kernelpath.datasets import shared_data_dir
+
+        if shared_data_dir() is None:
+            print("sgm suite skipped: ../shared/data is absent")
+        else:
+            save("sgm" + suffix, {"machine": info, "result": bench_sgm(args.quick, _load)})
     return 0
 
 
