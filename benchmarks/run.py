@@ -471,7 +471,78 @@ def table() -> str:
                     f"{r['peak_mb']:.0f} |"
                 )
     lines.extend(_centers_table())
+    lines.extend(_stochastic_table())
     return "\n".join(lines)
+
+
+def _stochastic_table() -> list[str]:
+    out: list[str] = []
+    path = RESULTS / "stochastic.json"
+    if path.is_file():
+        d = json.loads(path.read_text())["result"]
+        out.append(
+            "\nEpochs to reach the optimal (kernel interpolation) test error within two test "
+            "points, EigenPro against plain kernel SGD with the same batch size:\n"
+        )
+        out.append(
+            "| data set | kernel | optimal error | EigenPro epochs (q, batch) | SGD epochs | "
+            "ratio | time to target, EigenPro / SGD (s) |"
+        )
+        out.append("|---|---|---:|---:|---:|---:|---:|")
+        for name, res in d["eigenpro"].items():
+            for r in res["rows"]:
+                ep, sgd = r["eigenpro"], r["sgd"]
+                n_sgd = r["epochs_sgd"]
+                sgd_txt = str(n_sgd) if n_sgd is not None else f"> {len(sgd['test_error'])}"
+                ratio = r["epoch_ratio"]
+                ratio_txt = f"{ratio:.1f}" if isinstance(ratio, (int, float)) else str(ratio)
+                t_ep = r["time_to_target_eigenpro_s"]
+                t_sgd = r["time_to_target_sgd_s"]
+                t_sgd_txt = (
+                    f"{t_sgd:.1f}"
+                    if t_sgd is not None
+                    else f"> {len(sgd['test_error']) * sgd['epoch_s']:.0f}"
+                )
+                out.append(
+                    f"| {name} (n={res['n_train']:,}) | {r['kernel'].split('(')[0]} | "
+                    f"{100 * r['optimal_error']:.2f}% | {r['epochs_eigenpro']} "
+                    f"({ep['q']}, {ep['batch_size']}) | {sgd_txt} | {ratio_txt} | "
+                    f"{'-' if t_ep is None else f'{t_ep:.1f}'} / {t_sgd_txt} |"
+                )
+        if "rf" in d:
+            rf = d["rf"]
+            out.append(
+                f"\nRandom features against Nyström on cpusmall (n={rf['n_train']:,}, λ chosen "
+                "on a 20% hold-out, test RMSE):\n"
+            )
+            out.append("| D or m | Nyström (m centers) | RF-KRLS (D features) |")
+            out.append("|---:|---:|---:|")
+            for r in rf["rows"]:
+                out.append(
+                    f"| {r['size']} | {r['nystrom_rmse']:.3f} | {r['random_features_rmse']:.3f} |"
+                )
+            p = rf["d_path"]
+            out.append(
+                f"\nRF-KRLS path over {len(p['grid'])} values of D up to {p['grid'][-1]} and 20 λ: "
+                f"{p['path_s']:.2f} s = {p['ratio_path_to_one_fit']:.2f}x one fit at the "
+                f"largest D ({p['one_fit_at_max_s']:.2f} s); refitting at every D: "
+                f"{p['refits_s']:.2f} s. Chosen D={p['best']['n_features']}, "
+                f"test RMSE {p['test_rmse']:.3f}."
+            )
+    path = RESULTS / "sgm.json"
+    if path.is_file():
+        d = json.loads(path.read_text())["result"]
+        out.append("\nSGM / SIGM with the hinge loss (thesis Table 6.2's shape):\n")
+        out.append("| data set | method | passes | fit (s) | test hinge loss | test error |")
+        out.append("|---|---|---:|---:|---:|---:|")
+        for name, res in d.items():
+            for r in res["rows"]:
+                out.append(
+                    f"| {name} (n={res['n_train']:,}, D={res['n_features']}) | {r['method']} | "
+                    f"{r.get('passes', '-')} | {r['fit_s']:.1f} | {r['test_hinge']:.3f} | "
+                    f"{r['test_error_pct']:.2f}% |"
+                )
+    return out
 
 
 def _centers_table() -> list[str]:

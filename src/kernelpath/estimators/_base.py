@@ -397,16 +397,20 @@ class _KernelPathEstimator(BaseEstimator):
             grid = grid[grid <= M] if (grid <= M).any() else np.array([M])
         return sel, grid
 
-    def _set_model(self, coef: np.ndarray, path: Path) -> None:
-        coef = np.asarray(coef)
-        m = coef.shape[0]  # the (m, λ) path keeps the first m centers
-        self.centers_ = self._last_centers[:m]
+    def _store_coef(self, coef: np.ndarray, intercept: Any) -> None:
+        """Set ``coef_`` and ``intercept_``, 1-D for one output (or a binary classifier)."""
         single = (self._classifier and coef.shape[1] == 1) or (
             not self._classifier and getattr(self, "_single_output", False)
         )
         self.coef_ = coef[:, 0] if single else coef
-        inter = np.asarray(self._intercept, dtype=coef.dtype)
+        inter = np.asarray(intercept, dtype=coef.dtype)
         self.intercept_ = inter[0] if single else inter
+
+    def _set_model(self, coef: np.ndarray, path: Path) -> None:
+        coef = np.asarray(coef)
+        m = coef.shape[0]  # the (m, λ) path keeps the first m centers
+        self.centers_ = self._last_centers[:m]
+        self._store_coef(coef, self._intercept)
         sel: CenterSelection = self._center_info
         self.center_strategy_ = sel.strategy
         self.center_indices_ = None if sel.indices is None else sel.indices[:m]

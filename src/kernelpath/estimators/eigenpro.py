@@ -234,12 +234,7 @@ class _EigenProBase(_KernelPathEstimator):
 
     def _set_model(self, coef: np.ndarray, path: Path) -> None:
         coef = np.asarray(coef)
-        single = (self._classifier and coef.shape[1] == 1) or (
-            not self._classifier and getattr(self, "_single_output", False)
-        )
-        self.coef_ = coef[:, 0] if single else coef
-        inter = np.asarray(self._intercept, dtype=coef.dtype)
-        self.intercept_ = inter[0] if single else inter
+        self._store_coef(coef, self._intercept)
         if self._fmap is None:
             self.centers_ = self._last_centers
             self.features_ = None

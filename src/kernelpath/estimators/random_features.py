@@ -164,12 +164,7 @@ class _RandomFeaturesBase(_KernelPathEstimator):
             self.kernel_, D, bool(self.orthogonal), self._feature_seed, self.memory_budget
         ).fit(self._fmap.frequencies_[:1, :] * 0)
         self.n_features_ = D
-        single = (self._classifier and coef.shape[1] == 1) or (
-            not self._classifier and getattr(self, "_single_output", False)
-        )
-        self.coef_ = coef[:, 0] if single else coef
-        inter = np.asarray(self._intercept, dtype=coef.dtype)
-        self.intercept_ = inter[0] if single else inter
+        self._store_coef(coef, self._intercept)
 
     def _decision(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "coef_")

@@ -259,11 +259,7 @@ class _SGMBase(_KernelPathEstimator):
         if self.fit_intercept:  # the last weight is the intercept's
             inter = inter + coef[-1]
             coef = coef[:-1]
-        single = (self._classifier and coef.shape[1] == 1) or (
-            not self._classifier and getattr(self, "_single_output", False)
-        )
-        self.coef_ = coef[:, 0] if single else coef
-        self.intercept_ = inter[0] if single else inter
+        self._store_coef(coef, inter)
         self.features_ = self._fmap
         best = path.best_params
         self.step_size_ = float(best["step_size"])

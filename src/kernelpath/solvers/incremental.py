@@ -49,7 +49,7 @@ from ..selection import penalty_grid
 from ._common import Validation, as_2d, weights_or_ones
 from .nystrom import center_factor
 
-__all__ = ["incremental_nystrom_path", "incremental_factor", "METHODS"]
+__all__ = ["incremental_nystrom_path", "incremental_factor", "prefix_solutions", "METHODS"]
 
 METHODS = ("blocked", "rank-one")
 #: A new center whose Cholesky pivot satisfies R_jj^2 <= PIVOT_RTOL * ||H||_1 is skipped.
@@ -136,6 +136,37 @@ def _rank_one_factor(H: np.ndarray, atol: float) -> tuple[np.ndarray, np.ndarray
     return np.asarray(kept, dtype=np.int64), R[:r, :r]
 
 
+def prefix_solutions(
+    G: np.ndarray, K: np.ndarray, b: np.ndarray, grid: np.ndarray, shift: float, method: str
+) -> tuple[np.ndarray, int]:
+    """Solutions of (G + shift K)_m x = b_m on the first m columns for every m of ``grid``,
+    from one factor (``incremental_factor``): one forward solve shared by every m, then one
+    back substitution with a masked right-hand side.
+
+    Returns
+    -------
+    X : ndarray of shape (M, g, k)
+        Column i holds the solution for m = grid[i] (zero below row m and at skipped rows).
+    kept : int
+        Number of columns the factor kept.
+    """
+    M, k = b.shape
+    out = np.zeros((M, len(grid), k))
+    kept, R = incremental_factor(G, K, shift, method)
+    used = np.searchsorted(kept, grid)  # kept columns among the first m, per m
+    v = int(used[-1])
+    if v == 0:
+        return out, len(kept)
+    Rv, kv = R[:v, :v], kept[:v]
+    z = scipy.linalg.solve_triangular(Rv, b[kv], trans="T", check_finite=False)  # (v, k)
+    mask = (np.arange(v)[:, None] < used[None, :]).astype(float)  # (v, g)
+    Z = mask[:, :, None] * z[:, None, :]
+    # back substitution for every m at once: rows >= used[i] stay 0
+    A = scipy.linalg.solve_triangular(Rv, Z.reshape(v, -1), check_finite=False)
+    out[kv] = A.reshape(v, len(grid), k)
+    return out, len(kept)
+
+
 def incremental_nystrom_path(
     op: KernelOperator,
     y: np.ndarray,
@@ -194,19 +225,7 @@ def incremental_nystrom_path(
     alphas = np.zeros((M, g, P, k))
     n_kept = np.zeros(P, dtype=np.int64)
     for p, lam_p in enumerate(lam):
-        kept, R = incremental_factor(G, K, lam_p * n, method)
-        n_kept[p] = len(kept)
-        used = np.searchsorted(kept, grid)  # kept centers among the first m drawn, per m
-        v = int(used[-1])
-        if v == 0:
-            continue
-        Rv, kv = R[:v, :v], kept[:v]
-        z = scipy.linalg.solve_triangular(Rv, b[kv], trans="T", check_finite=False)  # (v, k)
-        mask = (np.arange(v)[:, None] < used[None, :]).astype(float)  # (v, g)
-        Z = mask[:, :, None] * z[:, None, :]
-        # back substitution for every m at once: rows >= used[i] stay 0
-        A = scipy.linalg.solve_triangular(Rv, Z.reshape(v, -1), check_finite=False)
-        alphas[kv, :, p, :] = A.reshape(v, g, k)
+        alphas[:, :, p, :], n_kept[p] = prefix_solutions(G, K, b, grid, lam_p * n, method)
     # training error from G and b: ||y - K_nm α||_W^2 = y'Wy - 2 α'b + α'Gα
     flat = alphas.reshape(M, g * P * k)
     ywy = (w[:, None] * Y * Y).sum(axis=0)  # (k,)

@@ -32,7 +32,7 @@ from ..linalg import top_eigenvalue
 from ..path import Path
 from ..selection import penalty_grid
 from ._common import Validation, as_2d, closed_form_path, weights_or_ones
-from .incremental import incremental_factor
+from .incremental import prefix_solutions
 
 __all__ = ["FeatureOperator", "feature_moments", "rf_penalty_path", "rf_feature_path"]
 
@@ -195,18 +195,7 @@ def rf_feature_path(
     eye = np.eye(Dmax)
     n_kept = np.zeros(P, dtype=np.int64)
     for p, mu in enumerate(mus):
-        kept, R = incremental_factor(G, eye, mu, method)
-        n_kept[p] = len(kept)
-        used = np.searchsorted(kept, grid)
-        v = int(used[-1])
-        if v == 0:
-            continue
-        Rv, kv = R[:v, :v], kept[:v]
-        z = scipy.linalg.solve_triangular(Rv, b[kv], trans="T", check_finite=False)
-        mask = (np.arange(v)[:, None] < used[None, :]).astype(float)
-        Z = mask[:, :, None] * z[:, None, :]
-        A = scipy.linalg.solve_triangular(Rv, Z.reshape(v, -1), check_finite=False)
-        U[kv, :, p, :] = A.reshape(v, g, k)
+        U[:, :, p, :], n_kept[p] = prefix_solutions(G, eye, b, grid, mu, method)
     ywy = (w[:, None] * Y2 * Y2).sum(axis=0)
     train = _train_errors(U.reshape(Dmax, g * P, k), G, b, ywy, float(w.sum()), k)
     train = train.reshape(g, P)
