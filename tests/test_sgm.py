@@ -116,6 +116,9 @@ def test_estimators_learn_and_expose_the_path(rng):
         refit=True,
     ).fit(X, y > 0)
     assert isinstance(clf.features_, NystromFeatures)
+    grid = SGMRegressor(Gaussian(1.0), n_features=50, step_size="grid", n_passes=2).fit(X, y)
+    steps = np.unique(grid.path_.params["step_size"])
+    np.testing.assert_allclose(steps / steps[-1], [1 / 16, 1 / 8, 1 / 4, 1 / 2, 1])
     assert clf.score(X, y > 0) > 0.9
 
 
