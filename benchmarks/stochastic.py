@@ -16,8 +16,9 @@ rf
 sgm (its own suite: ``run.py --suite sgm``)
     SGM (one pass) and SIGM (up to 20 passes, early stopping on a 20% hold-out) with the
     hinge loss on adult and ijcnn1 (thesis Table 6.2's shape): 1000 random Fourier features
-    (Gaussian, σ = median distance), constant (θ = 0) and decaying (θ = 1/2) steps; test hinge
-    loss, test classification error and time, with LinearSVC on the same features.
+    (Gaussian, σ = median distance), constant (θ = 0) and decaying (θ = 1/2) steps, and SIGM
+    over the step-size grid; test hinge loss, test classification error and time, with
+    LinearSVC on the same features.
 """
 
 from __future__ import annotations
@@ -232,28 +233,37 @@ def bench_sgm(quick: bool, load: Any) -> dict[str, Any]:
         kernel = Gaussian(median_distance(Xtr, 0))
         rows = []
         fmap = None
-        for theta in [0.0, 0.5]:
-            for mode, passes in [("SGM", 1), ("SIGM", 20)]:
-                est = SGMClassifier(
-                    kernel, n_features=D, decay=theta, n_passes=passes, random_state=0
-                )
-                t0 = time.perf_counter()
-                est.fit(Xtr, ytr)
-                sec = time.perf_counter() - t0
-                f = est.decision_function(Xte)
-                codes = np.where(yte == est.classes_[1], 1.0, -1.0)
-                rows.append(
-                    {
-                        "method": f"{mode}, θ={theta}",
-                        "fit_s": sec,
-                        "passes": est.n_passes_,
-                        "step_size": est.step_size_,
-                        "test_hinge": float(np.mean(np.maximum(0.0, 1.0 - codes * f))),
-                        "test_error_pct": float(100 * np.mean(est.predict(Xte) != yte)),
-                    }
-                )
-                print(name, rows[-1])
-                fmap = est.features_
+        configs = [
+            (theta, mode, passes, "auto")
+            for theta in [0.0, 0.5]
+            for mode, passes in [("SGM", 1), ("SIGM", 20)]
+        ] + [(0.0, "SIGM, step grid", 20, "grid")]
+        for theta, mode, passes, step in configs:
+            est = SGMClassifier(
+                kernel,
+                n_features=D,
+                decay=theta,
+                n_passes=passes,
+                step_size=step,
+                random_state=0,
+            )
+            t0 = time.perf_counter()
+            est.fit(Xtr, ytr)
+            sec = time.perf_counter() - t0
+            f = est.decision_function(Xte)
+            codes = np.where(yte == est.classes_[1], 1.0, -1.0)
+            rows.append(
+                {
+                    "method": f"{mode}, θ={theta}",
+                    "fit_s": sec,
+                    "passes": est.n_passes_,
+                    "step_size": est.step_size_,
+                    "test_hinge": float(np.mean(np.maximum(0.0, 1.0 - codes * f))),
+                    "test_error_pct": float(100 * np.mean(est.predict(Xte) != yte)),
+                }
+            )
+            print(name, rows[-1])
+            fmap = est.features_
         assert fmap is not None
         F, Fte = fmap.transform(Xtr), fmap.transform(Xte)
         t0 = time.perf_counter()

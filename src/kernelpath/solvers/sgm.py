@@ -150,7 +150,13 @@ def sgm_path(
         train[run, p] = loss_sum[run] / (iters * batch_size * k)
         if validation is not None and val_err is not None and val_loss is not None:
             Fv = validation.op.matvec(model[run].transpose(1, 0, 2).reshape(D, -1))
-            e, ls = validation.errors(np.asarray(Fv, dtype=FACTOR_DTYPE), k)
+            Fv = np.asarray(Fv, dtype=FACTOR_DTYPE)
+            e, _ = validation.errors(Fv, k)
+            # stop on (and break ties by) the method's own loss: the squared loss of the ±1
+            # codes punishes the confident margins the hinge loss asks for, and stopped
+            # hinge SIGM on ijcnn1 at 6 passes with 6.8% error (LinearSVC: 2.7%)
+            F3 = Fv.reshape(len(validation.Y), len(run), k).transpose(1, 0, 2)
+            ls = loss_value(loss, F3, np.asarray(validation.Y)[None]).mean(axis=(1, 2))
             val_err[run, p], val_loss[run, p] = e, ls
             assert stopper is not None
             full_e = np.full(S, np.nan)
