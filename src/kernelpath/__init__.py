@@ -23,6 +23,7 @@ from .estimators import (
 from .features import NystromFeatures, RandomFourierFeatures
 from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Linear, Matern, Polynomial
 from .leverage import effective_dimension, leverage_scores
+from .online import IncrementalRLSClassifier, RecursiveRLS
 from .operators import KernelOperator
 from .path import Path
 
@@ -52,6 +53,8 @@ __all__ = [
     "SGMRegressor",
     "SGMClassifier",
     "NystromFeatures",
+    "RecursiveRLS",
+    "IncrementalRLSClassifier",
     "leverage_scores",
     "effective_dimension",
     "UniformCenters",

@@ -1,0 +1,454 @@
+"""Online learners: recursive regularized least squares with rank-one Cholesky updates.
+
+``RecursiveRLS`` (thesis §8.2.4, eq. 8.14-8.17) keeps, for features z = φ(x) in R^D and
+targets u in R^k,
+
+    R^T R = Z^T Z + λ I,      B = Z^T U,      W = (Z^T Z + λ I)^-1 Z^T U = R^-1 R^-T B,
+
+and a new sample costs one rank-one update of R (``linalg.cholesky_update``, O(D^2), compiled)
+plus B <- B + z u^T, whatever the number of samples seen. λ is not divided by n (n grows).
+With a forgetting factor μ in (0, 1], every step first scales R by sqrt(μ) and B by μ, so
+that after t samples R^T R = sum_i μ^(t-i) z_i z_i^T + μ^t λ I and B = sum_i μ^(t-i) z_i u_i^T
+(exponentially weighted RLS: old samples, and the prior, fade).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
+
+from ._validation import check_float
+from .linalg import cholesky_update
+
+__all__ = ["RecursiveRLS", "IncrementalRLSClassifier", "FeatureMap", "as_feature_map"]
+
+FeatureMap = Callable[[np.ndarray], np.ndarray]
+
+
+def as_feature_map(features: Any, X: np.ndarray) -> FeatureMap:
+    """The map z = φ(x) from ``features``: None (the inputs themselves), a transformer (fitted
+    on X when it is not fitted yet) or a callable (n, d) -> (n, D)."""
+    if features is None:
+        return lambda A: A
+    if hasattr(features, "transform"):
+        try:
+            check_is_fitted(features)
+        except NotFittedError:
+            features.fit(X)
+        return features.transform  # type: ignore[no-any-return]
+    if callable(features):
+        return features  # type: ignore[no-any-return]
+    raise TypeError(
+        f"features must be None, a transformer or a callable, got {type(features).__name__}"
+    )
+
+
+def _as_rows(X: Any, name: str = "X") -> np.ndarray:
+    try:
+        A = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must contain numbers only: {exc}") from exc
+    if A.ndim == 1:
+        A = A[None, :]
+    if A.ndim != 2 or A.shape[0] == 0:
+        raise ValueError(f"{name} must be one sample (1-D) or a 2-D batch, got shape {A.shape}")
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"{name} contains NaN or infinity")
+    return A
+
+
+class RecursiveRLS(RegressorMixin, BaseEstimator):
+    """Recursive (online) regularized least squares, O(D^2) per sample.
+
+    Parameters
+    ----------
+    penalty : float, default=1.0
+        λ > 0 in ||Z W - U||^2 + λ ||W||^2 (not divided by the number of samples).
+    features : None, transformer or callable, default=None
+        The map z = φ(x): None is the identity (linear RLS on the inputs); a transformer such
+        as ``RandomFourierFeatures`` (fitted on the first batch if it is not fitted); or a
+        callable taking an (n, d) array and returning (n, D).
+    forgetting : float in (0, 1], default=1.0
+        μ: each new sample first multiplies the past (and the prior λ I) by μ.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (D,) or (D, n_outputs)
+        W, solved from the current factor when read (two triangular solves).
+    factor_ : ndarray of shape (D, D)
+        Upper triangular R with R^T R = Z^T Z + λ I (weighted by μ).
+    cross_ : ndarray of shape (D, n_outputs)
+        B = Z^T U.
+    n_samples_seen_ : int
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from kernelpath import RecursiveRLS
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((100, 3)); y = X @ [1.0, -2.0, 0.5]
+    >>> model = RecursiveRLS(penalty=1e-6)
+    >>> for x_t, y_t in zip(X, y):
+    ...     _ = model.partial_fit(x_t, y_t)
+    >>> np.round(model.coef_, 3).tolist()
+    [1.0, -2.0, 0.5]
+    """
+
+    def __init__(self, penalty: float = 1.0, features: Any = None, forgetting: float = 1.0):
+        self.penalty = penalty
+        self.features = features
+        self.forgetting = forgetting
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "factor_")
+
+    def _reset(self) -> None:
+        for name in ("factor_", "cross_", "n_samples_seen_", "n_features_in_", "_W"):
+            if hasattr(self, name):
+                delattr(self, name)
+
+    def fit(self, X: Any, y: Any) -> RecursiveRLS:
+        """Forget everything and learn from (X, y) sample by sample.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        self
+        """
+        self._reset()
+        return self.partial_fit(X, y)
+
+    def partial_fit(self, X: Any, y: Any) -> RecursiveRLS:
+        """Update with one sample (1-D x) or a mini-batch, one rank-one update per sample.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_features,) or (n_samples, n_features)
+        y : float, array-like of shape (n_samples,) or (n_samples, n_outputs)
+
+        Returns
+        -------
+        self
+        """
+        X2 = _as_rows(X)
+        try:
+            Y = np.asarray(y, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"y must contain numbers only: {exc}") from exc
+        if np.ndim(X) == 1:  # one sample: y is a number or the vector of its outputs
+            vector = Y.ndim == 0
+            Y = Y.reshape(1, -1)
+        else:
+            vector = Y.ndim == 1
+            Y = Y[:, None] if Y.ndim == 1 else Y
+        if Y.ndim != 2 or len(Y) != len(X2):
+            raise ValueError(
+                f"X and y have different numbers of samples: {len(X2)} and {np.shape(y)}"
+            )
+        if not np.all(np.isfinite(Y)):
+            raise ValueError("y contains NaN or infinity")
+        if not hasattr(self, "factor_"):
+            self._start(X2, Y)
+            self._vector_y = vector
+        elif X2.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X2.shape[1]} features, but RecursiveRLS is fitted with "
+                f"{self.n_features_in_}"
+            )
+        elif Y.shape[1] != self.cross_.shape[1]:
+            raise ValueError(
+                f"y has {Y.shape[1]} outputs, but RecursiveRLS is fitted with "
+                f"{self.cross_.shape[1]}"
+            )
+        Z = np.asarray(self._map(X2), dtype=np.float64)
+        if Z.ndim != 2 or Z.shape != (len(X2), self.factor_.shape[0]):
+            raise ValueError(
+                f"the feature map returned shape {Z.shape}, expected "
+                f"({len(X2)}, {self.factor_.shape[0]})"
+            )
+        mu = self._mu
+        R, B = self.factor_, self.cross_
+        for z, u in zip(Z, Y, strict=True):
+            if mu != 1.0:
+                R *= np.sqrt(mu)
+                B *= mu
+            cholesky_update(R, z, overwrite=True)
+            B += np.outer(z, u)
+        self.n_samples_seen_ += len(X2)
+        self._W = None
+        return self
+
+    def _start(self, X: np.ndarray, Y: np.ndarray) -> None:
+        lam = check_float(self.penalty, "penalty", 0.0, np.inf, low_open=True, high_open=True)
+        self._mu = check_float(self.forgetting, "forgetting", 0.0, 1.0, low_open=True)
+        self._map = as_feature_map(self.features, X)
+        D = np.asarray(self._map(X[:1])).shape[1]
+        self.n_features_in_ = X.shape[1]
+        self.factor_ = np.sqrt(lam) * np.eye(D)
+        self.cross_ = np.zeros((D, Y.shape[1]))
+        self.n_samples_seen_ = 0
+
+    @property
+    def coef_(self) -> np.ndarray:
+        check_is_fitted(self)
+        if getattr(self, "_W", None) is None:
+            R = self.factor_
+            T = scipy.linalg.solve_triangular(R, self.cross_, trans="T", check_finite=False)
+            self._W = scipy.linalg.solve_triangular(R, T, check_finite=False)
+        W = self._W
+        assert W is not None
+        return W[:, 0] if self._vector_y and W.shape[1] == 1 else W
+
+    def predict(self, X: Any) -> np.ndarray:
+        """φ(X) W.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_features,) or (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        """
+        check_is_fitted(self)
+        X2 = _as_rows(X)
+        if X2.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X2.shape[1]} features, but RecursiveRLS is fitted with "
+                f"{self.n_features_in_}"
+            )
+        return np.asarray(self._map(X2), dtype=np.float64) @ self.coef_
+
+
+class IncrementalRLSClassifier(BaseEstimator):
+    """Incremental one-vs-all RLS classification with class extension and recoding (thesis
+    Algorithm 7.1).
+
+    Targets are one-hot codes: B = Z^T Y, Y_it = 1 when sample i has class t. A label never
+    seen before adds a zero column to B (constant time; R is untouched). For every candidate
+    λ a factor R_λ (R^T R = Z^T Z + λ I) is rank-one updated per sample (the iCub code's one
+    factor per λ), and the weights are recoded:
+
+        W(λ, α) = R_λ^-1 R_λ^-T B Γ^α,     Γ_tt = k / k_t,
+
+    with k the training samples seen and k_t those of class t (inverse empirical class
+    frequency): α = 0 is plain RLS, α = 1 full recoding, which raises the scores of rare
+    classes.
+
+    Online model selection (§7.6.3): every ``validation_every``-th sample is held out of
+    training; before anything else it is classified by every (λ, α) and the balanced
+    accuracy (mean recall over the classes seen) of each is kept; ``penalty_`` and ``alpha_``
+    are the best so far.
+
+    Parameters
+    ----------
+    penalty : float or sequence of floats, default=(1e0, 1e-1, 1e-2, 1e-3)
+        Candidate λ > 0.
+    alpha : float or sequence of floats in [0, 1], default=(0.0, 0.25, 0.5, 0.75, 1.0)
+        Candidate recoding exponents.
+    features : None, transformer or callable, default=None
+        The map z = φ(x) (see ``RecursiveRLS``).
+    validation_every : int or None, default=10
+        Hold out every i-th sample for selection; None trains on everything and uses the
+        first λ and α.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        Labels in the order they appeared (or were declared).
+    class_counts_ : ndarray of int
+        Training samples per class.
+    penalty_, alpha_ : float
+        The chosen λ and α.
+    validation_scores_ : ndarray of shape (n_penalties, n_alphas)
+        Balanced accuracy on the validation stream (NaN before any validation sample).
+    n_samples_seen_ : int
+    """
+
+    def __init__(
+        self,
+        penalty: Any = (1e0, 1e-1, 1e-2, 1e-3),
+        alpha: Any = (0.0, 0.25, 0.5, 0.75, 1.0),
+        features: Any = None,
+        validation_every: int | None = 10,
+    ) -> None:
+        self.penalty = penalty
+        self.alpha = alpha
+        self.features = features
+        self.validation_every = validation_every
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "factors_")
+
+    def fit(self, X: Any, y: Any, classes: Any = None) -> IncrementalRLSClassifier:
+        """Forget everything, then ``partial_fit``."""
+        for name in ("factors_", "classes_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        return self.partial_fit(X, y, classes)
+
+    def _start(self, X: np.ndarray) -> None:
+        lams = np.atleast_1d(np.asarray(self.penalty, dtype=float))
+        if lams.ndim != 1 or lams.size == 0 or not np.all(np.isfinite(lams) & (lams > 0)):
+            raise ValueError(f"penalty must be positive numbers, got {self.penalty!r}")
+        alphas = np.atleast_1d(np.asarray(self.alpha, dtype=float))
+        if alphas.ndim != 1 or alphas.size == 0 or not np.all((alphas >= 0) & (alphas <= 1)):
+            raise ValueError(f"alpha must be numbers in [0, 1], got {self.alpha!r}")
+        every = self.validation_every
+        if every is not None and (
+            isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 2
+        ):
+            raise ValueError(f"validation_every must be an integer >= 2 or None, got {every!r}")
+        self._lams, self._alphas = lams, alphas
+        self._map = as_feature_map(self.features, X)
+        D = np.asarray(self._map(X[:1])).shape[1]
+        self.n_features_in_ = X.shape[1]
+        self.factors_ = np.stack([np.sqrt(lam) * np.eye(D) for lam in lams])
+        self.cross_ = np.zeros((D, 0))
+        self.classes_ = np.array([], dtype=object)
+        self.class_counts_ = np.zeros(0, dtype=np.int64)
+        self.n_samples_seen_ = 0
+        # validation stream: per (λ, α, class) correct counts and per-class totals
+        self._val_hits = np.zeros((len(lams), len(alphas), 0))
+        self._val_totals = np.zeros(0)
+        self._W_cache: dict[int, np.ndarray] = {}
+        self.penalty_, self.alpha_ = float(lams[0]), float(alphas[0])
+        self.validation_scores_ = np.full((len(lams), len(alphas)), np.nan)
+
+    def _class_index(self, label: Any) -> int:
+        hit = np.flatnonzero(self.classes_ == label) if len(self.classes_) else []
+        if len(hit):
+            return int(hit[0])
+        # class extension: a zero column in B, a zero count; R is untouched
+        self.classes_ = np.append(self.classes_, np.array([label], dtype=object))
+        self.cross_ = np.hstack([self.cross_, np.zeros((self.cross_.shape[0], 1))])
+        self.class_counts_ = np.append(self.class_counts_, 0)
+        self._val_hits = np.concatenate(
+            [self._val_hits, np.zeros(self._val_hits.shape[:2] + (1,))], axis=2
+        )
+        self._val_totals = np.append(self._val_totals, 0.0)
+        return len(self.classes_) - 1
+
+    def _weights(self, p: int) -> np.ndarray:
+        """R_p^-1 R_p^-T B (before recoding), cached until the next training sample."""
+        W = self._W_cache.get(p)
+        if W is None:
+            R = self.factors_[p]
+            T = scipy.linalg.solve_triangular(R, self.cross_, trans="T", check_finite=False)
+            W = scipy.linalg.solve_triangular(R, T, check_finite=False)
+            self._W_cache[p] = W
+        return W
+
+    def _gamma(self, alpha: float) -> np.ndarray:
+        counts = self.class_counts_.astype(float)
+        k = counts.sum()
+        g = np.where(counts > 0, k / np.maximum(counts, 1.0), 1.0)
+        return g**alpha
+
+    def partial_fit(self, X: Any, y: Any, classes: Any = None) -> IncrementalRLSClassifier:
+        """Learn from one sample (1-D x) or a batch, one sample at a time; unseen labels are
+        added as new classes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_features,) or (n_samples, n_features)
+        y : label or array-like of shape (n_samples,)
+        classes : array-like or None
+            Labels to declare now (in this order), seen or not.
+
+        Returns
+        -------
+        self
+        """
+        X2 = _as_rows(X)
+        labels = np.atleast_1d(np.asarray(y, dtype=object))
+        if labels.ndim != 1 or len(labels) != len(X2):
+            raise ValueError(
+                f"X and y have different numbers of samples: {len(X2)} and {np.shape(y)}"
+            )
+        if not hasattr(self, "factors_"):
+            self._start(X2)
+        elif X2.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X2.shape[1]} features, but the classifier is fitted with "
+                f"{self.n_features_in_}"
+            )
+        if classes is not None:
+            for label in np.atleast_1d(np.asarray(classes, dtype=object)):
+                self._class_index(label)
+        Z = np.asarray(self._map(X2), dtype=np.float64)
+        every = self.validation_every
+        for z, label in zip(Z, labels, strict=True):
+            t = self._class_index(label)
+            self.n_samples_seen_ += 1
+            if every is not None and self.n_samples_seen_ % every == 0:
+                self._validate(z, t)
+                continue
+            for p in range(len(self._lams)):
+                cholesky_update(self.factors_[p], z, overwrite=True)
+            self.cross_[:, t] += z
+            self.class_counts_[t] += 1
+            self._W_cache.clear()
+        return self
+
+    def _validate(self, z: np.ndarray, t: int) -> None:
+        if self.class_counts_.sum() == 0:
+            return
+        for p in range(len(self._lams)):
+            base = z @ self._weights(p)  # scores before recoding
+            for a, alpha in enumerate(self._alphas):
+                pred = int(np.argmax(base * self._gamma(alpha)))
+                self._val_hits[p, a, t] += pred == t
+        self._val_totals[t] += 1
+        seen = self._val_totals > 0
+        recall = self._val_hits[:, :, seen] / self._val_totals[seen]
+        self.validation_scores_ = recall.mean(axis=2)
+        p, a = np.unravel_index(int(np.argmax(self.validation_scores_)), recall.shape[:2])
+        self.penalty_, self.alpha_ = float(self._lams[p]), float(self._alphas[a])
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Recoded scores of the chosen (λ, α), shape (n_samples, n_classes).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_features,) or (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        X2 = _as_rows(X)
+        if X2.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X2.shape[1]} features, but the classifier is fitted with "
+                f"{self.n_features_in_}"
+            )
+        p = int(np.flatnonzero(self._lams == self.penalty_)[0])
+        Z = np.asarray(self._map(X2), dtype=np.float64)
+        return (Z @ self._weights(p)) * self._gamma(self.alpha_)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Labels of the largest recoded score.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_features,) or (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        scores = self.decision_function(X)
+        return np.array(list(self.classes_[np.argmax(scores, axis=1)]))
+
+    def score(self, X: Any, y: Any) -> float:
+        """Accuracy."""
+        return float(np.mean(self.predict(X) == np.asarray(y)))
