@@ -327,7 +327,9 @@ class IncrementalRLSClassifier(BaseEstimator):
         self.validation_scores_ = np.full((len(lams), len(alphas)), np.nan)
 
     def _class_index(self, label: Any) -> int:
-        hit = np.flatnonzero(self.classes_ == label) if len(self.classes_) else []
+        hit: np.ndarray = (
+            np.flatnonzero(self.classes_ == label) if len(self.classes_) else np.empty(0, int)
+        )
         if len(hit):
             return int(hit[0])
         # class extension: a zero column in B, a zero count; R is untouched
@@ -414,8 +416,9 @@ class IncrementalRLSClassifier(BaseEstimator):
         seen = self._val_totals > 0
         recall = self._val_hits[:, :, seen] / self._val_totals[seen]
         self.validation_scores_ = recall.mean(axis=2)
-        p, a = np.unravel_index(int(np.argmax(self.validation_scores_)), recall.shape[:2])
-        self.penalty_, self.alpha_ = float(self._lams[p]), float(self._alphas[a])
+        best = np.unravel_index(int(np.argmax(self.validation_scores_)), recall.shape[:2])
+        self.penalty_ = float(self._lams[best[0]])
+        self.alpha_ = float(self._alphas[best[1]])
 
     def decision_function(self, X: Any) -> np.ndarray:
         """Recoded scores of the chosen (λ, α), shape (n_samples, n_classes).
