@@ -23,7 +23,7 @@ from .estimators import (
 from .features import NystromFeatures, RandomFourierFeatures
 from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Linear, Matern, Polynomial
 from .leverage import effective_dimension, leverage_scores
-from .online import IncrementalRLSClassifier, RecursiveRLS
+from .online import IncrementalRLSClassifier, RecursiveRLS, SemiparametricRegressor
 from .operators import KernelOperator
 from .path import Path
 
@@ -55,6 +55,7 @@ __all__ = [
     "NystromFeatures",
     "RecursiveRLS",
     "IncrementalRLSClassifier",
+    "SemiparametricRegressor",
     "leverage_scores",
     "effective_dimension",
     "UniformCenters",

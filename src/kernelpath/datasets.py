@@ -234,3 +234,156 @@ def make_sin_regression(
     X = rng.standard_normal((n_samples, n_features))
     y = np.sin(X @ w) + noise * rng.standard_normal(n_samples)
     return X, y, w
+
+
+# ------------------------------------------------------------------ arm dynamics
+#: Inertial parameters of the simulated planar arm: masses (kg), lengths and centers of
+#: mass (m), link inertias about their centers (kg m^2), gravity (m/s^2).
+ARM = {"m1": 2.0, "m2": 1.2, "l1": 0.5, "lc1": 0.25, "lc2": 0.2, "I1": 0.05, "I2": 0.02, "g": 9.81}
+#: Effects the rigid-body model misses: viscous and Coulomb friction, joint elasticity.
+ARM_UNMODELED = {
+    "viscous": (0.3, 0.2),
+    "coulomb": (0.3, 0.2),
+    "stiffness": (0.5, 0.3),
+    "rest": (-0.5, 2.0),
+}
+#: The two trajectories: circles of the end effector in two regions of the workspace.
+ARM_TRAJECTORIES = {
+    "circle-a": {"center": (0.45, 0.15), "radius": 0.12, "period": 2.0},
+    "circle-b": {"center": (0.25, -0.35), "radius": 0.10, "period": 1.6},
+}
+
+
+def arm_parameters() -> np.ndarray:
+    """The base inertial parameters π of the simulated arm (5,): I1 + m1 lc1² + m2 l1²,
+    I2 + m2 lc2², m2 l1 lc2, m1 lc1 + m2 l1, m2 lc2."""
+    a = ARM
+    return np.array(
+        [
+            a["I1"] + a["m1"] * a["lc1"] ** 2 + a["m2"] * a["l1"] ** 2,
+            a["I2"] + a["m2"] * a["lc2"] ** 2,
+            a["m2"] * a["l1"] * a["lc2"],
+            a["m1"] * a["lc1"] + a["m2"] * a["l1"],
+            a["m2"] * a["lc2"],
+        ]
+    )
+
+
+def arm_regressor(X: np.ndarray) -> np.ndarray:
+    """Φ(q, q̇, q̈) of the planar two-link arm in a vertical plane: τ = Φ π.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, 6) or (6,)
+        [q1, q2, q̇1, q̇2, q̈1, q̈2] (rad, rad/s, rad/s²).
+
+    Returns
+    -------
+    ndarray of shape (n, 2, 5) (or (2, 5) for one sample)
+    """
+    X = np.asarray(X, dtype=np.float64)
+    one = X.ndim == 1
+    X2 = X[None] if one else X
+    q1, q2, dq1, dq2, ddq1, ddq2 = X2.T
+    g = ARM["g"]
+    c2, s2 = np.cos(q2), np.sin(q2)
+    c1, c12 = np.cos(q1), np.cos(q1 + q2)
+    zero = np.zeros_like(q1)
+    row1 = np.stack(
+        [
+            ddq1,
+            ddq1 + ddq2,
+            c2 * (2 * ddq1 + ddq2) - s2 * (2 * dq1 * dq2 + dq2**2),
+            g * c1,
+            g * c12,
+        ],
+        axis=1,
+    )
+    row2 = np.stack([zero, ddq1 + ddq2, c2 * ddq1 + s2 * dq1**2, zero, g * c12], axis=1)
+    out = np.stack([row1, row2], axis=1)
+    return out[0] if one else out
+
+
+def _inverse_kinematics(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    l1, l2 = ARM["l1"], 0.45
+    c2 = np.clip((x**2 + y**2 - l1**2 - l2**2) / (2 * l1 * l2), -1.0, 1.0)
+    q2 = np.arccos(c2)  # elbow down
+    q1 = np.arctan2(y, x) - np.arctan2(l2 * np.sin(q2), l1 + l2 * np.cos(q2))
+    return q1, q2
+
+
+def make_arm_dynamics(
+    n_samples: int,
+    trajectory: str = "circle-a",
+    unmodeled: bool = True,
+    noise: float = 0.05,
+    random_state: Any = None,
+    dt: float = 0.01,
+) -> tuple[np.ndarray, np.ndarray, Any, np.ndarray]:
+    """Inverse dynamics of a simulated planar two-link arm (thesis ch. 8's iCub arm, in small).
+
+    The end effector traces a circle ("circle-a" or "circle-b": two regions of the
+    workspace, like the thesis's XY and XZ circles) with a slowly varying speed; joint
+    angles come from inverse kinematics, velocities and accelerations from the analytic
+    derivatives of the path (central differences on a 10x finer grid). Torques follow the
+    rigid-body model τ = Φ(q, q̇, q̈) π, plus, with ``unmodeled=True``, viscous and Coulomb
+    friction and a joint elasticity the model misses, plus Gaussian sensor noise.
+
+    Parameters
+    ----------
+    n_samples : int
+    trajectory : {"circle-a", "circle-b"}
+    unmodeled : bool, default=True
+    noise : float, default=0.05
+        Standard deviation of the torque noise (N m).
+    random_state : int, Generator or None
+        Phase of the circle, speed modulation and noise.
+    dt : float, default=0.01
+        Sampling period (s).
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 6)
+        [q1, q2, q̇1, q̇2, q̈1, q̈2].
+    tau : ndarray of shape (n_samples, 2)
+        Joint torques.
+    regressor : callable
+        ``arm_regressor``: X -> Φ of shape (n, 2, 5).
+    pi : ndarray of shape (5,)
+        The true base parameters.
+    """
+    from ._validation import check_choice, check_float, check_int, make_rng
+
+    n = check_int(n_samples, "n_samples", 1)
+    assert n is not None
+    trajectory = check_choice(trajectory, "trajectory", tuple(ARM_TRAJECTORIES))
+    noise = check_float(noise, "noise", 0.0, np.inf, high_open=True)
+    dt = check_float(dt, "dt", 0.0, np.inf, low_open=True, high_open=True)
+    rng = make_rng(random_state)
+    spec = ARM_TRAJECTORIES[trajectory]
+    phase0 = rng.uniform(0, 2 * np.pi)
+    wobble = rng.uniform(0.1, 0.3)
+    fine = 10
+    h = dt / fine
+    t = np.arange(n * fine + 4) * h - 2 * h
+    omega = 2 * np.pi / spec["period"]
+    phase = phase0 + omega * t + wobble * np.sin(0.5 * omega * t)
+    cx, cy = spec["center"]
+    x = cx + spec["radius"] * np.cos(phase)
+    y = cy + spec["radius"] * np.sin(phase)
+    q1, q2 = _inverse_kinematics(x, y)
+    Q = np.column_stack([q1, q2])
+    dQ = np.gradient(Q, h, axis=0)
+    ddQ = np.gradient(dQ, h, axis=0)
+    keep = slice(2, 2 + n * fine, fine)
+    X = np.column_stack([Q[keep], dQ[keep], ddQ[keep]])
+    pi = arm_parameters()
+    tau = np.einsum("ntp,p->nt", arm_regressor(X), pi)
+    if unmodeled:
+        fv = np.array(ARM_UNMODELED["viscous"])
+        fc = np.array(ARM_UNMODELED["coulomb"])
+        k = np.array(ARM_UNMODELED["stiffness"])
+        rest = np.array(ARM_UNMODELED["rest"])
+        tau = tau + fv * X[:, 2:4] + fc * np.tanh(X[:, 2:4] / 0.05) + k * (X[:, :2] - rest)
+    tau = tau + noise * rng.standard_normal(tau.shape)
+    return X, tau, arm_regressor, pi

@@ -26,7 +26,13 @@ from sklearn.utils.validation import check_is_fitted
 from ._validation import check_float
 from .linalg import cholesky_update
 
-__all__ = ["RecursiveRLS", "IncrementalRLSClassifier", "FeatureMap", "as_feature_map"]
+__all__ = [
+    "RecursiveRLS",
+    "IncrementalRLSClassifier",
+    "SemiparametricRegressor",
+    "FeatureMap",
+    "as_feature_map",
+]
 
 FeatureMap = Callable[[np.ndarray], np.ndarray]
 
@@ -455,3 +461,171 @@ class IncrementalRLSClassifier(BaseEstimator):
     def score(self, X: Any, y: Any) -> float:
         """Accuracy."""
         return float(np.mean(self.predict(X) == np.asarray(y)))
+
+
+class SemiparametricRegressor(BaseEstimator):
+    """A parametric model plus a random-feature correction, both learned online (thesis
+    §8.3, Fig. 8.2).
+
+    The parametric part is a recursive RLS on user regressors: for a sample x with T outputs,
+    ``regressor(x)`` returns Φ(x) of shape (T, p) and the model is ŷ = Φ(x) π̂; each sample
+    adds its T rows to the RLS of π̂ (``parameters_``). The nonparametric part is a
+    ``RecursiveRLS`` on random Fourier features of (x, ŷ), normalized, learning the residual
+    y - ŷ. A sample updates the parametric part first, then the correction on the residual of
+    the updated parametric prediction. The prediction is ŷ + Δŷ.
+
+    Parameters
+    ----------
+    regressor : callable
+        (n, d) -> (n, T, p): the regressor matrices Φ(x) (``make_arm_dynamics`` returns one).
+    features : transformer or None, default=None
+        Feature map of the normalized (x, ŷ); None: ``RandomFourierFeatures`` with a Gaussian
+        kernel of width sqrt(d + T) and ``n_features`` features.
+    n_features : int, default=300
+    penalty : float, default=1e-3
+        λ of the correction's RLS.
+    parametric_penalty : float, default=1e-6
+        λ of the parametric RLS: how strongly π̂ is held at ``initial_parameters``.
+    initial_parameters : array-like of shape (p,) or None, default=None
+        Prior π_0 (e.g. from CAD); the parametric RLS learns π̂ - π_0 on the residual
+        y - Φ π_0, i.e. minimizes ||Φ π - y||^2 + λ_p ||π - π_0||^2. None: zeros.
+    forgetting : float in (0, 1], default=1.0
+        Forgetting factor of the correction.
+    random_state : int, Generator or None, default=None
+
+    Attributes
+    ----------
+    parameters_ : ndarray of shape (p,)
+        π̂.
+    parametric_ : RecursiveRLS
+    correction_ : RecursiveRLS
+    input_mean_, input_scale_ : ndarray of shape (d + T,)
+        Normalization of (x, ŷ), from the first batch given to ``fit`` / ``partial_fit``.
+    """
+
+    def __init__(
+        self,
+        regressor: Any,
+        features: Any = None,
+        n_features: int = 300,
+        penalty: float = 1e-3,
+        parametric_penalty: float = 1e-6,
+        initial_parameters: Any = None,
+        forgetting: float = 1.0,
+        random_state: Any = None,
+    ) -> None:
+        self.regressor = regressor
+        self.initial_parameters = initial_parameters
+        self.features = features
+        self.n_features = n_features
+        self.penalty = penalty
+        self.parametric_penalty = parametric_penalty
+        self.forgetting = forgetting
+        self.random_state = random_state
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "parametric_")
+
+    def _phi(self, X: np.ndarray) -> np.ndarray:
+        P = np.asarray(self.regressor(X), dtype=np.float64)
+        if P.ndim != 3 or len(P) != len(X):
+            raise ValueError(
+                f"regressor must return an array of shape (n, T, p), got {P.shape} for "
+                f"{len(X)} samples"
+            )
+        return P
+
+    def fit(self, X: Any, y: Any) -> SemiparametricRegressor:
+        """Forget everything and learn from (X, y) sample by sample."""
+        for name in ("parametric_", "correction_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        return self.partial_fit(X, y)
+
+    def partial_fit(self, X: Any, y: Any) -> SemiparametricRegressor:
+        """Update with one sample or a batch, parametric part first.
+
+        Parameters
+        ----------
+        X : array-like of shape (d,) or (n_samples, d)
+        y : array-like of shape (T,) or (n_samples, T)
+
+        Returns
+        -------
+        self
+        """
+        from .features import RandomFourierFeatures
+        from .kernels import Gaussian
+
+        X2 = _as_rows(X)
+        Y = _as_rows(y, "y")
+        if len(Y) != len(X2):
+            raise ValueError(f"X and y have different numbers of samples: {len(X2)} and {len(Y)}")
+        P = self._phi(X2)
+        if P.shape[1] != Y.shape[1]:
+            raise ValueError(f"regressor gives {P.shape[1]} outputs, y has {Y.shape[1]}")
+        if not hasattr(self, "parametric_"):
+            p = P.shape[2]
+            prior = (
+                np.zeros(p)
+                if self.initial_parameters is None
+                else np.asarray(self.initial_parameters, dtype=np.float64)
+            )
+            if prior.shape != (p,) or not np.all(np.isfinite(prior)):
+                raise ValueError(
+                    f"initial_parameters must be {p} finite numbers, "
+                    f"got {self.initial_parameters!r}"
+                )
+            self._prior = prior
+            self.parametric_ = RecursiveRLS(penalty=self.parametric_penalty)
+            self.parametric_.partial_fit(P[0], Y[0] - P[0] @ prior)
+            y_hat0 = np.einsum("ntp,p->nt", P, self.parameters_)
+            inp = np.hstack([X2, y_hat0])
+            self.input_mean_ = inp.mean(axis=0)
+            scale = inp.std(axis=0)
+            self.input_scale_ = np.where(scale > 0, scale, 1.0)
+            fmap = self.features
+            if fmap is None:
+                width = float(np.sqrt(inp.shape[1]))
+                fmap = RandomFourierFeatures(
+                    Gaussian(width), self.n_features, random_state=self.random_state
+                )
+            self.correction_ = RecursiveRLS(self.penalty, fmap, self.forgetting)
+            start = 1
+            self._correct(X2[:1], Y[:1], P[:1])
+        else:
+            start = 0
+        for i in range(start, len(X2)):
+            self.parametric_.partial_fit(P[i], Y[i] - P[i] @ self._prior)
+            self._correct(X2[i : i + 1], Y[i : i + 1], P[i : i + 1])
+        return self
+
+    def _normalized(self, X: np.ndarray, y_hat: np.ndarray) -> np.ndarray:
+        return (np.hstack([X, y_hat]) - self.input_mean_) / self.input_scale_
+
+    def _correct(self, X: np.ndarray, Y: np.ndarray, P: np.ndarray) -> None:
+        y_hat = np.einsum("ntp,p->nt", P, self.parameters_)
+        self.correction_.partial_fit(self._normalized(X, y_hat), Y - y_hat)
+
+    @property
+    def parameters_(self) -> np.ndarray:
+        check_is_fitted(self)
+        return self._prior + self.parametric_.coef_
+
+    def predict_parametric(self, X: Any) -> np.ndarray:
+        """ŷ = Φ(x) π̂ alone, shape (n_samples, T)."""
+        check_is_fitted(self)
+        X2 = _as_rows(X)
+        return np.einsum("ntp,p->nt", self._phi(X2), self.parameters_)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """ŷ + Δŷ, shape (n_samples, T).
+
+        Parameters
+        ----------
+        X : array-like of shape (d,) or (n_samples, d)
+        """
+        X2 = _as_rows(X)
+        y_hat = self.predict_parametric(X2)
+        delta = self.correction_.predict(self._normalized(X2, y_hat))
+        return y_hat + delta.reshape(y_hat.shape)
