@@ -241,14 +241,14 @@ def make_sin_regression(
 #: mass (m), link inertias about their centers (kg m^2), gravity (m/s^2).
 ARM = {"m1": 2.0, "m2": 1.2, "l1": 0.5, "lc1": 0.25, "lc2": 0.2, "I1": 0.05, "I2": 0.02, "g": 9.81}
 #: Effects the rigid-body model misses: viscous and Coulomb friction, joint elasticity.
-ARM_UNMODELED = {
+ARM_UNMODELED: dict[str, tuple[float, float]] = {
     "viscous": (0.3, 0.2),
     "coulomb": (0.3, 0.2),
     "stiffness": (0.5, 0.3),
     "rest": (-0.5, 2.0),
 }
 #: The two trajectories: circles of the end effector in two regions of the workspace.
-ARM_TRAJECTORIES = {
+ARM_TRAJECTORIES: dict[str, dict[str, Any]] = {
     "circle-a": {"center": (0.45, 0.15), "radius": 0.12, "period": 2.0},
     "circle-b": {"center": (0.25, -0.35), "radius": 0.10, "period": 1.6},
 }
