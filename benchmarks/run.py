@@ -29,6 +29,8 @@ centers
 stochastic, sgm
     EigenPro against kernel SGD, random features against Nyström, SGM / SIGM against
     LinearSVC: ``benchmarks/stochastic.py``.
+online
+    RecursiveRLS throughput, recoding under class imbalance: ``benchmarks/online.py``.
 """
 
 from __future__ import annotations
@@ -472,7 +474,36 @@ def table() -> str:
                 )
     lines.extend(_centers_table())
     lines.extend(_stochastic_table())
+    lines.extend(_online_table())
     return "\n".join(lines)
+
+
+def _online_table() -> list[str]:
+    path = RESULTS / "online.json"
+    if not path.is_file():
+        return []
+    d = json.loads(path.read_text())["result"]
+    t = d["throughput"]
+    out = [
+        f"\nRecursiveRLS, D = {t['n_features']} random features, one sample per call: "
+        f"{t['partial_fit_per_s']:.0f} updates/s (the rank-one Cholesky update alone: "
+        f"{t['cholesky_update_per_s']:.0f}/s; Numba: {t['numba']})."
+    ]
+    out.append(
+        "\nRecoding under class imbalance (thesis §7.6.1 protocol; accuracy after each of the "
+        "minority class's first 5 examples, mean over seeds):\n"
+    )
+    out.append("| data set | coding | minority accuracy | overall accuracy |")
+    out.append("|---|---|---:|---:|")
+    names = {"0": "α = 0 (plain RLS)", "selected": "selected α", "1": "α = 1 (full recoding)"}
+    for name, res in d["recoding"].items():
+        for key, label in names.items():
+            srow = res["summary_first_5"][key]
+            out.append(
+                f"| {name} ({res['seeds']} seeds) | {label} | "
+                f"{100 * srow['minority_acc']:.1f}% | {100 * srow['overall_acc']:.1f}% |"
+            )
+    return out
 
 
 def _stochastic_table() -> list[str]:
@@ -595,7 +626,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--suite",
-        choices=["synthetic", "real", "centers", "stochastic", "sgm", "all"],
+        choices=["synthetic", "real", "centers", "stochastic", "sgm", "online", "all"],
         default="all",
     )
     ap.add_argument("--datasets", default=",".join(REAL))
@@ -644,6 +675,10 @@ def main() -> int:
             print("sgm suite skipped: ../shared/data is absent")
         else:
             save("sgm" + suffix, {"machine": info, "result": bench_sgm(args.quick, _load)})
+    if args.suite in ("online", "all"):
+        from online import suite_online
+
+        save("online" + suffix, {"machine": info, "result": suite_online(args.quick)})
     return 0
 
 

@@ -426,12 +426,17 @@ class IncrementalRLSClassifier(BaseEstimator):
         self.penalty_ = float(self._lams[best[0]])
         self.alpha_ = float(self._alphas[best[1]])
 
-    def decision_function(self, X: Any) -> np.ndarray:
-        """Recoded scores of the chosen (λ, α), shape (n_samples, n_classes).
+    def decision_function(
+        self, X: Any, penalty: float | None = None, alpha: float | None = None
+    ) -> np.ndarray:
+        """Recoded scores, shape (n_samples, n_classes).
 
         Parameters
         ----------
         X : array-like of shape (n_features,) or (n_samples, n_features)
+        penalty, alpha : float or None
+            A candidate λ and any α in [0, 1] instead of the chosen ones (to compare
+            codings on the same model).
         """
         check_is_fitted(self)
         X2 = _as_rows(X)
@@ -440,22 +445,29 @@ class IncrementalRLSClassifier(BaseEstimator):
                 f"X has {X2.shape[1]} features, but the classifier is fitted with "
                 f"{self.n_features_in_}"
             )
-        p = int(np.flatnonzero(self._lams == self.penalty_)[0])
+        lam = self.penalty_ if penalty is None else float(penalty)
+        hit = np.flatnonzero(np.isclose(self._lams, lam))
+        if hit.size == 0:
+            raise ValueError(f"penalty must be one of the candidates {self._lams.tolist()}")
+        a = self.alpha_ if alpha is None else check_float(alpha, "alpha", 0.0, 1.0)
         Z = np.asarray(self._map(X2), dtype=np.float64)
-        return (Z @ self._weights(p)) * self._gamma(self.alpha_)
+        return (Z @ self._weights(int(hit[0]))) * self._gamma(a)
 
-    def predict(self, X: Any) -> np.ndarray:
-        """Labels of the largest recoded score.
+    def predict(
+        self, X: Any, penalty: float | None = None, alpha: float | None = None
+    ) -> np.ndarray:
+        """Labels of the largest recoded score (of the chosen, or the given, λ and α).
 
         Parameters
         ----------
         X : array-like of shape (n_features,) or (n_samples, n_features)
+        penalty, alpha : float or None
 
         Returns
         -------
         ndarray of shape (n_samples,)
         """
-        scores = self.decision_function(X)
+        scores = self.decision_function(X, penalty, alpha)
         return np.array(list(self.classes_[np.argmax(scores, axis=1)]))
 
     def score(self, X: Any, y: Any) -> float:
