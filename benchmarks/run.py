@@ -546,11 +546,16 @@ def _stochastic_table() -> list[str]:
                 f"\nRandom features against Nyström on cpusmall (n={rf['n_train']:,}, λ chosen "
                 "on a 20% hold-out, test RMSE, mean of 3 seeds):\n"
             )
-            out.append("| D or m | Nyström (m centers) | RF-KRLS (D features) |")
-            out.append("|---:|---:|---:|")
+            out.append(
+                "| D or m | Nyström, uniform centers | Nyström, approximate-leverage centers | "
+                "RF-KRLS (D features) |"
+            )
+            out.append("|---:|---:|---:|---:|")
             for r in rf["rows"]:
+                lev = r.get("nystrom_leverage_rmse")
                 out.append(
-                    f"| {r['size']} | {r['nystrom_rmse']:.3f} | {r['random_features_rmse']:.3f} |"
+                    f"| {r['size']} | {r['nystrom_rmse']:.3f} | "
+                    f"{'-' if lev is None else f'{lev:.3f}'} | {r['random_features_rmse']:.3f} |"
                 )
             p = rf["d_path"]
             out.append(

@@ -9,8 +9,9 @@ eigenpro
     of it. Both run at most 60 (EigenPro) / 200 (SGD) epochs with the batch size of
     EigenPro 2's rule and each its own rule step. Target: >= 5x fewer epochs.
 rf
-    Test RMSE against D for RF-KRLS and against m for Nyström KRLS on cpusmall (thesis
-    Fig. 5.3: Nyström needs fewer centers than random features need features), λ chosen on a
+    Test RMSE against D for RF-KRLS and against m for Nyström KRLS (uniform and approximate
+    leverage centers) on cpusmall (thesis Fig. 5.3: Nyström needs fewer centers than random
+    features need features), λ chosen on a
     20% hold-out at every size, mean of 3 seeds; and the time of RF-KRLS's (D, λ) path
     against refitting RF-KRLS at each D of its grid.
 sgm (its own suite: ``run.py --suite sgm``)
@@ -175,12 +176,20 @@ def bench_rf(quick: bool, load: Any) -> dict[str, Any]:
     seeds = 1 if quick else 3
     for m in sizes:
         row: dict[str, Any] = {"size": m}
-        for name in ["nystrom", "random_features"]:
+        for name in ["nystrom", "nystrom_leverage", "random_features"]:
             secs, errs = [], []
             for seed in range(seeds):  # uniform centers on cpusmall vary a lot by seed
                 est = (
                     NystromRegressor(kernel, n_centers=m, solver="direct", random_state=seed)
                     if name == "nystrom"
+                    else NystromRegressor(
+                        kernel,
+                        n_centers=m,
+                        solver="direct",
+                        centers="approximate-leverage",
+                        random_state=seed,
+                    )
+                    if name == "nystrom_leverage"
                     else RandomFeaturesRegressor(kernel, n_features=m, random_state=seed)
                 )
                 t0 = time.perf_counter()

@@ -105,3 +105,21 @@ def test_independent_columns_skip_dependent_ones(rng):
     kept2, L2 = independent_columns(K2[np.ix_(P, P)], block=4)
     assert list(kept2) == [0, 1, 2, 4, 5, 6, 7, 9]
     np.testing.assert_allclose(L2 @ L2.T, K2[np.ix_(P[kept2], P[kept2])], rtol=1e-12)
+
+
+def test_numpy_fallback_loops_match_the_compiled_ones(rng):
+    from kernelpath import _kernels
+
+    A = _spd(rng, 12)
+    R = scipy.linalg.cholesky(A)
+    x = rng.standard_normal(12)
+    a, b = R.copy(), R.copy()
+    _kernels._update_rows_py(a, x.copy())
+    _kernels.givens_update_rows(b, x.copy())
+    np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(a.T @ a, A + np.outer(x, x), rtol=1e-12)
+    c, s = np.cos(rng.uniform(0, 1, 12)), np.sin(rng.uniform(0, 1, 12))
+    a, b = R.copy(), R.copy()
+    _kernels._downdate_rows_py(a, c, s)
+    _kernels.givens_downdate_rows(b, c, s)
+    np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-13)
