@@ -18,10 +18,10 @@ from kernelpath import (
 )
 from kernelpath.solvers._common import Validation
 from kernelpath.solvers.random_features import (
-    FeatureOperator,
     feature_moments,
     rf_feature_path,
     rf_penalty_path,
+    rff_operator,
 )
 
 
@@ -45,7 +45,7 @@ def test_penalty_path_equals_the_closed_form(rng):
     fmap = RandomFourierFeatures(Laplacian(1.0), 80, random_state=0).fit(X)
     G, b = feature_moments(fmap, X, 80, y, w)
     Xv, yv = _data(rng, 50)
-    val = Validation(FeatureOperator(fmap, Xv, 80), yv[:, None])
+    val = Validation(rff_operator(fmap, Xv, 80), yv[:, None])
     lams = np.array([1e-1, 1e-3, 1e-5])
     path = rf_penalty_path(G, b, y, lams, w, val)
     Phi, Phiv = fmap.transform(X), fmap.transform(Xv)
@@ -64,7 +64,7 @@ def test_feature_path_equals_separate_fits(rng, method):
     fmap = RandomFourierFeatures(Gaussian(0.8), Dmax, random_state=3).fit(X)
     G, b = feature_moments(fmap, X, Dmax, y)
     Xv, yv = _data(rng, 50)
-    val = Validation(FeatureOperator(fmap, Xv, Dmax, normalize=False), yv[:, None])
+    val = Validation(rff_operator(fmap, Xv, Dmax, normalize=False), yv[:, None])
     grid = [5, 30, 77, 120]
     lams = np.array([1e-2, 1e-4])
     path = rf_feature_path(G, b, y, lams, grid, None, val, method=method)

@@ -92,3 +92,27 @@ def make_rng(random_state: Any) -> np.random.Generator:
     raise TypeError(
         f"random_state must be None, an integer, a Generator or a RandomState, got {random_state!r}"
     )
+
+
+def check_rows(X: Any, name: str = "X", one_sample: bool = False) -> np.ndarray:
+    """A finite numeric 2-D array of rows, float64 (float32 kept), contiguous.
+
+    With ``one_sample=True`` a 1-D array is one row (the online learners' single sample).
+    """
+    try:
+        A = np.asarray(X)
+        if A.dtype.kind in "OUSV" or A.dtype == bool:
+            raise TypeError(f"dtype {A.dtype}")
+        A = A.astype(np.float32 if A.dtype == np.float32 else np.float64, copy=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must contain numbers only: {exc}") from exc
+    if one_sample and A.ndim == 1:
+        A = A[None, :]
+    if A.ndim != 2 or A.shape[0] == 0 or A.shape[1] == 0:
+        kind = (
+            "one sample (1-D) or a non-empty 2-D batch" if one_sample else "a non-empty 2-D array"
+        )
+        raise ValueError(f"{name} must be {kind}, got shape {A.shape}")
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"{name} contains NaN or infinity")
+    return np.ascontiguousarray(A)

@@ -27,7 +27,6 @@ features of a map with more (up to the 2 / D normalization), which the path over
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -41,8 +40,6 @@ from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Matern, make_kernel
 __all__ = ["RandomFourierFeatures", "NystromFeatures", "SUPPORTED_KERNELS", "sample_frequencies"]
 
 SUPPORTED_KERNELS = (Gaussian, Laplacian, Cauchy, Matern)
-#: Rows per block of ``RandomFourierFeatures.blocks``: about this many bytes of features.
-BLOCK_BYTES = 16 * 1024**2
 
 
 def _streams(random_state: Any) -> tuple[np.random.Generator, ...]:
@@ -198,17 +195,32 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self, "frequencies_")
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        return self._map(X, len(self.offsets_))
+        return self.transform_first(X, len(self.offsets_))
 
-    def _map(
+    def transform_first(
         self,
         X: np.ndarray,
         n_features: int,
         out: np.ndarray | None = None,
         normalize: bool = True,
     ) -> np.ndarray:
-        """The first ``n_features`` features of the map, normalized for that many
-        (sqrt(2 / D) cos(...)), or ψ = sqrt(2) cos(...) with ``normalize=False``."""
+        """The first ``n_features`` features of the map (no input validation), normalized for
+        that many (sqrt(2 / D) cos(...)), or ψ = sqrt(2) cos(...) with ``normalize=False``: a
+        map with fewer features is a prefix of this one (the paths over D use it).
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features_in_)
+        n_features : int
+            D <= ``n_features``.
+        out : ndarray of shape (n_samples, D) or None
+        normalize : bool
+
+        Returns
+        -------
+        ndarray of shape (n_samples, D)
+        """
+        check_is_fitted(self, "frequencies_")
         W = self.frequencies_[:n_features].astype(X.dtype, copy=False)
         b = self.offsets_[:n_features].astype(X.dtype, copy=False)
         scale = X.dtype.type(np.sqrt(2.0 / (n_features if normalize else 1)))
@@ -230,18 +242,6 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
             np.cos(blk, out=blk)
             blk *= scale
         return out
-
-    def blocks(
-        self, X: np.ndarray, n_features: int, normalize: bool = True
-    ) -> Iterator[tuple[int, int, np.ndarray]]:
-        """(start, stop, features of rows start:stop) over X in blocks of about
-        ``BLOCK_BYTES``: what the solvers use to form Φ^T W Φ and predictions without holding
-        the n x D matrix."""
-        check_is_fitted(self, "frequencies_")
-        rows = int(max(1, BLOCK_BYTES // max(1, n_features * X.itemsize)))
-        for s in range(0, len(X), rows):
-            e = min(len(X), s + rows)
-            yield s, e, self._map(X[s:e], n_features, normalize=normalize)
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()

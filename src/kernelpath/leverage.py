@@ -43,7 +43,7 @@ import scipy.linalg
 import scipy.linalg.lapack
 
 from ._backend import FACTOR_DTYPE, resolve_memory_budget
-from ._validation import check_choice, check_float, check_int, make_rng
+from ._validation import check_choice, check_float, check_int, check_rows, make_rng
 from .kernels import Kernel, make_kernel
 from .linalg import nystrom_factor
 from .operators import KernelOperator
@@ -66,20 +66,6 @@ def default_n_samples(n: int) -> int:
     needed in practice; measured on cpusmall, see docs/design.md.)"""
     p = int(2 * np.sqrt(n) * np.log(max(n, 2)))
     return int(min(n, max(200, min(p, 4000))))
-
-
-def _as_data(X: Any) -> np.ndarray:
-    try:
-        X = np.asarray(X)
-    except Exception as exc:  # pragma: no cover - exotic inputs
-        raise TypeError(f"X must be a numeric array: {exc}") from exc
-    if X.dtype.kind not in "iuf" or X.dtype == bool:
-        raise TypeError(f"X must be a numeric array, got dtype {X.dtype}")
-    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
-        raise ValueError(f"X must be a non-empty 2-D array, got shape {X.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X contains NaN or infinity")
-    return np.ascontiguousarray(X, dtype=np.float64 if X.dtype != np.float32 else np.float32)
 
 
 def _check_lambda(penalty: Any) -> float:
@@ -242,7 +228,7 @@ def squeak(
     -------
     SqueakDictionary
     """
-    X = _as_data(X)
+    X = check_rows(X)
     n = len(X)
     lam = _check_lambda(penalty)
     eps = check_float(eps, "eps", 0.0, 1.0, low_open=True, high_open=True)
@@ -350,7 +336,7 @@ def leverage_scores(
         those of "squeak" estimate τ_i within the factor α = (1 + ε)/(1 - ε) from below
         when the dictionary is accurate.
     """
-    X = _as_data(X)
+    X = check_rows(X)
     lam = _check_lambda(penalty)
     method = check_choice(method, "method", METHODS)
     budget = resolve_memory_budget(memory_budget)

@@ -23,7 +23,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_float
+from ._validation import check_float, check_rows
 from .linalg import cholesky_update
 
 __all__ = [
@@ -55,18 +55,9 @@ def as_feature_map(features: Any, X: np.ndarray) -> FeatureMap:
     )
 
 
-def _as_rows(X: Any, name: str = "X") -> np.ndarray:
-    try:
-        A = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must contain numbers only: {exc}") from exc
-    if A.ndim == 1:
-        A = A[None, :]
-    if A.ndim != 2 or A.shape[0] == 0:
-        raise ValueError(f"{name} must be one sample (1-D) or a 2-D batch, got shape {A.shape}")
-    if not np.all(np.isfinite(A)):
-        raise ValueError(f"{name} contains NaN or infinity")
-    return A
+def _rows(X: Any, name: str = "X") -> np.ndarray:
+    """Checked float64 rows; a 1-D array is one sample."""
+    return check_rows(X, name, one_sample=True).astype(np.float64, copy=False)
 
 
 class RecursiveRLS(RegressorMixin, BaseEstimator):
@@ -147,7 +138,7 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
         -------
         self
         """
-        X2 = _as_rows(X)
+        X2 = _rows(X)
         try:
             Y = np.asarray(y, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -228,7 +219,7 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
         ndarray of shape (n_samples,) or (n_samples, n_outputs)
         """
         check_is_fitted(self)
-        X2 = _as_rows(X)
+        X2 = _rows(X)
         if X2.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {X2.shape[1]} features, but RecursiveRLS is fitted with "
@@ -379,7 +370,7 @@ class IncrementalRLSClassifier(BaseEstimator):
         -------
         self
         """
-        X2 = _as_rows(X)
+        X2 = _rows(X)
         labels = np.atleast_1d(np.asarray(y, dtype=object))
         if labels.ndim != 1 or len(labels) != len(X2):
             raise ValueError(
@@ -439,7 +430,7 @@ class IncrementalRLSClassifier(BaseEstimator):
             codings on the same model).
         """
         check_is_fitted(self)
-        X2 = _as_rows(X)
+        X2 = _rows(X)
         if X2.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {X2.shape[1]} features, but the classifier is fitted with "
@@ -569,8 +560,8 @@ class SemiparametricRegressor(BaseEstimator):
         from .features import RandomFourierFeatures
         from .kernels import Gaussian
 
-        X2 = _as_rows(X)
-        Y = _as_rows(y, "y")
+        X2 = _rows(X)
+        Y = _rows(y, "y")
         if len(Y) != len(X2):
             raise ValueError(f"X and y have different numbers of samples: {len(X2)} and {len(Y)}")
         P = self._phi(X2)
@@ -627,7 +618,7 @@ class SemiparametricRegressor(BaseEstimator):
     def predict_parametric(self, X: Any) -> np.ndarray:
         """ŷ = Φ(x) π̂ alone, shape (n_samples, T)."""
         check_is_fitted(self)
-        X2 = _as_rows(X)
+        X2 = _rows(X)
         return np.einsum("ntp,p->nt", self._phi(X2), self.parameters_)
 
     def predict(self, X: Any) -> np.ndarray:
@@ -637,7 +628,7 @@ class SemiparametricRegressor(BaseEstimator):
         ----------
         X : array-like of shape (d,) or (n_samples, d)
         """
-        X2 = _as_rows(X)
+        X2 = _rows(X)
         y_hat = self.predict_parametric(X2)
         delta = self.correction_.predict(self._normalized(X2, y_hat))
         return y_hat + delta.reshape(y_hat.shape)

@@ -22,7 +22,7 @@ from ..solvers.eigenpro import (
     sgd_path,
     step_rule,
 )
-from ..solvers.random_features import FeatureOperator
+from ..solvers.random_features import indexed_features, rff_operator
 from . import _ClassifierMixin, _RegressorMixin
 from ._base import _check_numeric, _KernelPathEstimator
 
@@ -162,15 +162,9 @@ class _EigenProBase(_KernelPathEstimator):
                 self.kernel_, D, random_state=params["feature_seed"], memory_budget=budget
             ).fit(Xtr[:1])
             self._fmap, self._feature_seed = fmap, params["feature_seed"]
-            if n * D * 8 <= BATCH_MEMORY_FRACTION * budget:
-                Phi = fmap._map(Xtr, D)
-
-                def features(idx: np.ndarray) -> np.ndarray:
-                    return Phi[idx]  # type: ignore[no-any-return]
-            else:
-
-                def features(idx: np.ndarray) -> np.ndarray:
-                    return fmap._map(Xtr[idx], D)
+            features = indexed_features(
+                lambda A: fmap.transform_first(A, D), Xtr, D, BATCH_MEMORY_FRACTION * budget
+            )
 
             es = feature_eigensystem(features(sub), q, params["damping"])
             predict_batch, apply_step = feature_sgd_steps(features, es)
@@ -179,7 +173,7 @@ class _EigenProBase(_KernelPathEstimator):
             val = None
             if va is not None:
                 val = Validation(
-                    FeatureOperator(fmap, X[va], D),  # type: ignore[arg-type]
+                    rff_operator(fmap, X[va], D),  # type: ignore[arg-type]
                     Y[va] - self._intercept,
                     scoring,
                 )
@@ -250,7 +244,7 @@ class _EigenProBase(_KernelPathEstimator):
         _check_numeric(X, "X")
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         dtype = np.result_type(X.dtype, self.coef_.dtype)
-        op = FeatureOperator(self.features_, X.astype(dtype, copy=False), len(self.coef_))
+        op = rff_operator(self.features_, X.astype(dtype, copy=False), len(self.coef_))
         return op.matvec(self.coef_.astype(dtype, copy=False)) + self.intercept_
 
 

@@ -12,10 +12,10 @@ from ..features import SUPPORTED_KERNELS, RandomFourierFeatures
 from ..path import Path
 from ..solvers._common import Validation
 from ..solvers.random_features import (
-    FeatureOperator,
     feature_moments,
     rf_feature_path,
     rf_penalty_path,
+    rff_operator,
 )
 from . import _ClassifierMixin, _RegressorMixin
 from ._base import AUTO_GRID_SIZE, _check_numeric, _KernelPathEstimator
@@ -129,12 +129,12 @@ class _RandomFeaturesBase(_KernelPathEstimator):
         if grid is not None:
             val = None
             if va is not None:
-                vop = FeatureOperator(fmap, X[va], Dmax, normalize=False)
+                vop = rff_operator(fmap, X[va], Dmax, normalize=False)
                 val = Validation(vop, Y[va] - self._intercept, scoring)  # type: ignore[arg-type]
             return rf_feature_path(G, b, Ytr, lam, grid, wt, val, X.dtype)
         val = None
         if va is not None:
-            vop = FeatureOperator(fmap, X[va], Dmax)
+            vop = rff_operator(fmap, X[va], Dmax)
             val = Validation(vop, Y[va] - self._intercept, scoring)  # type: ignore[arg-type]
         return rf_penalty_path(G, b, Ytr, lam, wt, val, X.dtype)
 
@@ -171,7 +171,7 @@ class _RandomFeaturesBase(_KernelPathEstimator):
         _check_numeric(X, "X")
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         dtype = np.result_type(X.dtype, self.coef_.dtype)
-        op = FeatureOperator(self.features_, X.astype(dtype, copy=False), self.n_features_)
+        op = rff_operator(self.features_, X.astype(dtype, copy=False), self.n_features_)
         return op.matvec(self.coef_.astype(dtype, copy=False)) + self.intercept_
 
 

@@ -13,6 +13,7 @@ from ..features import SUPPORTED_KERNELS, NystromFeatures, RandomFourierFeatures
 from ..kernels import make_kernel
 from ..path import Path
 from ..solvers._common import Validation
+from ..solvers.random_features import FeatureOperator, indexed_features
 from ..solvers.sgm import LOSSES, sgm_path
 from . import _ClassifierMixin, _RegressorMixin
 from ._base import _check_numeric, _KernelPathEstimator
@@ -23,25 +24,6 @@ __all__ = ["SGMRegressor", "SGMClassifier"]
 CACHE_FRACTION = 0.4
 #: ``step_size="grid"``: these multiples of the rule's step, run side by side.
 STEP_GRID = np.array([1 / 8, 1 / 4, 1 / 2, 1.0, 2.0])
-#: Rows of one block when features are applied to many points.
-BLOCK_ROWS = 4096
-
-
-class _TransformOperator:
-    """``matvec(B)`` = φ(X) @ B in row blocks, for the validation set and predictions."""
-
-    def __init__(self, transformer: Any, X: np.ndarray) -> None:
-        self.t, self.X, self.dtype = transformer, X, X.dtype
-
-    def matvec(self, B: np.ndarray) -> np.ndarray:
-        B2 = B[:, None] if B.ndim == 1 else B
-        out = np.empty((len(self.X), B2.shape[1]), dtype=np.result_type(self.dtype, B2.dtype))
-        for s in range(0, len(self.X), BLOCK_ROWS):
-            out[s : s + BLOCK_ROWS] = self.t.transform(self.X[s : s + BLOCK_ROWS]) @ B2
-        return out[:, 0] if B.ndim == 1 else out
-
-    def release(self) -> None:
-        """Nothing is cached."""
 
 
 class _WithBias:
@@ -191,15 +173,7 @@ class _SGMBase(_KernelPathEstimator):
             fmap = _WithBias(fmap)
         probe = fmap.transform(Xtr[: min(n, 1000)])
         D = probe.shape[1]
-        if n * D * 8 <= CACHE_FRACTION * params["budget"]:
-            Phi = np.asarray(fmap.transform(Xtr), dtype=FACTOR_DTYPE)
-
-            def features(idx: np.ndarray) -> np.ndarray:
-                return Phi[idx]  # type: ignore[no-any-return]
-        else:
-
-            def features(idx: np.ndarray) -> np.ndarray:
-                return np.asarray(fmap.transform(Xtr[idx]))
+        features = indexed_features(fmap.transform, Xtr, D, CACHE_FRACTION * params["budget"])
 
         steps = params["steps"]
         if isinstance(steps, str):
@@ -217,7 +191,7 @@ class _SGMBase(_KernelPathEstimator):
         val = None
         if va is not None:
             scoring = "error_rate" if self._classifier else "mse"
-            vop = _TransformOperator(fmap, X[va])
+            vop = FeatureOperator(fmap.transform, X[va], D)
             val = Validation(vop, Y[va] - self._intercept, scoring)  # type: ignore[arg-type]
         passes = params["n_passes"] if n_iter is None else int(n_iter)
         return sgm_path(
@@ -274,7 +248,7 @@ class _SGMBase(_KernelPathEstimator):
         check_is_fitted(self, "coef_")
         _check_numeric(X, "X")
         X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        op = _TransformOperator(self.features_, X)
+        op = FeatureOperator(self.features_.transform, X, len(self.coef_))
         return op.matvec(self.coef_) + self.intercept_
 
 

@@ -21,6 +21,7 @@ point's number of features.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -34,31 +35,74 @@ from ..selection import penalty_grid
 from ._common import Validation, as_2d, closed_form_path, weights_or_ones
 from .incremental import prefix_solutions
 
-__all__ = ["FeatureOperator", "feature_moments", "rf_penalty_path", "rf_feature_path"]
+__all__ = [
+    "FeatureOperator",
+    "rff_operator",
+    "indexed_features",
+    "row_blocks",
+    "feature_moments",
+    "rf_penalty_path",
+    "rf_feature_path",
+]
+
+
+#: Rows per block of features: about this many bytes.
+BLOCK_BYTES = 16 * 1024**2
+
+
+def row_blocks(n_rows: int, n_features: int) -> list[tuple[int, int]]:
+    """(start, stop) of row blocks holding about ``BLOCK_BYTES`` of float64 features."""
+    rows = int(max(1, BLOCK_BYTES // max(1, 8 * n_features)))
+    return [(s, min(n_rows, s + rows)) for s in range(0, n_rows, rows)]
 
 
 class FeatureOperator:
-    """Products with the feature matrix of some points (the validation set), in blocks.
+    """Products with the feature matrix of some points, F = transform(X), in row blocks:
+    ``matvec(B)`` = F @ B without holding F; what ``Validation`` needs of an operator.
 
-    ``matvec(B)`` = Φ[:, :D] @ B with the map normalized for ``n_features`` (or ψ when
-    ``normalize=False``); what ``Validation`` needs of an operator.
+    Parameters
+    ----------
+    transform : callable (rows of X) -> features of shape (rows, n_features)
+    X : ndarray of shape (n, d)
+    n_features : int
     """
 
     def __init__(
-        self, fmap: RandomFourierFeatures, X: np.ndarray, n_features: int, normalize: bool = True
+        self, transform: Callable[[np.ndarray], np.ndarray], X: np.ndarray, n_features: int
     ) -> None:
-        self.fmap, self.X, self.D, self.normalize = fmap, X, n_features, normalize
+        self.transform, self.X, self.n_features = transform, X, n_features
         self.dtype = X.dtype
 
     def matvec(self, B: np.ndarray) -> np.ndarray:
         B2 = B[:, None] if B.ndim == 1 else B
         out = np.empty((len(self.X), B2.shape[1]), dtype=np.result_type(self.dtype, B2.dtype))
-        for s, e, F in self.fmap.blocks(self.X, self.D, self.normalize):
+        for s, e in row_blocks(len(self.X), self.n_features):
+            F = self.transform(self.X[s:e])
             out[s:e] = F @ B2.astype(F.dtype, copy=False)
         return out[:, 0] if B.ndim == 1 else out
 
     def release(self) -> None:
         """Nothing is cached."""
+
+
+def rff_operator(
+    fmap: RandomFourierFeatures, X: np.ndarray, n_features: int, normalize: bool = True
+) -> FeatureOperator:
+    """``FeatureOperator`` of the first ``n_features`` random features of ``fmap``."""
+    return FeatureOperator(
+        lambda A: fmap.transform_first(A, n_features, normalize=normalize), X, n_features
+    )
+
+
+def indexed_features(
+    transform: Callable[[np.ndarray], np.ndarray], X: np.ndarray, n_features: int, budget: float
+) -> Callable[[np.ndarray], np.ndarray]:
+    """idx -> features of X[idx], from a cache of all rows when they take at most ``budget``
+    bytes, else computed per call (the stochastic solvers' minibatches)."""
+    if len(X) * n_features * 8 <= budget:
+        cache = np.asarray(transform(X), dtype=FACTOR_DTYPE)
+        return lambda idx: cache[idx]  # type: ignore[no-any-return]
+    return lambda idx: np.asarray(transform(X[idx]), dtype=FACTOR_DTYPE)
 
 
 def feature_moments(
@@ -79,8 +123,8 @@ def feature_moments(
     G = np.zeros((n_features, n_features))
     b = np.zeros((n_features, Y2.shape[1]))
     w = None if weights is None else np.asarray(weights, dtype=FACTOR_DTYPE)
-    for s, e, F in fmap.blocks(X, n_features, normalize=False):
-        F64 = np.asarray(F, dtype=FACTOR_DTYPE)
+    for s, e in row_blocks(len(X), n_features):
+        F64 = np.asarray(fmap.transform_first(X[s:e], n_features, normalize=False), FACTOR_DTYPE)
         Fw = F64 if w is None else F64 * w[s:e, None]
         G += Fw.T @ F64
         b += Fw.T @ Y2[s:e]
@@ -119,7 +163,7 @@ def rf_penalty_path(
         λ values; None: 20 values geometric over 9 decades below the top eigenvalue of
         Φ^T W Φ / n.
     weights, validation : as for the other solvers (validation through a
-        ``FeatureOperator`` with the normalized map of D features).
+        ``rff_operator`` with the normalized map of D features).
 
     Returns
     -------
@@ -166,7 +210,7 @@ def rf_feature_path(
     n_features : array-like of int
         The D values, 1 <= D <= D_max.
     validation : Validation or None
-        Through a ``FeatureOperator`` with ``normalize=False`` and D_max features.
+        Through an ``rff_operator`` with ``normalize=False`` and D_max features.
     method : {"blocked", "rank-one"}
         Passed to ``incremental_factor``.
 
