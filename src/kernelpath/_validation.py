@@ -116,3 +116,26 @@ def check_rows(X: Any, name: str = "X", one_sample: bool = False) -> np.ndarray:
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{name} contains NaN or infinity")
     return np.ascontiguousarray(A)
+
+
+def check_size(value: Any, name: str) -> int | str | np.ndarray:
+    """A model size (number of centers or features): an integer >= 1, "auto", or a
+    non-empty sequence of integers >= 1 (a path; returned sorted and deduplicated)."""
+    if isinstance(value, str):
+        if value != "auto":
+            raise ValueError(
+                f"{name} must be an integer, a sequence of integers or 'auto', got {value!r}"
+            )
+        return value
+    if np.ndim(value) == 1:
+        arr = np.asarray(value)
+        if arr.size == 0 or arr.dtype.kind not in "iu":
+            raise TypeError(
+                f"{name} as a path must be a non-empty sequence of integers, got {value!r}"
+            )
+        if arr.min() < 1:
+            raise ValueError(f"{name} values must be >= 1, got {value!r}")
+        return np.unique(arr.astype(np.int64))
+    checked = check_int(value, name, 1)
+    assert checked is not None
+    return checked

@@ -18,7 +18,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .._backend import resolve_memory_budget
-from .._validation import check_float, check_int, check_penalty, make_rng
+from .._validation import check_float, check_int, check_penalty, check_size, make_rng
 from ..centers import CenterSelection, select_centers
 from ..kernels import Kernel, make_kernel
 from ..operators import KernelOperator
@@ -326,46 +326,34 @@ class _KernelPathEstimator(BaseEstimator):
 
     def _check_n_centers(self, value: Any, n: int) -> tuple[int | None, np.ndarray | None]:
         """(M, grid): the number of centers to draw and, for a path over m, the m values
-        (None for one m). M is None when the strategy chooses it (SQUEAK)."""
+        (None for one m; empty for "auto", filled once M is known). M is None when the
+        strategy chooses it (SQUEAK)."""
         squeak = isinstance(self.centers, str) and self.centers == "squeak"
+        default = None if squeak else default_n_centers(n)
         if value is None:
-            return (None if squeak else default_n_centers(n)), None
-        if isinstance(value, str):
-            if value != "auto":
-                raise ValueError(
-                    f"n_centers must be an integer, a sequence of integers, 'auto' or None, "
-                    f"got {value!r}"
-                )
-            return (None if squeak else default_n_centers(n)), np.array([], dtype=np.int64)
-        if np.ndim(value) == 1 and not isinstance(value, (bytes, str)):
-            arr = np.asarray(value)
-            if arr.size == 0 or arr.dtype.kind not in "iu":
-                raise TypeError(
-                    f"n_centers as a path must be a non-empty sequence of integers, got {value!r}"
-                )
-            if arr.min() < 1:
-                raise ValueError(f"n_centers values must be >= 1, got {value!r}")
-            grid = np.unique(arr.astype(np.int64))
-            if grid[-1] > n and (self.centers is None or isinstance(self.centers, str)):
+            return default, None
+        size = check_size(value, "n_centers")
+        if isinstance(size, str):
+            return default, np.array([], dtype=np.int64)
+        clip = self.centers is None or isinstance(self.centers, str)
+        if isinstance(size, np.ndarray):
+            if size[-1] > n and clip:
                 warnings.warn(
                     f"n_centers values larger than the number of training points {n} are dropped",
                     UserWarning,
                     stacklevel=5,
                 )
-                grid = np.unique(np.minimum(grid, n))
-            return int(grid[-1]), grid
-        checked = check_int(value, "n_centers", 1)
-        assert checked is not None
-        m = checked
-        if m > n and (self.centers is None or isinstance(self.centers, str)):
+                size = np.unique(np.minimum(size, n))
+            return int(size[-1]), size
+        if size > n and clip:
             warnings.warn(
-                f"n_centers={m} is larger than the number of training points {n}: "
+                f"n_centers={size} is larger than the number of training points {n}: "
                 f"using n_centers={n}",
                 UserWarning,
                 stacklevel=5,
             )
-            m = n
-        return m, None
+            size = n
+        return size, None
 
     def _centers(
         self, Xtr: np.ndarray, params: dict[str, Any]

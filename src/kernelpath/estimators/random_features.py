@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._validation import check_size
 from ..features import SUPPORTED_KERNELS, RandomFourierFeatures
 from ..path import Path
 from ..solvers._common import Validation
@@ -58,30 +59,13 @@ class _RandomFeaturesBase(_KernelPathEstimator):
 
     def _feature_grid(self, value: Any, n: int) -> tuple[int, np.ndarray | None]:
         """(D_max, grid of D or None)."""
-        if isinstance(value, str):
-            if value != "auto":
-                raise ValueError(
-                    f"n_features must be an integer, a sequence of integers or 'auto', "
-                    f"got {value!r}"
-                )
+        size = check_size(value, "n_features")
+        if isinstance(size, str):  # "auto"
             Dmax = int(min(AUTO_MAX_FEATURES, max(10, n)))
-            grid = np.unique(np.geomspace(1, Dmax, AUTO_GRID_SIZE).round().astype(np.int64))
-            return Dmax, grid
-        if np.ndim(value) == 1:
-            arr = np.asarray(value)
-            if arr.size == 0 or arr.dtype.kind not in "iu":
-                raise TypeError(
-                    f"n_features as a path must be a non-empty sequence of integers, got {value!r}"
-                )
-            if arr.min() < 1:
-                raise ValueError(f"n_features values must be >= 1, got {value!r}")
-            grid = np.unique(arr.astype(np.int64))
-            return int(grid[-1]), grid
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-            raise TypeError(f"n_features must be an integer >= 1, got {value!r}")
-        if value < 1:
-            raise ValueError(f"n_features must be an integer >= 1, got {value!r}")
-        return int(value), None
+            return Dmax, np.unique(np.geomspace(1, Dmax, AUTO_GRID_SIZE).round().astype(np.int64))
+        if isinstance(size, np.ndarray):
+            return int(size[-1]), size
+        return size, None
 
     def _solve(
         self,
