@@ -42,12 +42,17 @@ import scipy.linalg
 import scipy.linalg.lapack
 
 from .._backend import FACTOR_DTYPE
-from ..linalg import cholesky_downdate, cholesky_update, independent_columns, top_eigenvalue
+from ..linalg import (
+    cholesky_downdate,
+    cholesky_update,
+    independent_columns,
+    nystrom_factor,
+    top_eigenvalue,
+)
 from ..operators import KernelOperator
 from ..path import Path
 from ..selection import penalty_grid
 from ._common import Validation, as_2d, weights_or_ones
-from .nystrom import center_factor
 
 __all__ = ["incremental_nystrom_path", "incremental_factor", "prefix_solutions", "METHODS"]
 
@@ -213,7 +218,7 @@ def incremental_nystrom_path(
     op.release()
     K = np.asarray(op.center_gram(), dtype=FACTOR_DTYPE)
     if penalties is None:
-        fac = center_factor(op)
+        fac = nystrom_factor(K, dtype_eps=float(np.finfo(op.dtype).eps))
         R0 = fac.R
         top = top_eigenvalue(  # a fixed start: the same data give the same grid
             lambda v: R0.T @ (G @ (R0 @ v)) / n, fac.rank, n_iter=50, rng=np.random.default_rng(0)
