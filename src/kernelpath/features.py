@@ -37,9 +37,24 @@ from ._backend import resolve_memory_budget
 from ._validation import check_int, make_rng
 from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Matern, make_kernel
 
-__all__ = ["RandomFourierFeatures", "NystromFeatures", "SUPPORTED_KERNELS", "sample_frequencies"]
+__all__ = [
+    "RandomFourierFeatures",
+    "NystromFeatures",
+    "SUPPORTED_KERNELS",
+    "check_rff_kernel",
+    "sample_frequencies",
+]
 
 SUPPORTED_KERNELS = (Gaussian, Laplacian, Cauchy, Matern)
+
+
+def check_rff_kernel(kernel: Any, hint: str = "") -> None:
+    """ValueError unless ``kernel`` has random Fourier features (``hint`` ends the message)."""
+    if not isinstance(kernel, SUPPORTED_KERNELS):
+        raise ValueError(
+            "kernel must be Gaussian, Laplacian, Cauchy or Matern for random Fourier "
+            f"features{hint}, got {kernel!r}"
+        )
 
 
 def _streams(random_state: Any) -> tuple[np.random.Generator, ...]:
@@ -67,11 +82,8 @@ def sample_frequencies(
     omega : ndarray of shape (n_features, d)
     phase : ndarray of shape (n_features,)
     """
-    if not isinstance(kernel, SUPPORTED_KERNELS):
-        raise ValueError(
-            "kernel must be Gaussian, Laplacian, Cauchy or Matern for random Fourier "
-            f"features, got {kernel!r}"
-        )
+    check_rff_kernel(kernel)
+    assert isinstance(kernel, SUPPORTED_KERNELS)  # narrows the type for what follows
     if orthogonal and not isinstance(kernel, Gaussian):
         raise ValueError(f"orthogonal=True needs the Gaussian kernel, got {kernel!r}")
     sigma = float(kernel.sigma)  # resolved: a number
@@ -169,11 +181,7 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
             raise TypeError(f"orthogonal must be a bool, got {self.orthogonal!r}")
         rng = make_rng(self.random_state)
         kernel = make_kernel(self.kernel)
-        if not isinstance(kernel, SUPPORTED_KERNELS):
-            raise ValueError(
-                "kernel must be Gaussian, Laplacian, Cauchy or Matern for random Fourier "
-                f"features, got {kernel!r}"
-            )
+        check_rff_kernel(kernel)
         # the median heuristic and the frequencies use separate streams of random_state
         med_rng, freq_rng = rng.spawn(2)
         self.kernel_ = kernel.resolve(X, med_rng)

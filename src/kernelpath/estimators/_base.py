@@ -62,8 +62,11 @@ class _KernelPathEstimator(BaseEstimator):
 
     # ------------------------------------------------------------------ checks
     def _check_params(self, n: int) -> dict[str, Any]:
+        return {"penalty": check_penalty(self.penalty), **self._common_params()}
+
+    def _common_params(self) -> dict[str, Any]:
+        """The parameters every estimator of the package shares, checked."""
         p: dict[str, Any] = {}
-        p["penalty"] = check_penalty(self.penalty)
         p["validation_fraction"] = check_float(
             self.validation_fraction, "validation_fraction", 0.0, 1.0, high_open=True
         )
@@ -77,6 +80,27 @@ class _KernelPathEstimator(BaseEstimator):
         if not isinstance(self.refit, (bool, np.bool_)):
             raise TypeError(f"refit must be a bool, got {self.refit!r}")
         return p
+
+    def _center_targets(
+        self, Y: np.ndarray, w: np.ndarray | None, tr: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None]:
+        """(training targets minus ``self._intercept``, training weights). The intercept is
+        their weighted mean for regression and 0 for the ±1 codes of classification: the
+        models have no constant term."""
+        wt = None if w is None else w[tr]
+        Ytr = Y[tr]
+        self._intercept = (
+            np.average(Ytr, axis=0, weights=wt) if not self._classifier else np.zeros(Y.shape[1])
+        )
+        return Ytr - self._intercept, wt
+
+    def _draw_feature_seed(self, params: dict[str, Any]) -> int:
+        """The seed of the feature map: drawn once per fit, kept in ``params`` so that a refit
+        rebuilds the same map."""
+        if "feature_seed" not in params:
+            params["feature_seed"] = int(params["rng"].integers(2**63))
+        self._feature_seed: int = params["feature_seed"]
+        return self._feature_seed
 
     def _method(self) -> str:
         raise NotImplementedError
@@ -269,13 +293,7 @@ class _KernelPathEstimator(BaseEstimator):
         method: str,
         n_iter: int | None = None,
     ) -> Path:
-        wt = None if w is None else w[tr]
-        Ytr = Y[tr]
-        # centering (regression and the ±1 codes): the kernel model has no constant term
-        self._intercept = (
-            np.average(Ytr, axis=0, weights=wt) if not self._classifier else np.zeros(Y.shape[1])
-        )
-        Ytr = Ytr - self._intercept
+        Ytr, wt = self._center_targets(Y, w, tr)
         sel, grid = self._centers(X[tr], params)
         self._center_info = sel
         self._last_centers = sel.points

@@ -7,10 +7,8 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._backend import resolve_memory_budget
-from .._validation import check_float, check_int, make_rng
-from ..features import SUPPORTED_KERNELS, RandomFourierFeatures
-from ..kernels import make_kernel
+from .._validation import check_float, check_int
+from ..features import RandomFourierFeatures, check_rff_kernel
 from ..operators import KernelOperator
 from ..path import Path
 from ..solvers._common import Validation
@@ -75,17 +73,7 @@ class _EigenProBase(_KernelPathEstimator):
 
     # ------------------------------------------------------------------ checks
     def _check_params(self, n: int) -> dict[str, Any]:
-        p: dict[str, Any] = {"penalty": 0.0}
-        p["validation_fraction"] = check_float(
-            self.validation_fraction, "validation_fraction", 0.0, 1.0, high_open=True
-        )
-        p["n_iter_no_change"] = check_int(
-            self.n_iter_no_change, "n_iter_no_change", 1, allow_none=True
-        )
-        p["tol"] = check_float(self.tol, "tol", 0.0, np.inf, high_open=True)
-        p["budget"] = resolve_memory_budget(self.memory_budget)
-        p["rng"] = make_rng(self.random_state)
-        p["kernel"] = make_kernel(self.kernel)
+        p: dict[str, Any] = {"penalty": 0.0, **self._common_params()}
         p["n_epochs"] = check_int(self.n_epochs, "n_epochs", 1)
         p["q"] = check_int(self.n_components, "n_components", 0)
         p["s"] = check_int(self.subsample_size, "subsample_size", 1, allow_none=True)
@@ -100,8 +88,6 @@ class _EigenProBase(_KernelPathEstimator):
             else:
                 check_float(v, name, 0.0, np.inf, low_open=True, high_open=True)
         p["n_features"] = check_int(self.n_features, "n_features", 1, allow_none=True)
-        if not isinstance(self.refit, (bool, np.bool_)):
-            raise TypeError(f"refit must be a bool, got {self.refit!r}")
         return p
 
     def _method(self) -> str:
@@ -126,12 +112,9 @@ class _EigenProBase(_KernelPathEstimator):
         budget = params["budget"]
         Xtr = X[tr]
         n = len(Xtr)
-        Ytr = Y[tr]
-        wt = None if w is None else w[tr] * (n / w[tr].sum())
-        self._intercept = (
-            np.average(Ytr, axis=0, weights=wt) if not self._classifier else np.zeros(Y.shape[1])
-        )
-        Ytr = Ytr - self._intercept
+        Ytr, wt = self._center_targets(Y, w, tr)
+        if wt is not None:  # the minibatch steps weigh each point's gradient: mean weight 1
+            wt = wt * (n / wt.sum())
         k = Y.shape[1]
         s = min(n, params["s"] if params["s"] is not None else default_subsample_size(n))
         q = min(params["q"], s - 1)
@@ -151,17 +134,14 @@ class _EigenProBase(_KernelPathEstimator):
                 val = Validation(vop, Y[va] - self._intercept, scoring)
             self._last_centers = Xtr
         else:
-            if not isinstance(self.kernel_, SUPPORTED_KERNELS):
-                raise ValueError(
-                    "kernel must be Gaussian, Laplacian, Cauchy or Matern for random features, "
-                    f"got {self.kernel_!r}"
-                )
-            if "feature_seed" not in params:
-                params["feature_seed"] = int(rng.integers(2**63))
+            check_rff_kernel(self.kernel_)
             fmap = RandomFourierFeatures(
-                self.kernel_, D, random_state=params["feature_seed"], memory_budget=budget
+                self.kernel_,
+                D,
+                random_state=self._draw_feature_seed(params),
+                memory_budget=budget,
             ).fit(Xtr[:1])
-            self._fmap, self._feature_seed = fmap, params["feature_seed"]
+            self._fmap = fmap
             features = indexed_features(
                 lambda A: fmap.transform_first(A, D), Xtr, D, BATCH_MEMORY_FRACTION * budget
             )

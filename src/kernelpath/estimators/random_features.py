@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_size
-from ..features import SUPPORTED_KERNELS, RandomFourierFeatures
+from ..features import RandomFourierFeatures, check_rff_kernel
 from ..path import Path
 from ..solvers._common import Validation
 from ..solvers.random_features import (
@@ -78,19 +78,10 @@ class _RandomFeaturesBase(_KernelPathEstimator):
         method: str,
         n_iter: int | None = None,
     ) -> Path:
-        if not isinstance(self.kernel_, SUPPORTED_KERNELS):
-            raise ValueError(
-                "kernel must be Gaussian, Laplacian, Cauchy or Matern for random features, "
-                f"got {self.kernel_!r}"
-            )
+        check_rff_kernel(self.kernel_)
         if not isinstance(self.orthogonal, (bool, np.bool_)):
             raise TypeError(f"orthogonal must be a bool, got {self.orthogonal!r}")
-        wt = None if w is None else w[tr]
-        Ytr = Y[tr]
-        self._intercept = (
-            np.average(Ytr, axis=0, weights=wt) if not self._classifier else np.zeros(Y.shape[1])
-        )
-        Ytr = Ytr - self._intercept
+        Ytr, wt = self._center_targets(Y, w, tr)
         value = params.get("n_features", self.n_features)
         Dmax, grid = self._feature_grid(value, len(tr))
         need = 8 * Dmax * Dmax
@@ -99,9 +90,7 @@ class _RandomFeaturesBase(_KernelPathEstimator):
                 f"n_features={Dmax} needs a {Dmax} x {Dmax} matrix ({need / 1e9:.2f} GB), more "
                 f"than memory_budget={params['budget'] / 1e9:.2f} GB"
             )
-        if "feature_seed" not in params:  # the refit reuses the same map
-            params["feature_seed"] = int(params["rng"].integers(2**63))
-        self._feature_seed = params["feature_seed"]
+        self._draw_feature_seed(params)  # the refit reuses the same map
         fmap = RandomFourierFeatures(
             self.kernel_, Dmax, bool(self.orthogonal), self._feature_seed, params["budget"]
         ).fit(X[tr][:1])

@@ -7,10 +7,9 @@ from typing import Any
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._backend import FACTOR_DTYPE, resolve_memory_budget
-from .._validation import check_choice, check_float, check_int, make_rng
-from ..features import SUPPORTED_KERNELS, NystromFeatures, RandomFourierFeatures
-from ..kernels import make_kernel
+from .._backend import FACTOR_DTYPE
+from .._validation import check_choice, check_float, check_int
+from ..features import NystromFeatures, RandomFourierFeatures, check_rff_kernel
 from ..path import Path
 from ..solvers._common import Validation
 from ..solvers.random_features import FeatureOperator, indexed_features
@@ -81,18 +80,10 @@ class _SGMBase(_KernelPathEstimator):
         self.random_state = random_state
 
     def _check_params(self, n: int) -> dict[str, Any]:
-        p: dict[str, Any] = {}
-        p["penalty"] = check_float(self.penalty, "penalty", 0.0, np.inf, high_open=True)
-        p["validation_fraction"] = check_float(
-            self.validation_fraction, "validation_fraction", 0.0, 1.0, high_open=True
-        )
-        p["n_iter_no_change"] = check_int(
-            self.n_iter_no_change, "n_iter_no_change", 1, allow_none=True
-        )
-        p["tol"] = check_float(self.tol, "tol", 0.0, np.inf, high_open=True)
-        p["budget"] = resolve_memory_budget(self.memory_budget)
-        p["rng"] = make_rng(self.random_state)
-        p["kernel"] = make_kernel(self.kernel)
+        p: dict[str, Any] = {
+            "penalty": check_float(self.penalty, "penalty", 0.0, np.inf, high_open=True),
+            **self._common_params(),
+        }
         loss = self._default_loss if self.loss is None else self.loss
         p["loss"] = check_choice(loss, "loss", self._losses)
         p["features"] = check_choice(self.features, "features", ("random", "nystrom"))
@@ -104,8 +95,6 @@ class _SGMBase(_KernelPathEstimator):
             raise TypeError(f"fit_intercept must be a bool, got {self.fit_intercept!r}")
         if not isinstance(self.averaged, (bool, np.bool_)):
             raise TypeError(f"averaged must be a bool, got {self.averaged!r}")
-        if not isinstance(self.refit, (bool, np.bool_)):
-            raise TypeError(f"refit must be a bool, got {self.refit!r}")
         st = self.step_size
         if isinstance(st, str):
             if st not in ("auto", "grid"):
@@ -134,11 +123,7 @@ class _SGMBase(_KernelPathEstimator):
     def _feature_map(self, Xtr: np.ndarray, params: dict[str, Any]) -> Any:
         D = params["n_features"]
         if params["features"] == "random":
-            if not isinstance(self.kernel_, SUPPORTED_KERNELS):
-                raise ValueError(
-                    "kernel must be Gaussian, Laplacian, Cauchy or Matern for random "
-                    f"features (or use features='nystrom'), got {self.kernel_!r}"
-                )
+            check_rff_kernel(self.kernel_, " (or use features='nystrom')")
             return RandomFourierFeatures(
                 self.kernel_, D, random_state=params["feature_seed"], memory_budget=params["budget"]
             ).fit(Xtr[:1])
@@ -158,15 +143,10 @@ class _SGMBase(_KernelPathEstimator):
         rng = params["rng"]
         Xtr = X[tr]
         n = len(Xtr)
-        Ytr = Y[tr]
-        wt = None if w is None else w[tr] * (n / w[tr].sum())
-        self._intercept = (
-            np.average(Ytr, axis=0, weights=wt) if not self._classifier else np.zeros(Y.shape[1])
-        )
-        Ytr = Ytr - self._intercept
-        if "feature_seed" not in params:
-            params["feature_seed"] = int(rng.integers(2**63))
-        self._feature_seed = params["feature_seed"]
+        Ytr, wt = self._center_targets(Y, w, tr)
+        if wt is not None:  # the minibatch steps weigh each point's gradient: mean weight 1
+            wt = wt * (n / wt.sum())
+        self._draw_feature_seed(params)
         fmap = self._feature_map(Xtr, params)
         self._fmap = fmap
         if self.fit_intercept:
