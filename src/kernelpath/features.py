@@ -112,7 +112,17 @@ def sample_frequencies(
     return omega, phase
 
 
-class RandomFourierFeatures(TransformerMixin, BaseEstimator):
+class _DenseTransformer(TransformerMixin, BaseEstimator):
+    """Dense input only; float32 and float64 kept."""
+
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+
+class RandomFourierFeatures(_DenseTransformer):
     """Random Fourier feature map φ(x) = sqrt(2/D) cos(W x + b), a scikit-learn transformer.
 
     Parameters
@@ -251,14 +261,8 @@ class RandomFourierFeatures(TransformerMixin, BaseEstimator):
             blk *= scale
         return out
 
-    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
-        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
-        return tags
 
-
-class NystromFeatures(TransformerMixin, BaseEstimator):
+class NystromFeatures(_DenseTransformer):
     """Nyström feature map φ(x) = R^T k(C, x) with R R^T = K_CC^+ (``linalg.nystrom_factor``),
     so that φ(x)^T φ(z) = k(x, C) K_CC^+ k(C, z); any kernel.
 
@@ -336,9 +340,3 @@ class NystromFeatures(TransformerMixin, BaseEstimator):
             X, self.centers_.astype(X.dtype), self.kernel_, self.memory_budget, cache=False
         )
         return np.asarray(op.matvec(self.factor_.astype(X.dtype)), dtype=X.dtype)
-
-    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
-        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
-        return tags
