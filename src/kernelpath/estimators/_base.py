@@ -82,12 +82,15 @@ class _KernelPathEstimator(BaseEstimator):
         return p
 
     def _center_targets(
-        self, Y: np.ndarray, w: np.ndarray | None, tr: np.ndarray
+        self, Y: np.ndarray, w: np.ndarray | None, tr: np.ndarray, unit_mean_weights: bool = False
     ) -> tuple[np.ndarray, np.ndarray | None]:
         """(training targets minus ``self._intercept``, training weights). The intercept is
         their weighted mean for regression and 0 for the ±1 codes of classification: the
-        models have no constant term."""
+        models have no constant term. ``unit_mean_weights`` rescales the training weights to
+        mean 1 (the stochastic solvers weigh each point's gradient by them)."""
         wt = None if w is None else w[tr]
+        if wt is not None and unit_mean_weights:
+            wt = wt * (len(wt) / wt.sum())
         Ytr = Y[tr]
         self._intercept = (
             np.average(Ytr, axis=0, weights=wt) if not self._classifier else np.zeros(Y.shape[1])

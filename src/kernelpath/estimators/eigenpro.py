@@ -112,9 +112,7 @@ class _EigenProBase(_KernelPathEstimator):
         budget = params["budget"]
         Xtr = X[tr]
         n = len(Xtr)
-        Ytr, wt = self._center_targets(Y, w, tr)
-        if wt is not None:  # the minibatch steps weigh each point's gradient: mean weight 1
-            wt = wt * (n / wt.sum())
+        Ytr, wt = self._center_targets(Y, w, tr, unit_mean_weights=True)
         k = Y.shape[1]
         s = min(n, params["s"] if params["s"] is not None else default_subsample_size(n))
         q = min(params["q"], s - 1)

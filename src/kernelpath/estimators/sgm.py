@@ -143,9 +143,7 @@ class _SGMBase(_KernelPathEstimator):
         rng = params["rng"]
         Xtr = X[tr]
         n = len(Xtr)
-        Ytr, wt = self._center_targets(Y, w, tr)
-        if wt is not None:  # the minibatch steps weigh each point's gradient: mean weight 1
-            wt = wt * (n / wt.sum())
+        Ytr, wt = self._center_targets(Y, w, tr, unit_mean_weights=True)
         self._draw_feature_seed(params)
         fmap = self._feature_map(Xtr, params)
         self._fmap = fmap
