@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import get_namespace
+from . import _backend as B
 
 __all__ = [
     "Kernel",
@@ -35,37 +35,37 @@ __all__ = [
 ]
 
 _MEDIAN_SUBSAMPLE = 1000
+_LOG2E = 1.4426950408889634  # exp(x) = exp2(x log2(e))
 
 
 def squared_distances(
-    X: np.ndarray,
-    Z: np.ndarray,
-    x_sq: np.ndarray | None = None,
-    z_sq: np.ndarray | None = None,
-) -> np.ndarray:
+    X: Any,
+    Z: Any,
+    x_sq: Any = None,
+    z_sq: Any = None,
+) -> Any:
     """Squared Euclidean distances ``||x_i - z_j||^2``, shape ``(len(X), len(Z))``, never negative.
 
-    ``x_sq`` and ``z_sq`` are the optional precomputed squared row norms.
+    ``x_sq`` and ``z_sq`` are the optional precomputed squared row norms. NumPy arrays or
+    tensors (the result is on their backend).
     """
-    xp = get_namespace(X, Z)
     if x_sq is None:
-        x_sq = xp.einsum("ij,ij->i", X, X)
+        x_sq = B.sq_norms(X)
     if z_sq is None:
-        z_sq = xp.einsum("ij,ij->i", Z, Z)
+        z_sq = B.sq_norms(Z)
     D = X @ Z.T
     D *= -2.0
     D += x_sq[:, None]
     D += z_sq[None, :]
-    xp.maximum(D, 0.0, out=D)
-    return D
+    return B.clamp_(D, 0.0)
 
 
 def median_distance(X: np.ndarray, random_state: Any = None) -> float:
     """Median pairwise Euclidean distance of ``X`` (on a subsample of at most 1000 rows)."""
     rng = np.random.default_rng(random_state)
-    X = np.asarray(X)
     if len(X) > _MEDIAN_SUBSAMPLE:
-        X = X[rng.choice(len(X), _MEDIAN_SUBSAMPLE, replace=False)]
+        X = B.take_rows(X, rng.choice(len(X), _MEDIAN_SUBSAMPLE, replace=False))
+    X = B.to_numpy(X)  # the same numbers whatever the backend of the data
     D = squared_distances(X, X)
     iu = np.triu_indices(len(X), k=1)
     d = np.sqrt(D[iu])
@@ -125,14 +125,23 @@ class Kernel:
         z_sq: np.ndarray | None = None,
         prepared: Any = None,
         out: np.ndarray | None = None,
+        work: Any = None,
+        clip: bool | None = None,
     ) -> np.ndarray:
-        """Kernel block with optional precomputed squared norms, ``prepare(Z)`` output and
-        a C-contiguous output buffer ``out`` of shape (len(X), len(Z))."""
+        """Kernel block with optional precomputed squared norms, ``prepare(Z)`` output, a
+        C-contiguous output buffer ``out`` of shape (len(X), len(Z)), a scratch buffer
+        ``work`` (kernel-specific; None allocates) and ``clip`` (radial kernels: whether
+        to clip rounding, None decides). NumPy arrays or tensors: the block is on the
+        backend and device of X."""
         raise NotImplementedError
 
     def prepare(self, Z: np.ndarray, z_sq: np.ndarray | None = None) -> Any:
         """Precompute what depends on Z alone (reused for every block against Z)."""
         return None
+
+    def clip_needed(self, x_sq_max: float, z_sq_max: float, d: int, dtype: Any) -> bool:
+        """Whether blocks need their rounding clipped (radial kernels; see there)."""
+        return False
 
     def diag(self, X: np.ndarray) -> np.ndarray:
         """Diagonal ``[k(x_i, x_i)]``, shape ``(len(X),)``."""
@@ -155,6 +164,13 @@ class _RadialKernel(Kernel):
     distance_based = True
     #: True when the kernel depends on ||x - z|| itself (a square root), not on its square.
     _uses_distance = False
+    #: Whether the scaled squared distances are always clipped to their sign before the
+    #: transform (a square root or a pole would turn rounding into NaN or a wrong value);
+    #: otherwise only when the rounding can matter (``clip_needed``).
+    _needs_clip = True
+    #: Largest rounding error of s ||x - z||^2 left unclipped (kernel values at most this
+    #: far above 1).
+    CLIP_TOLERANCE = 1e-12
 
     def __init__(self, sigma: float | str = 1.0) -> None:
         self.sigma = sigma
@@ -185,58 +201,83 @@ class _RadialKernel(Kernel):
         return type(self)(**params)
 
     def diag(self, X: np.ndarray) -> np.ndarray:
-        xp = get_namespace(X)
-        return xp.ones(len(X), dtype=X.dtype)
+        out = B.empty((len(X),), X)
+        out[:] = 1.0
+        return out
 
-    def _scale(self) -> float:
-        """The factor s applied to squared distances before ``_transform``."""
+    def _scale(self, base2: bool = False) -> float:
+        """The factor s applied to squared distances before ``_transform`` (``base2``: for a
+        transform that takes exponentials in base 2, see ``_backend.base2_exp``)."""
         return 1.0
 
     def prepare(self, Z: np.ndarray, z_sq: np.ndarray | None = None) -> np.ndarray:
-        xp = get_namespace(Z)
-        s = self._scale()
-        dtype = xp.float64 if self._uses_distance else Z.dtype
-        Z = Z.astype(dtype, copy=False)
-        if z_sq is None or z_sq.dtype != dtype:
-            z_sq = xp.einsum("ij,ij->i", Z, Z)
-        out = xp.empty((len(Z), Z.shape[1] + 2), dtype=dtype)
+        dtype = np.float64 if self._uses_distance else B.dtype_of(Z)
+        Z = B.astype(Z, dtype)
+        s = self._scale(B.base2_exp(Z))
+        if z_sq is None or B.dtype_of(z_sq) != dtype:
+            z_sq = B.sq_norms(Z)
+        out = B.empty((len(Z), Z.shape[1] + 2), Z, dtype)
         out[:, :-2] = Z
         out[:, :-2] *= -2.0 * s
         out[:, -2] = s
         out[:, -1] = s * z_sq
         return out
 
-    def block(self, X, Z, x_sq=None, z_sq=None, prepared=None, out=None):  # type: ignore[no-untyped-def]
-        xp = get_namespace(X, Z)
+    def clip_needed(self, x_sq_max: float, z_sq_max: float, d: int, dtype: Any) -> bool:
+        """Whether clipping s d^2 to its sign can change a block by more than
+        ``CLIP_TOLERANCE``: the augmented product's rounding is at most
+        2 (d + 2) eps |s| (max ||x||^2 + max ||z||^2). A Gaussian block of data near the
+        origin skips the clipping pass (a fifth of a streamed pass); far from it (large
+        norms, small sigma) the clip keeps the values in [0, 1]."""
+        if self._needs_clip:
+            return True
+        eps = float(np.finfo(np.dtype(dtype)).eps)
+        bound = 2 * (d + 2) * eps * abs(self._scale()) * (x_sq_max + z_sq_max)
+        return not bound <= self.CLIP_TOLERANCE
+
+    def block(self, X, Z, x_sq=None, z_sq=None, prepared=None, out=None, work=None, clip=None):  # type: ignore[no-untyped-def]
+        """The block; ``work`` is an optional buffer of shape (len(X), d + 2) for the
+        augmented left factor (reused block after block by the operator); ``clip`` whether
+        to clip the scaled squared distances to their sign (None: ``clip_needed``)."""
         if prepared is None:
             prepared = self.prepare(Z, z_sq)
         # sqrt(d^2) turns the Gram trick's float32 rounding (~1e-7 ||x||^2) into distance
         # errors of ~3e-4 ||x||: kernels of the distance itself compute it in float64.
-        work = xp.float64 if (self._uses_distance and X.dtype != xp.float64) else X.dtype
-        Xw = X.astype(work, copy=False)
-        if x_sq is None or x_sq.dtype != work:
-            x_sq = xp.einsum("ij,ij->i", Xw, Xw)
-        Xa = xp.empty((len(X), X.shape[1] + 2), dtype=work)
+        in_dtype = B.dtype_of(X)
+        wdt = np.dtype(np.float64) if (self._uses_distance and in_dtype != np.float64) else in_dtype
+        Xw = B.astype(X, wdt)
+        if x_sq is None or B.dtype_of(x_sq) != wdt:
+            x_sq = B.sq_norms(Xw)
+        if work is None or B.dtype_of(work) != wdt or work.shape[0] < len(X):
+            work = B.empty((len(X), X.shape[1] + 2), Xw, wdt)
+        Xa = work[: len(X)]
         Xa[:, :-2] = Xw
         Xa[:, -2] = x_sq
         Xa[:, -1] = 1.0
-        if work == X.dtype:
-            D = xp.matmul(Xa, prepared.T, out=out)
-        else:
-            D = Xa @ prepared.T
-        if self._scale() < 0:
-            xp.minimum(D, 0.0, out=D)
-        else:
-            xp.maximum(D, 0.0, out=D)
-        D = self._transform(D)
-        if D.dtype != X.dtype:
+        D = B.matmul(Xa, prepared.T, out=out if wdt == in_dtype else None)
+        # a squared distance is never negative: clip the rounding of the Gram trick where it
+        # matters (a square root, or a pole); exp(s d^2) of a rounding-level positive s d^2
+        # is 1 + 1e-15, harmless, so the Gaussian skips this pass over the block
+        if clip is None:
+            zmax = float(B.to_numpy(B.sq_norms(B.astype(Z, wdt))).max()) if len(Z) else 0.0
+            xmax = float(B.to_numpy(x_sq).max()) if len(X) else 0.0
+            clip = self.clip_needed(xmax, zmax, X.shape[1], wdt)
+        if clip:
+            if self._scale() < 0:
+                B.clamp_(D, high=0.0)
+            else:
+                B.clamp_(D, low=0.0)
+        D = self._transform(D, B.base2_exp(D))
+        if B.dtype_of(D) != in_dtype:
             if out is None:
-                return D.astype(X.dtype)
+                return B.astype(D, in_dtype)
             out[...] = D
             return out
         return D
 
-    def _transform(self, D: np.ndarray) -> np.ndarray:
+    def _transform(self, D: np.ndarray, base2: bool) -> np.ndarray:
+        """phi of the scaled squared distances, in place (``base2``: ``prepare`` scaled them
+        for exponentials in base 2)."""
         raise NotImplementedError
 
 
@@ -249,12 +290,13 @@ class Gaussian(_RadialKernel):
         Bandwidth; "median" uses the median pairwise distance of the training inputs.
     """
 
-    def _scale(self) -> float:
-        return -0.5 / self._sigma() ** 2
+    _needs_clip = False  # exp of a rounding-level positive exponent is 1 + 1e-15
 
-    def _transform(self, D):  # type: ignore[no-untyped-def]
-        xp = get_namespace(D)
-        return xp.exp(D, out=D)
+    def _scale(self, base2: bool = False) -> float:
+        return -0.5 / self._sigma() ** 2 * (_LOG2E if base2 else 1.0)
+
+    def _transform(self, D, base2):  # type: ignore[no-untyped-def]
+        return B.exp2_(D) if base2 else B.exp_(D)
 
 
 class Laplacian(_RadialKernel):
@@ -262,23 +304,24 @@ class Laplacian(_RadialKernel):
 
     _uses_distance = True
 
-    def _transform(self, D):  # type: ignore[no-untyped-def]
-        xp = get_namespace(D)
-        xp.sqrt(D, out=D)
+    def _transform(self, D, base2):  # type: ignore[no-untyped-def]
+        B.sqrt_(D)
+        if base2:
+            D *= -_LOG2E / self._sigma()
+            return B.exp2_(D)
         D *= -1.0 / self._sigma()
-        return xp.exp(D, out=D)
+        return B.exp_(D)
 
 
 class Cauchy(_RadialKernel):
     """Cauchy kernel ``k(x, z) = 1 / (1 + ||x - z||^2 / sigma^2)``."""
 
-    def _scale(self) -> float:
+    def _scale(self, base2: bool = False) -> float:
         return 1.0 / self._sigma() ** 2
 
-    def _transform(self, D):  # type: ignore[no-untyped-def]
-        xp = get_namespace(D)
+    def _transform(self, D, base2):  # type: ignore[no-untyped-def]
         D += 1.0
-        return xp.reciprocal(D, out=D)
+        return B.reciprocal_(D)
 
 
 class Matern(_RadialKernel):
@@ -305,19 +348,21 @@ class Matern(_RadialKernel):
         if self.nu not in (0.5, 1.5, 2.5):
             raise ValueError(f"nu must be one of 0.5, 1.5, 2.5, got {self.nu!r}")
 
-    def _transform(self, D):  # type: ignore[no-untyped-def]
-        xp = get_namespace(D)
-        xp.sqrt(D, out=D)
+    def _transform(self, D, base2):  # type: ignore[no-untyped-def]
+        B.sqrt_(D)
         if self.nu == 0.5:
-            D *= -1.0 / self._sigma()
-            return xp.exp(D, out=D)
+            D *= -(_LOG2E if base2 else 1.0) / self._sigma()
+            return B.exp2_(D) if base2 else B.exp_(D)
         c = (3.0 if self.nu == 1.5 else 5.0) ** 0.5 / self._sigma()
         D *= c  # D = c * ||x - z||
         poly = 1.0 + D
         if self.nu == 2.5:
             poly += D * D / 3.0
-        D *= -1.0
-        xp.exp(D, out=D)
+        D *= -(_LOG2E if base2 else 1.0)
+        if base2:
+            B.exp2_(D)
+        else:
+            B.exp_(D)
         D *= poly
         return D
 
@@ -352,16 +397,14 @@ class Polynomial(Kernel):
     def _gamma(self, X: np.ndarray) -> float:
         return 1.0 / X.shape[1] if self.gamma is None else float(self.gamma)
 
-    def block(self, X, Z, x_sq=None, z_sq=None, prepared=None, out=None):  # type: ignore[no-untyped-def]
-        xp = get_namespace(X, Z)
-        B = xp.matmul(X, Z.T, out=out)
-        B *= self._gamma(X)
-        B += self.coef0
-        return xp.power(B, self.degree, out=B)
+    def block(self, X, Z, x_sq=None, z_sq=None, prepared=None, out=None, work=None, clip=None):  # type: ignore[no-untyped-def]
+        K = B.matmul(X, Z.T, out=out)
+        K *= self._gamma(X)
+        K += self.coef0
+        return B.pow_(K, self.degree)
 
     def diag(self, X: np.ndarray) -> np.ndarray:
-        xp = get_namespace(X)
-        return (self._gamma(X) * xp.einsum("ij,ij->i", X, X) + self.coef0) ** self.degree
+        return (self._gamma(X) * B.sq_norms(X) + self.coef0) ** self.degree
 
 
 class Linear(Kernel):
@@ -370,12 +413,11 @@ class Linear(Kernel):
     def __init__(self) -> None:
         pass
 
-    def block(self, X, Z, x_sq=None, z_sq=None, prepared=None, out=None):  # type: ignore[no-untyped-def]
-        return get_namespace(X, Z).matmul(X, Z.T, out=out)
+    def block(self, X, Z, x_sq=None, z_sq=None, prepared=None, out=None, work=None, clip=None):  # type: ignore[no-untyped-def]
+        return B.matmul(X, Z.T, out=out)
 
     def diag(self, X: np.ndarray) -> np.ndarray:
-        xp = get_namespace(X)
-        return xp.einsum("ij,ij->i", X, X)
+        return B.sq_norms(X)
 
 
 _BY_NAME: dict[str, type[Kernel]] = {

@@ -11,46 +11,65 @@ solver needs, each for several right-hand sides at once:
 - ``center_gram()`` = K_mm             (m, m)
 - ``row_sq_norms(T)`` = ||row_i(K_nm T)||^2 = diag(K_nm T T^T K_nm.T)  (m, r) -> (n,)
 
-Memory. If K_nm fits in ``CACHE_FRACTION`` of the budget it is computed once (lazily, at the
-first product) and kept; otherwise it is streamed: recomputed in row blocks whose size is set
-so that all workers' blocks together stay inside the budget.
+Backends. The blocks are computed where X lives: NumPy on the host, or PyTorch on X's
+device (CPU or CUDA). Inputs of the products may be NumPy arrays or tensors; results are
+NumPy arrays (in the operator's dtype) unless ``native=True`` asks for the operator's own
+arrays (tensors on its device), which the device-side solvers and predictions use.
 
-Threads. NumPy's ``exp`` runs on one thread, and for low-dimensional data the exponentials,
-not the matrix product, dominate kernel evaluation. The rows are therefore split into one
-contiguous chunk per core, and each worker thread evaluates and multiplies its own blocks with
-BLAS limited to one thread (running multi-threaded BLAS inside the worker threads would
-oversubscribe the cores). Partial sums are added at the end.
+Memory. The rows are split into one contiguous chunk per worker; the first rows of every
+chunk are cached, as many as fit in ``CACHE_FRACTION`` of the budget (all of K_nm when it
+fits, a fraction of every chunk otherwise, so that the cheap cached rows are shared evenly
+by the workers), and the rest is streamed: recomputed in row blocks at every product. The
+cache is filled on the way by the first product. On CUDA the budget is device memory.
+
+Threads (CPU). NumPy's and torch's single-threaded ``exp`` and the narrow distance product
+scale with the cores only when each core evaluates its own blocks: one worker thread per
+core, BLAS (and, for torch-CPU, torch's intra-op pool) limited to one thread while the
+workers run. Partial sums are added at the end. On CUDA one thread drives large blocks.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from ._backend import compute_dtype, get_namespace, n_threads, resolve_memory_budget
+from . import _backend as B
 from .kernels import Kernel
 
 __all__ = ["KernelOperator", "CACHE_FRACTION"]
 
-#: Fraction of the memory budget a cached K_nm may take (the rest is working memory).
+#: Fraction of the memory budget a cached K_nm (or its cached rows) may take; the rest is
+#: working memory.
 CACHE_FRACTION = 0.6
-#: Target size of one kernel block: small enough to stay in the core's cache while the
-#: elementwise transform (exp, ...) and the products run over it.
+#: Target size of one kernel block on the CPU: small enough to stay in the core's cache
+#: while the elementwise transform (exp, ...) and the products run over it (measured per
+#: element on one core, m = 2000: the same cost from 128 to 512 rows, 15% more at 64).
 BLOCK_BYTES = 4 * 1024**2
+#: Target size of one kernel block on CUDA (large blocks keep the GPU busy).
+CUDA_BLOCK_BYTES = 512 * 1024**2
 #: Fused products with at most this many columns use one matrix-vector product per column:
 #: OpenBLAS packs the block for narrow matrix products, which costs more than re-reading the
 #: cache-resident block (measured, cached K_nm of 200,000 x 2000, best of 5: 3 columns
 #: 0.29 s as GEMVs against 0.56 s as GEMMs, 6 columns 0.44 s against 0.65 s).
 GEMV_MAX_COLUMNS = 6
-#: Block sizes of the fused product over a cached K_nm: larger blocks for the GEMV path,
+#: Block sizes of the fused product over cached rows: larger blocks for the GEMV path,
 #: smaller ones for wide GEMMs (the same measurements).
 CACHED_GEMV_BLOCK_BYTES = 8 * 1024**2
 CACHED_GEMM_BLOCK_BYTES = 2 * 1024**2
+#: Read bandwidth of one worker over cached rows, for the cache-or-stream decision
+#: (measured here: 17.8 GB/s for one thread, about 9-10 GB/s each when both cores read).
+CACHED_READ_BYTES_PER_S = 8e9
+#: Rows the first product of a worker computes and copies into fresh cache memory to time
+#: its page faults before deciding whether to cache the rest (about two blocks).
+PROBE_BLOCKS = 2
 
 _controller: ThreadpoolController | None = None
 _pool: ThreadPoolExecutor | None = None
@@ -72,226 +91,411 @@ def _thread_pool(workers: int) -> ThreadPoolExecutor:
         return _pool
 
 
+@contextmanager
+def _single_threaded_libraries(torch_too: bool) -> Any:
+    """BLAS (and torch's intra-op pool) on one thread while the workers run."""
+    torch = sys.modules.get("torch") if torch_too else None
+    prev = torch.get_num_threads() if torch is not None else None
+    with _blas_controller().limit(limits=1, user_api="blas"):
+        if torch is not None:
+            torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            if torch is not None and prev is not None:
+                torch.set_num_threads(prev)
+
+
 class KernelOperator:
     """Blockwise products with the kernel matrix between data ``X`` and ``centers``.
 
     Parameters
     ----------
-    X : ndarray of shape (n, d)
-        Data points (rows of K_nm).
-    centers : ndarray of shape (m, d)
-        Centers (columns of K_nm).
+    X : ndarray or tensor of shape (n, d)
+        Data points (rows of K_nm); a tensor keeps the computation on its device.
+    centers : ndarray or tensor of shape (m, d)
+        Centers (columns of K_nm); moved to X's device.
     kernel : Kernel
         A resolved kernel (no data-dependent parameter left).
     memory_budget : int, str or None
-        Bytes this operator may use for K_nm and its blocks (see ``resolve_memory_budget``).
+        Bytes this operator may use for K_nm and its blocks (see ``resolve_memory_budget``;
+        device memory on CUDA).
     cache : {"auto", True, False}, default="auto"
-        Keep K_nm in memory: when it fits ("auto"), always (True: error if it does not fit),
-        or never (False).
+        Keep K_nm in memory: as many rows as fit ("auto"), all of it (True: error if it does
+        not fit), or none (False).
     n_jobs : int or None
-        Worker threads for kernel evaluation; ``None`` uses every available core.
+        Worker threads on the CPU; ``None`` uses every available core (one on CUDA).
+    expected_passes : int or None
+        How many products the caller will make (a solver knows: CG makes one per iteration
+        and one for its right-hand side). With ``cache="auto"`` each worker then times its
+        first cached rows and keeps caching only while the page faults of fresh memory cost
+        less than the passes will save (``_fill``); None caches whatever fits.
     """
 
     def __init__(
         self,
-        X: np.ndarray,
-        centers: np.ndarray,
+        X: Any,
+        centers: Any,
         kernel: Kernel,
         memory_budget: Any = None,
         cache: bool | str = "auto",
         n_jobs: int | None = None,
+        expected_passes: int | None = None,
     ) -> None:
         if X.ndim != 2 or centers.ndim != 2 or X.shape[1] != centers.shape[1]:
             raise ValueError(
                 f"X and centers must be 2-D with the same number of columns, got shapes "
-                f"{X.shape} and {centers.shape}"
+                f"{tuple(X.shape)} and {tuple(centers.shape)}"
             )
-        self.dtype = compute_dtype(X, centers)
-        xp = get_namespace(X, centers)
-        self.X = xp.ascontiguousarray(X, dtype=self.dtype)
-        self.centers = xp.ascontiguousarray(centers, dtype=self.dtype)
+        self.device = B.array_device(X)
+        self.dtype = B.compute_dtype(X, centers)
+        self.X = B.to_device(X, self.device, self.dtype)
+        self.centers = B.to_device(centers, self.device, self.dtype)
         self.kernel = kernel
-        self.n, self.m = len(X), len(centers)
-        self.budget = resolve_memory_budget(memory_budget)
-        self.n_jobs = n_threads() if n_jobs is None else max(1, int(n_jobs))
+        self.n, self.m = int(X.shape[0]), int(centers.shape[0])
+        self.budget = B.resolve_memory_budget(memory_budget, self.device)
+        if self.device.is_cuda:
+            self.n_jobs = 1
+        else:
+            self.n_jobs = B.n_threads() if n_jobs is None else max(1, int(n_jobs))
         itemsize = self.dtype.itemsize
-        self.nbytes_full = self.n * self.m * itemsize
-        fits = self.nbytes_full <= CACHE_FRACTION * self.budget
-        if cache is True and not fits:
+        row_bytes = max(1, self.m * itemsize)
+        self.nbytes_full = self.n * row_bytes
+        fit_rows = int(CACHE_FRACTION * self.budget // row_bytes)
+        if cache is True and fit_rows < self.n:
             raise ValueError(
                 f"K_nm needs {self.nbytes_full / 1e9:.2f} GB, more than the cache share of "
                 f"memory_budget={self.budget / 1e9:.2f} GB"
             )
-        self.cached = bool(fits) if cache == "auto" else bool(cache)
-        self._K: np.ndarray | None = None
+        if cache not in ("auto", True, False):
+            raise ValueError(f"cache must be 'auto', True or False, got {cache!r}")
+        self.cache_mode = cache
+        self.expected_passes = expected_passes
+        #: per worker: (compute s, fault s, rows) of the probe, and whether it cached the rest
+        self.cache_probe: dict[int, tuple[float, float, int, bool]] = {}
+        self._K: Any = None  # the cached rows (every chunk's cached prefix, in order)
+        self._filled = False
         if kernel.needs_norms:
-            self._x_sq = self.xp.einsum("ij,ij->i", self.X, self.X)
-            self._c_sq = self.xp.einsum("ij,ij->i", self.centers, self.centers)
+            self._x_sq = B.sq_norms(self.X)
+            self._c_sq = B.sq_norms(self.centers)
         else:
             self._x_sq = self._c_sq = None
         self._prepared = kernel.prepare(self.centers, self._c_sq)
-        # Rows per block: each worker holds a block plus a product buffer.
-        work = (1 - CACHE_FRACTION) * self.budget if self.cached else self.budget
-        per_row = max(1, self.m * itemsize * 2)
-        target = max(16, BLOCK_BYTES // max(1, self.m * itemsize))
-        self.block_rows = int(max(1, min(target, work // (per_row * self.n_jobs))))
+        # the rounding bound of the data's blocks and of K_mm's
+        xmax = float(B.to_numpy(self._x_sq).max()) if self._x_sq is not None and self.n else 0.0
+        cmax = float(B.to_numpy(self._c_sq).max()) if self._c_sq is not None and self.m else 0.0
+        self._clip = kernel.clip_needed(
+            max(xmax, cmax),
+            cmax,
+            int(X.shape[1]),
+            np.float64 if getattr(kernel, "_uses_distance", False) else self.dtype,
+        )
+        self._scratch: dict[int, tuple[Any, Any]] = {}
+        self._barrier: threading.Barrier | None = None
+        self._converted: tuple[Any, Any] | None = None
+        self._planned_cache_rows = (
+            self.n if cache is True else (min(fit_rows, self.n) if cache else 0)
+        )
+        self._plan_cache(self._planned_cache_rows)
+        # Rows per streamed block: each worker holds a block, the augmented left factor and
+        # a product buffer, inside what the cache leaves of the budget.
+        work = max(self.budget - self.n_cached * row_bytes, 2**20)
+        target = (CUDA_BLOCK_BYTES if self.device.is_cuda else BLOCK_BYTES) // row_bytes
+        per_row = row_bytes * 2 + (X.shape[1] + 2) * 8
+        self.block_rows = int(max(1, min(max(16, target), work // (per_row * self.n_jobs))))
 
-    # ------------------------------------------------------------------ blocks
+    # ------------------------------------------------------------------ the plan
+    def _plan_cache(self, n_cached: int) -> None:
+        """Worker chunks and their cached prefixes: chunk w covers rows [a_w, b_w); rows
+        [a_w, c_w) are cached at rows [o_w, o_w + c_w - a_w) of the cache."""
+        bounds = np.linspace(0, self.n, self.n_jobs + 1).astype(int)
+        self._chunks: list[tuple[int, int, int, int]] = []
+        offset = 0
+        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+            if b <= a:
+                continue
+            size = (b - a) if n_cached >= self.n else (n_cached * (b - a)) // max(self.n, 1)
+            self._chunks.append((int(a), int(b), int(a + size), offset))
+            offset += size
+        self.n_cached = offset
+
     @property
-    def xp(self) -> Any:
-        """The array namespace of the data."""
-        return get_namespace(self.X)
+    def cached(self) -> bool:
+        """Whether all of K_nm is kept in memory."""
+        return self.n_cached == self.n and self.n > 0
+
+    @property
+    def cached_fraction(self) -> float:
+        """Fraction of the rows of K_nm kept in memory."""
+        return self.n_cached / self.n if self.n else 0.0
 
     @property
     def shape(self) -> tuple[int, int]:
         return (self.n, self.m)
 
-    def block(self, start: int, stop: int) -> np.ndarray:
-        """Rows ``start:stop`` of K_nm (from the cache when there is one)."""
-        if self._K is not None:
-            return self._K[start:stop]
-        x_sq = None if self._x_sq is None else self._x_sq[start:stop]
-        return self.kernel.block(self.X[start:stop], self.centers, x_sq, None, self._prepared)
+    # ------------------------------------------------------------------ blocks
+    def _kernel_block(self, s: int, e: int, out: Any, work: Any) -> Any:
+        x_sq = None if self._x_sq is None else self._x_sq[s:e]
+        return self.kernel.block(
+            self.X[s:e], self.centers, x_sq, None, self._prepared, out, work, self._clip
+        )
 
-    def center_gram(self) -> np.ndarray:
+    def _buffers(self, worker: int) -> tuple[Any, Any]:
+        """The worker's block buffer and augmented-factor buffer, reused block after block."""
+        if worker not in self._scratch:
+            blk = B.empty((self.block_rows, self.m), self.X)
+            work = B.empty((self.block_rows, self.X.shape[1] + 2), self.X, np.float64)
+            self._scratch[worker] = (blk, work)
+        return self._scratch[worker]
+
+    def block(self, start: int, stop: int) -> Any:
+        """Rows ``start:stop`` of K_nm (a new array; the operator's backend)."""
+        return self._kernel_block(start, stop, None, None)
+
+    def _blocks(self, worker: int, cached_rows: int | None = None) -> Any:
+        """Yield (start, stop, block) over the worker's chunk: its cached prefix (filled on
+        the way by the first product, in blocks of ``cached_rows`` rows once filled) and its
+        streamed rows, computed into the worker's buffer."""
+        a, b, c, o = self._chunks[worker]
+        if c > a and self._K is None:
+            self._allocate_cache()
+        if c > a:
+            if self._filled:
+                step = cached_rows or self.block_rows
+                for s in range(a, c, step):
+                    e = min(c, s + step)
+                    yield s, e, self._K[o + s - a : o + e - a]
+            else:
+                yield from self._fill(worker)
+        a, b, c, o = self._chunks[worker]  # _fill may have shortened the cached prefix
+        if c < b:
+            blk, work = self._buffers(worker)
+            for s in range(c, b, self.block_rows):
+                e = min(b, s + self.block_rows)
+                yield s, e, self._kernel_block(s, e, blk[: e - s], work)
+
+    def _fill(self, worker: int) -> Any:
+        """The first product over the worker's cached prefix: compute its blocks into the
+        cache. With ``expected_passes`` (and ``cache="auto"``) the first blocks are computed
+        into the worker's buffer and then copied into the cache, timing the kernel work and
+        the page faults of the fresh memory apart; the worker caches the rest of its prefix
+        only if its faults cost less than what the remaining passes save by reading rows
+        instead of recomputing them. First-touch memory costs 0.05-0.2 s/GB on most
+        machines and 1.4 s/GB here when the memory was freed seconds before (measured,
+        docs/design.md): on a machine like this one a short solve streams."""
+        a, b, c, o = self._chunks[worker]
+        s = a
+        passes = self.expected_passes
+        if self.cache_mode == "auto" and passes is not None and not self.device.is_cuda:
+            blk, work = self._buffers(worker)
+            compute = fault = 0.0
+            rows = 0
+            # block 0 warms the buffers (their own first touch) and the libraries up; the
+            # next PROBE_BLOCKS are timed
+            for i in range(PROBE_BLOCKS + 1):
+                if s >= c:
+                    break
+                e = min(c, s + self.block_rows)
+                t0 = time.perf_counter()
+                Kb = self._kernel_block(s, e, blk[: e - s], work)
+                t1 = time.perf_counter()
+                self._K[o + s - a : o + e - a] = Kb
+                t2 = time.perf_counter()
+                if i:
+                    compute, fault, rows = compute + (t1 - t0), fault + (t2 - t1), rows + e - s
+                yield s, e, self._K[o + s - a : o + e - a]
+                s = e
+            if not self._cache_worth(worker, compute, fault, rows, passes):
+                self._chunks[worker] = (a, b, s, o)  # the rest of the prefix is streamed
+                c = s
+        for t in range(s, c, self.block_rows):
+            e = min(c, t + self.block_rows)
+            out = self._K[o + t - a : o + e - a]
+            yield t, e, self._kernel_block(t, e, out, self._buffers(worker)[1])
+
+    def _cache_worth(
+        self, worker: int, compute: float, fault: float, rows: int, passes: int
+    ) -> bool:
+        """One decision for all workers (a worker that streams while the others read the
+        cache would hold every pass up): they meet at a barrier with their probe timings;
+        the cost per row of computing is the least disturbed worker's (the others' faults
+        slow it down), that of faulting the mean."""
+        self.cache_probe[worker] = (compute, fault, rows, True)
+        if self._barrier is not None:
+            try:
+                self._barrier.wait(timeout=60)
+            except threading.BrokenBarrierError:  # a worker failed: decide alone
+                pass
+        probes = [p for p in self.cache_probe.values() if p[2] > 0]
+        if not probes:
+            return True
+        per_row_compute = min(p[0] / p[2] for p in probes)
+        per_row_fault = sum(p[1] for p in probes) / sum(p[2] for p in probes)
+        per_row_read = self.m * self.dtype.itemsize / CACHED_READ_BYTES_PER_S
+        worth = per_row_fault < max(passes - 1, 0) * (per_row_compute - per_row_read)
+        self.cache_probe[worker] = (compute, fault, rows, bool(worth))
+        return bool(worth)
+
+    def _allocate_cache(self) -> None:
+        with _pool_lock:
+            if self._K is None:
+                self._K = B.empty((self.n_cached, self.m), self.X)
+                self._filled = False
+
+    def _run(self, fn: Callable[[int], Any]) -> list[Any]:
+        """Run ``fn(worker)`` for every worker chunk, the libraries single-threaded."""
+        workers = range(len(self._chunks))
+        if len(self._chunks) <= 1:  # one chunk: the libraries use their own threads
+            out = [fn(w) for w in workers]
+        else:
+            pool = _thread_pool(self.n_jobs)
+            probing = self.n_cached and not self._filled and self.expected_passes is not None
+            parties = sum(1 for a, _, c, _ in self._chunks if c > a)
+            self._barrier = threading.Barrier(parties) if probing and parties > 1 else None
+            with _single_threaded_libraries(self.device.is_torch):
+                futures = [pool.submit(fn, w) for w in workers]
+                out = [f.result() for f in futures]
+        if self.n_cached and not self._filled:
+            self._filled = True
+            self.n_cached = sum(c - a for a, _, c, _ in self._chunks)
+        return out
+
+    def center_gram(self, native: bool = False) -> Any:
         """K_mm = [k(c_i, c_j)], shape (m, m), exactly symmetric."""
-        K = self.kernel.block(self.centers, self.centers, self._c_sq, None, self._prepared)
-        return (K + K.T) / 2
+        K = self.kernel.block(
+            self.centers, self.centers, self._c_sq, None, self._prepared, clip=self._clip
+        )
+        return self._out((K + K.T) / 2, native)
 
-    def diag(self) -> np.ndarray:
+    def diag(self, native: bool = False) -> Any:
         """k(x_i, x_i) for the data points, shape (n,)."""
-        return self.kernel.diag(self.X)
+        return self._out(self.kernel.diag(self.X), native)
 
-    def dense(self) -> np.ndarray:
-        """The whole K_nm (cached afterwards when caching is on). Errors if over budget."""
+    def dense(self, native: bool = False) -> Any:
+        """The whole K_nm (kept as the cache when all of it is cached). Errors if over the
+        budget."""
         if self.nbytes_full > self.budget:
             raise ValueError(
                 f"the {self.n} x {self.m} kernel matrix needs {self.nbytes_full / 1e9:.2f} GB, "
                 f"more than memory_budget={self.budget / 1e9:.2f} GB"
             )
-        self._ensure_cache(force=True)
-        assert self._K is not None
-        return self._K
+        if self.cached:
+            if not self._filled:
+                self._run(lambda w: [None for _ in self._blocks(w)])
+            return self._out(self._K, native)
+        K = B.empty((self.n, self.m), self.X)
+
+        def fill(w: int) -> None:
+            for s, e, Kb in self._blocks(w):
+                K[s:e] = Kb
+
+        self._run(fill)
+        return self._out(K, native)
 
     def release(self) -> None:
-        """Drop the cached K_nm (it is recomputed, or re-cached, at the next product)."""
+        """Drop the cached rows (recomputed, or re-cached, at the next product) and buffers."""
         self._K = None
+        self._filled = False
+        if self.cache_probe:  # the next product decides again
+            self._plan_cache(self._planned_cache_rows)
+            self.cache_probe = {}
+        self._scratch = {}
+        self._converted = None
 
-    def _ensure_cache(self, force: bool = False, rhs: np.ndarray | None = None) -> Any:
-        """Compute and keep K_nm (when caching is on, or ``force``). With ``rhs`` of shape
-        (n, k), also return K_nm.T @ rhs, computed on the way while each block is in cache."""
-        if self._K is not None or not (self.cached or force):
+    # ---------------------------------------------------------------- conversions
+    def _in(self, A: Any, rows: int, name: str) -> tuple[Any, bool]:
+        """A product's input on the operator's device, 2-D, contiguous, in its dtype."""
+        vec = A.ndim == 1 if hasattr(A, "ndim") else np.ndim(A) == 1
+        A2 = B.to_device(A, self.device, self.dtype)
+        if vec:
+            A2 = A2[:, None]
+        if A2.ndim != 2 or A2.shape[0] != rows:
+            raise ValueError(f"{name} must have {rows} rows, got shape {tuple(A2.shape)}")
+        return A2, vec
+
+    def _weights(self, weights: Any) -> Any:
+        """Per-row weights on the device; a host array the solver passes at every iteration
+        is moved once (the solvers never modify their weights)."""
+        if weights is None:
             return None
-        K = self.xp.empty((self.n, self.m), dtype=self.dtype)
+        if self._converted is not None and self._converted[0] is weights:
+            return self._converted[1]
+        w = self._in(weights, self.n, "weights")[0][:, 0]
+        if self.device.is_torch and not B.is_tensor(weights):
+            self._converted = (weights, w)
+        return w
 
-        def fill(start: int, stop: int) -> Any:
-            acc = None if rhs is None else self.xp.zeros((self.m, rhs.shape[1]), self.dtype)
-            for s in range(start, stop, self.block_rows):
-                e = min(stop, s + self.block_rows)
-                x_sq = None if self._x_sq is None else self._x_sq[s:e]
-                self.kernel.block(self.X[s:e], self.centers, x_sq, None, self._prepared, K[s:e])
-                if acc is not None and rhs is not None:
-                    acc += K[s:e].T @ rhs[s:e]
-            return acc
-
-        parts = self._run_chunks(fill)
-        self._K = K
-        return None if rhs is None else sum(parts)
-
-    def _chunks(self) -> list[tuple[int, int]]:
-        bounds = np.linspace(0, self.n, self.n_jobs + 1).astype(int)
-        return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
-
-    def _run_chunks(self, fn: Callable[[int, int], Any]) -> list[Any]:
-        """Run ``fn(start, stop)`` on one contiguous row chunk per worker, BLAS single-threaded."""
-        chunks = self._chunks()
-        if len(chunks) <= 1:
-            return [fn(a, b) for a, b in chunks]
-        pool = _thread_pool(self.n_jobs)
-        with _blas_controller().limit(limits=1, user_api="blas"):
-            futures = [pool.submit(fn, a, b) for a, b in chunks]
-            return [f.result() for f in futures]
-
-    def _rows(self, start: int, stop: int, rows: int) -> list[tuple[int, int]]:
-        return [(s, min(stop, s + rows)) for s in range(start, stop, rows)]
+    def _out(self, A: Any, native: bool) -> Any:
+        return A if native else B.to_numpy(A)
 
     # ---------------------------------------------------------------- products
-    def _as_2d(self, B: np.ndarray, rows: int, name: str) -> tuple[np.ndarray, bool]:
-        B = self.xp.asarray(B)
-        vec = B.ndim == 1
-        if vec:
-            B = B[:, None]
-        if B.ndim != 2 or B.shape[0] != rows:
-            raise ValueError(f"{name} must have {rows} rows, got shape {B.shape}")
-        return self.xp.ascontiguousarray(B, dtype=self.dtype), vec
-
-    def matvec(self, B: np.ndarray) -> np.ndarray:
+    def matvec(self, B_: Any, native: bool = False) -> Any:
         """K_nm @ B for B of shape (m,) or (m, k); returns (n,) or (n, k)."""
-        B2, vec = self._as_2d(B, self.m, "B")
-        self._ensure_cache()
-        if self._K is not None:
-            out = self._K @ B2
-        else:
-            out = self.xp.empty((self.n, B2.shape[1]), dtype=self.dtype)
+        B2, vec = self._in(B_, self.m, "B")
+        out = B.empty((self.n, B2.shape[1]), self.X)
 
-            def work(start: int, stop: int) -> None:
-                for s, e in self._rows(start, stop, self.block_rows):
-                    out[s:e] = self.block(s, e) @ B2
+        def work(w: int) -> None:
+            for s, e, Kb in self._blocks(w, self._cached_rows(B2.shape[1])):
+                B.matmul(Kb, B2, out=out[s:e])
 
-            self._run_chunks(work)
-        return out[:, 0] if vec else out
+        self._run(work)
+        return self._out(out[:, 0] if vec else out, native)
 
-    def rmatvec(self, A: np.ndarray) -> np.ndarray:
+    def rmatvec(self, A: Any, native: bool = False) -> Any:
         """K_nm.T @ A for A of shape (n,) or (n, k); returns (m,) or (m, k)."""
-        A2, vec = self._as_2d(A, self.n, "A")
-        if self._K is None and self.cached:  # first product: build the cache on the way
-            out = self._ensure_cache(rhs=A2)
-        elif self._K is not None:
-            out = self._K.T @ A2
-        else:
+        A2, vec = self._in(A, self.n, "A")
 
-            def work(start: int, stop: int) -> np.ndarray:
-                acc = self.xp.zeros((self.m, A2.shape[1]), dtype=self.dtype)
-                for s, e in self._rows(start, stop, self.block_rows):
-                    acc += self.block(s, e).T @ A2[s:e]
-                return acc
+        def work(w: int) -> Any:
+            acc = B.zeros((self.m, A2.shape[1]), self.X)
+            for s, e, Kb in self._blocks(w, self._cached_rows(A2.shape[1])):
+                acc += Kb.T @ A2[s:e]
+            return acc
 
-            out = sum(self._run_chunks(work))
-        return out[:, 0] if vec else out
+        out = sum(self._run(work))
+        return self._out(out[:, 0] if vec else out, native)
+
+    def _cached_rows(self, k: int) -> int:
+        """Rows per block over cached rows: no kernel evaluation, blocks sized for the
+        products (larger for the per-column GEMV path)."""
+        if self.device.is_cuda:
+            return self.block_rows
+        target = CACHED_GEMV_BLOCK_BYTES if k <= GEMV_MAX_COLUMNS else CACHED_GEMM_BLOCK_BYTES
+        return int(max(16, target // (self.m * self.dtype.itemsize)))
 
     def fused(
-        self, B: np.ndarray, weights: np.ndarray | None = None, return_matvec: bool = False
+        self,
+        B_: Any,
+        weights: Any = None,
+        return_matvec: bool = False,
+        native: bool = False,
     ) -> Any:
         """K_nm.T diag(w) (K_nm B) in one pass over the rows.
 
         Parameters
         ----------
-        B : ndarray of shape (m,) or (m, k)
-        weights : ndarray of shape (n,) or None
+        B_ : ndarray or tensor of shape (m,) or (m, k)
+        weights : ndarray or tensor of shape (n,) or None
             Per-row weights w (None: all ones).
         return_matvec : bool
             Also return ``K_nm @ B`` (shape (n,) or (n, k)), computed on the way.
+        native : bool
+            Return the operator's own arrays (tensors on its device) instead of NumPy.
 
         Returns
         -------
-        ndarray of shape (m,) or (m, k), and the matvec when asked.
+        array of shape (m,) or (m, k), and the matvec when asked.
         """
-        B2, vec = self._as_2d(B, self.m, "B")
-        w = None if weights is None else self.xp.asarray(weights, dtype=self.dtype)
-        self._ensure_cache()
+        B2, vec = self._in(B_, self.m, "B")
+        w = self._weights(weights)
         k = B2.shape[1]
-        by_column = k <= GEMV_MAX_COLUMNS
-        rows = self.block_rows
-        if self._K is not None:  # no kernel evaluation: size blocks for the products
-            target = CACHED_GEMV_BLOCK_BYTES if by_column else CACHED_GEMM_BLOCK_BYTES
-            rows = max(16, target // (self.m * self.dtype.itemsize))
-        KB = self.xp.empty((self.n, k), dtype=self.dtype) if return_matvec else None
-        Bcols = [self.xp.ascontiguousarray(B2[:, j]) for j in range(k)] if by_column else []
+        # GEMVs on the CPU (see GEMV_MAX_COLUMNS); GPUs have no such penalty
+        by_column = k <= GEMV_MAX_COLUMNS and not self.device.is_cuda
+        KB = B.empty((self.n, k), self.X) if return_matvec else None
+        Bcols = [B2[:, j].contiguous() if B.is_tensor(B2) else B2[:, j].copy() for j in range(k)]
 
-        def work(start: int, stop: int) -> np.ndarray:
-            acc = self.xp.zeros((k, self.m) if by_column else (self.m, k), dtype=self.dtype)
-            for s, e in self._rows(start, stop, rows):
-                Kb = self.block(s, e)
+        def work(wk: int) -> Any:
+            acc = B.zeros((k, self.m) if by_column else (self.m, k), self.X)
+            for s, e, Kb in self._blocks(wk, self._cached_rows(k)):
                 if by_column:
                     for j in range(k):
                         t = Kb @ Bcols[j]
@@ -309,44 +513,43 @@ class KernelOperator:
                 acc += Kb.T @ t
             return acc.T if by_column else acc
 
-        out = sum(self._run_chunks(work))
+        out = sum(self._run(work))
         if vec:
             out = out[:, 0]
             KB = None if KB is None else KB[:, 0]
-        return (out, KB) if return_matvec else out
+        if return_matvec:
+            return self._out(out, native), self._out(KB, native)
+        return self._out(out, native)
 
-    def row_sq_norms(self, T: np.ndarray) -> np.ndarray:
+    def row_sq_norms(self, T: Any, native: bool = False) -> Any:
         """Squared norms of the rows of K_nm T, shape (n,), for T of shape (m, r).
 
         The quadratic forms k_i^T T T^T k_i without forming an n x n (or n x r) matrix: one
         pass over the row blocks, O(n m r). Taking a factor T rather than the product T T^T
         avoids the cancellation of a quadratic form with large entries of both signs.
         """
-        T = self.xp.ascontiguousarray(T, dtype=self.dtype)
-        if T.ndim != 2 or T.shape[0] != self.m:
-            raise ValueError(f"T must have shape ({self.m}, r), got {T.shape}")
-        self._ensure_cache()
-        out = self.xp.empty(self.n, dtype=self.dtype)
+        T2 = B.to_device(T, self.device, self.dtype)
+        if T2.ndim != 2 or T2.shape[0] != self.m:
+            raise ValueError(f"T must have shape ({self.m}, r), got {tuple(T2.shape)}")
+        out = B.empty((self.n,), self.X)
 
-        def work(start: int, stop: int) -> None:
-            for s, e in self._rows(start, stop, self.block_rows):
-                KT = self.block(s, e) @ T
-                out[s:e] = self.xp.einsum("ij,ij->i", KT, KT)
+        def work(w: int) -> None:
+            for s, e, Kb in self._blocks(w):
+                KT = Kb @ T2
+                out[s:e] = B.sq_norms(KT)
 
-        self._run_chunks(work)
-        return out
+        self._run(work)
+        return self._out(out, native)
 
-    def gram(self, weights: np.ndarray | None = None) -> np.ndarray:
+    def gram(self, weights: Any = None, native: bool = False) -> Any:
         """K_nm.T diag(w) K_nm, shape (m, m), exactly symmetric."""
-        w = None if weights is None else self.xp.asarray(weights, dtype=self.dtype)
-        self._ensure_cache()
+        w = self._weights(weights)
 
-        def work(start: int, stop: int) -> np.ndarray:
-            acc = self.xp.zeros((self.m, self.m), dtype=self.dtype)
-            for s, e in self._rows(start, stop, self.block_rows):
-                Kb = self.block(s, e)
+        def work(wk: int) -> Any:
+            acc = B.zeros((self.m, self.m), self.X)
+            for s, e, Kb in self._blocks(wk):
                 acc += Kb.T @ (Kb if w is None else Kb * w[s:e, None])
             return acc
 
-        G = sum(self._run_chunks(work))
-        return (G + G.T) / 2
+        G = sum(self._run(work))
+        return self._out((G + G.T) / 2, native)
