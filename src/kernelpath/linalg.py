@@ -25,11 +25,14 @@ import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
 
-from ._backend import FACTOR_DTYPE
+from ._backend import FACTOR_DTYPE, Device, array_device, is_tensor, to_device, to_numpy
 from ._kernels import givens_downdate_rows, givens_update_rows
 
 __all__ = [
     "nystrom_factor",
+    "nystrom_factor_device",
+    "factor_on_device",
+    "DEVICE_FACTOR_MIN_CENTERS",
     "NystromFactor",
     "spectral_filter",
     "nu_method_coefficients",
@@ -43,39 +46,122 @@ __all__ = [
 FILTERS = ("tikhonov", "kols", "tsvd", "landweber", "nu")
 
 
+#: On CUDA, the Nyström factor, its preconditioners and the products with R stay on the device
+#: (float64, ``torch.linalg``) from this many centers on; below, the m x m algebra is LAPACK on
+#: the host (see ``factor_on_device``). The host side was measured here (docs/design.md);
+#: the GPU side follows FALKON, which factors on the GPU, and was not measured: no GPU was
+#: lent to the work that set it.
+DEVICE_FACTOR_MIN_CENTERS = 10_000
+
+
 @dataclass
 class NystromFactor:
     """The factor R (m x r) with R R^T = K_mm^+ and R^T K_mm R = I, and what the
     preconditioners need: M = R^T K_mm^2 R, kept as its diagonal ``s`` when R comes from the
     eigendecomposition (then M = diag(s), the eigenvalues of K_mm) or as a matrix when R comes
-    from a Cholesky factor (then M = L^T L)."""
+    from a Cholesky factor (then M = L^T L).
 
-    R: np.ndarray
-    M: np.ndarray  # (r,) diagonal, or (r, r)
+    R and M are float64 NumPy arrays (the host) or float64 tensors on a device. The solvers
+    reach R only through the methods below, which take and return NumPy arrays (except with
+    ``native=True``: the factor's own arrays), so the same solver code runs with either.
+    """
+
+    R: Any
+    M: Any  # (r,) diagonal, or (r, r)
     method: str  # "cholesky" or "eigh"
+    #: a unit top eigenvector of K_mm in R's coordinates (device Cholesky factors only)
+    top_vector: Any = None
 
     @property
     def rank(self) -> int:
         return int(self.R.shape[1])
 
+    @property
+    def on_device(self) -> bool:
+        return is_tensor(self.R)
+
+    def _dev(self, V: Any) -> Any:
+        return to_device(V, array_device(self.R), FACTOR_DTYPE)
+
+    def apply(self, V: Any, native: bool = False) -> Any:
+        """R @ V for V of shape (r, c) (or (r,)): the coefficients alpha of coordinates beta."""
+        if not self.on_device:
+            return self.R @ np.asarray(V, dtype=FACTOR_DTYPE)
+        out = self.R @ self._dev(V)
+        return out if native else to_numpy(out)
+
+    def apply_t(self, U: Any) -> np.ndarray:
+        """R^T @ U for U of shape (m, c) (NumPy or a tensor), as a float64 NumPy array."""
+        if not self.on_device:
+            return np.asarray(self.R.T @ to_numpy(U, FACTOR_DTYPE))
+        return to_numpy(self.R.T @ self._dev(U))
+
+    def project(self, G: Any, native: bool = False) -> Any:
+        """R^T G R, symmetrized, for G of shape (m, m)."""
+        if not self.on_device:
+            H = self.R.T @ to_numpy(G, FACTOR_DTYPE) @ self.R
+            return (H + H.T) / 2
+        H = self.R.T @ self._dev(G) @ self.R
+        H = (H + H.T) / 2
+        return H if native else to_numpy(H)
+
     def top(self) -> tuple[float, np.ndarray]:
         """The largest eigenvalue of K_mm and the matching direction in R's coordinates."""
         if self.M.ndim == 1:
+            M = to_numpy(self.M)
             v = np.zeros(self.rank)
-            v[int(np.argmax(self.M))] = 1.0
-            return float(self.M.max()), v
+            v[int(np.argmax(M))] = 1.0
+            return float(M.max()), v
+        if self.on_device:  # power iteration on the device: no m x m eigensolver
+            val = top_eigenvalue(lambda v: to_numpy(self.M @ self._dev(v)), self.rank, 100, 1e-8)
+            return val / (1 + 1e-8), np.asarray(self.top_vector, dtype=FACTOR_DTYPE)
         vals, vecs = scipy.linalg.eigh(self.M, subset_by_index=[self.rank - 1, self.rank - 1])
         return float(vals[0]), vecs[:, 0]
 
     def preconditioner(self, scale: float, shift: float) -> Callable[[np.ndarray], np.ndarray]:
-        """V -> (scale M + shift I)^-1 V (FALKON's preconditioner in these coordinates)."""
+        """V -> (scale M + shift I)^-1 V (FALKON's preconditioner in these coordinates),
+        NumPy in and out."""
         if self.M.ndim == 1:
-            d = scale * self.M + shift
+            d = to_numpy(scale * self.M + shift)
             return lambda V: V / (d[:, None] if V.ndim == 2 else d)
+        if self.on_device:
+            torch = _torch_module()
+            P = scale * self.M
+            P.diagonal().add_(shift)
+            Lp = torch.linalg.cholesky(P)
+            del P
+
+            def solve(V: np.ndarray) -> np.ndarray:
+                Vd = self._dev(V)
+                out = torch.cholesky_solve(Vd[:, None] if Vd.ndim == 1 else Vd, Lp)
+                return to_numpy(out[:, 0] if Vd.ndim == 1 else out)
+
+            return solve
         P = scale * self.M
         P[np.diag_indices_from(P)] += shift
         cf = scipy.linalg.cho_factor(P, lower=True, check_finite=False)
         return lambda V: scipy.linalg.cho_solve(cf, V, check_finite=False)
+
+
+def factor_on_device(device: Device, m: int) -> bool:
+    """Whether the m x m algebra of a fit on ``device`` runs there (CUDA, m at least
+    ``DEVICE_FACTOR_MIN_CENTERS``) or on the host (LAPACK, float64)."""
+    return device.is_cuda and m >= DEVICE_FACTOR_MIN_CENTERS
+
+
+def _torch_module() -> Any:
+    import torch
+
+    return torch
+
+
+def _lauum_lower(L: np.ndarray) -> np.ndarray:
+    """L^T L for a lower-triangular L, with LAPACK's dlauum (m^3 / 3 flops, a third of a
+    general product), symmetrized."""
+    out, info = scipy.linalg.lapack.dlauum(L, lower=1)
+    if info != 0:  # pragma: no cover - dlauum fails only on bad arguments
+        return L.T @ L
+    return np.tril(out) + np.tril(out, -1).T
 
 
 def nystrom_factor(
@@ -125,7 +211,8 @@ def nystrom_factor(
             if info == 0 and rc > eps * m**1.5:
                 Linv, info = scipy.linalg.lapack.dtrtri(L, lower=1)
                 if info == 0:
-                    return NystromFactor(np.ascontiguousarray(Linv.T), L.T @ L, "cholesky")
+                    R = np.ascontiguousarray(Linv.T)
+                    return NystromFactor(R, _lauum_lower(L), "cholesky")
     s, U = scipy.linalg.eigh(K, driver="evd", check_finite=False)
     s, U = s[::-1], U[:, ::-1]
     if not np.isfinite(s).all() or s[0] <= 0:
@@ -135,6 +222,66 @@ def nystrom_factor(
     keep = s > rcond * s[0]
     s, U = s[keep], np.ascontiguousarray(U[:, keep])
     return NystromFactor(U / np.sqrt(s), s, "eigh")
+
+
+def nystrom_factor_device(K_mm: Any, dtype_eps: float | None = None) -> NystromFactor:
+    """``nystrom_factor`` on the device of a tensor K_mm, in float64 with ``torch.linalg``.
+
+    The same rule as on the host: R = L^-T when K_mm is safely positive definite, else the
+    rank-revealing eigendecomposition with the same cut-off. LAPACK's condition estimate
+    (dpocon) has no ``torch.linalg`` counterpart; the 2-norm condition is estimated instead
+    by power iteration on K_mm and on K_mm^-1 (through the Cholesky factor, O(m^2) a step),
+    with a factor 10 of margin for the power method's estimate from below, against the same
+    bound 1 / (eps sqrt(m)).
+    """
+    torch = _torch_module()
+    K = K_mm.to(torch.float64)
+    K = (K + K.T) / 2
+    m = int(K.shape[0])
+    dev = array_device(K)
+    eps = float(np.finfo(FACTOR_DTYPE).eps) if dtype_eps is None else dtype_eps
+    L, info = torch.linalg.cholesky_ex(K)
+    if int(info) == 0 and bool(torch.isfinite(L).all()):
+        rng = np.random.default_rng(0)
+        top = top_eigenvalue(lambda v: to_numpy(K @ to_device(v, dev)), m, 50, 1e-3, rng)
+
+        def inv(v: np.ndarray) -> np.ndarray:
+            x = to_device(v, dev)[:, None]
+            return to_numpy(torch.cholesky_solve(x, L)[:, 0])
+
+        inv_top = top_eigenvalue(inv, m, 50, 1e-3, rng)
+        if 10 * top * inv_top < 1.0 / (eps * np.sqrt(m)):
+            eye = torch.eye(m, dtype=K.dtype, device=K.device)
+            Linv = torch.linalg.solve_triangular(L, eye, upper=False)
+            return NystromFactor(Linv.T.contiguous(), L.T @ L, "cholesky", _top_vector(K, L))
+    s, U = torch.linalg.eigh(K)
+    s, U = torch.flip(s, (0,)), torch.flip(U, (1,))
+    if not bool(torch.isfinite(s).all()) or float(s[0]) <= 0:
+        raise ValueError("the centers' kernel matrix K_mm has no positive eigenvalue")
+    keep = s > eps * np.sqrt(m) * s[0]
+    s, U = s[keep], U[:, keep].contiguous()
+    return NystromFactor(U / torch.sqrt(s), s, "eigh")
+
+
+def _top_vector(K: Any, L: Any) -> np.ndarray:
+    """Unit top eigenvector of K_mm (power iteration) in the coordinates of R = L^-T: v
+    maps to L^T v, normalized (the host factor's ``top`` returns the same direction, up to
+    sign: the top eigenvector of M = L^T L is L^T v / ||L^T v||)."""
+    torch = _torch_module()
+    m = int(K.shape[0])
+    v = torch.ones(m, dtype=K.dtype, device=K.device) / np.sqrt(m)
+    for _ in range(200):
+        w = K @ v
+        norm = torch.linalg.norm(w)
+        if float(norm) == 0:
+            break
+        w = w / norm
+        done = float(torch.linalg.norm(w - v)) < 1e-10
+        v = w
+        if done:
+            break
+    u = L.T @ v
+    return to_numpy(u / torch.linalg.norm(u))
 
 
 def spectral_filter(

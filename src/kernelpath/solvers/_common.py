@@ -61,6 +61,8 @@ def closed_form_path(
     m, P, k = alphas.shape
     val_err = val_loss = None
     if validation is not None:
+        if getattr(validation.op, "expected_passes", 0) is None:
+            validation.op.expected_passes = 1
         F = validation.op.matvec(alphas.reshape(m, P * k).astype(dtype, copy=False))
         F = np.asarray(F, dtype=FACTOR_DTYPE).reshape(-1, P * k)
         val_err, val_loss = validation.errors(F, k)

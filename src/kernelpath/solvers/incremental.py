@@ -213,6 +213,8 @@ def incremental_nystrom_path(
     if grid.size == 0 or grid[0] < 1 or grid[-1] > M:
         raise ValueError(f"n_centers values must be in [1, {M}], got {n_centers!r}")
     w = weights_or_ones(weights, n)
+    if op.expected_passes is None:
+        op.expected_passes = 2  # the Gram matrix and the right-hand side
     G = np.asarray(op.gram(weights), dtype=FACTOR_DTYPE)
     b = np.asarray(op.rmatvec((w[:, None] * Y).astype(op.dtype)), dtype=FACTOR_DTYPE)
     op.release()

@@ -42,7 +42,7 @@ import numpy as np
 import scipy.linalg
 
 from .._backend import FACTOR_DTYPE
-from ..linalg import nu_method_coefficients, spectral_filter, top_eigenvalue
+from ..linalg import NystromFactor, nu_method_coefficients, spectral_filter, top_eigenvalue
 from ..operators import KernelOperator
 from ..path import Path, lex_argmin
 from ..selection import EarlyStopping, penalty_grid
@@ -70,19 +70,19 @@ class _Problem:
         if "factor" not in setup:
             setup["factor"] = center_factor(op)
         self.factor = setup["factor"]
-        self.R = self.factor.R
-        self.r = self.R.shape[1]
+        self.r = self.factor.rank
         if "b" not in setup:
-            Aty = op.rmatvec((self.w[:, None] * Y).astype(op.dtype))
-            setup["b"] = self.R.T @ np.asarray(Aty, dtype=FACTOR_DTYPE) / self.n
+            Aty = op.rmatvec(self.w[:, None] * Y, native=self.factor.on_device)
+            setup["b"] = self.factor.apply_t(Aty) / self.n
         self.b = setup["b"]  # (r, k)
         self.yw2 = (self.w[:, None] * Y * Y).sum(axis=0)  # (k,)
         self.setup = setup
 
     def H0(self, V: np.ndarray) -> np.ndarray:
         """H0 V = R^T K_nm^T W K_nm R V / n for V of shape (r, c): one pass over the data."""
-        out = self.op.fused((self.R @ V).astype(self.op.dtype), self.weights)
-        return self.R.T @ np.asarray(out, dtype=FACTOR_DTYPE) / self.n
+        fac = self.factor
+        out = self.op.fused(fac.apply(V, native=True), self.weights, native=fac.on_device)
+        return fac.apply_t(out) / self.n
 
     def train_error(self, beta_b: np.ndarray, beta_H_beta: np.ndarray) -> np.ndarray:
         """Training MSE per penalty from beta'b and beta'H0 beta, both of shape (P, k)."""
@@ -90,7 +90,7 @@ class _Problem:
         return np.maximum(e.sum(axis=1) / (self.w.sum() * self.k), 0.0)
 
     def coef(self, beta: np.ndarray) -> np.ndarray:
-        return np.asarray(self.R @ beta, dtype=FACTOR_DTYPE).astype(self.op.dtype)
+        return np.asarray(self.factor.apply(beta), dtype=FACTOR_DTYPE).astype(self.op.dtype)
 
 
 class _Bookkeeping:
@@ -204,6 +204,12 @@ def iterative_path(
         raise ValueError(f"method must be one of {ITERATIVE_METHODS}, got {method!r}")
     Y = as_2d(y).astype(FACTOR_DTYPE)
     setup = dict(_setup or {})
+    # one pass for the right-hand side, one per iteration (gd / nu: and a few of power
+    # iteration); the validation operator makes one product per iteration
+    if op.expected_passes is None:
+        op.expected_passes = max_iter + (1 if method == "cg" else 6)
+    if validation is not None and getattr(validation.op, "expected_passes", 0) is None:
+        validation.op.expected_passes = max_iter
     prob = _Problem(op, Y, weights, setup)
     if penalties is None:  # 20 values below the scale of K / n, estimated by s_max(K_mm) / m
         lam = penalty_grid(prob.factor.top()[0] / op.m)
@@ -274,7 +280,7 @@ def _gradient_path(
         pending[act] = True
         book.last_iter[act] = t
         if validation is not None:
-            Fv[:, cols] += validation.op.matvec(np.asarray(prob.R @ delta).astype(prob.op.dtype))
+            Fv[:, cols] += validation.op.matvec(prob.factor.apply(delta, native=True))
             improved = book.record_validation(t, act, Fv[:, cols], k)
             for q in np.flatnonzero(improved):
                 best_beta[:, q * k : (q + 1) * k] = beta[:, q * k : (q + 1) * k]
@@ -469,7 +475,7 @@ def _krylov_path(
         c = np.vstack([c, Vnew.T @ b])
         V, HV = np.hstack([V, Vnew]), np.hstack([HV, HVnew])
         if validation is not None:
-            vals = validation.op.matvec((prob.R @ Vnew).astype(prob.op.dtype))
+            vals = validation.op.matvec(prob.factor.apply(Vnew, native=True))
             Wv = np.hstack([Wv, np.asarray(vals, dtype=FACTOR_DTYPE).reshape(len(Wv), -1)])
         sizes.append(V.shape[1])
         # every active penalty's Galerkin solution in the current space
@@ -501,7 +507,7 @@ def _krylov_path(
     best_t = book.best_iterations()
     params, train_err, val_err, val_loss, T = book.finish(lam)
     sizes_arr = np.asarray(sizes + [V.shape[1]] * (T - len(sizes)), dtype=int)
-    coefs = _KrylovCoefficients(prob.R, V, G, c, lam, sizes_arr, prob.op.dtype)
+    coefs = _KrylovCoefficients(prob.factor, V, G, c, lam, sizes_arr, prob.op.dtype)
     stored: dict[tuple[int, ...], np.ndarray] = {
         (p, int(best_t[p])): coefs((p, int(best_t[p]))) for p in range(P) if T
     }
@@ -543,7 +549,7 @@ class _KrylovCoefficients:
 
     def __init__(
         self,
-        R: np.ndarray,
+        factor: NystromFactor,
         V: np.ndarray,
         G: np.ndarray,
         c: np.ndarray,
@@ -551,16 +557,16 @@ class _KrylovCoefficients:
         sizes: np.ndarray,
         dtype: Any,
     ) -> None:
-        self.R, self.V, self.G, self.c, self.lam, self.sizes = R, V, G, c, lam, sizes
+        self.factor, self.V, self.G, self.c, self.lam, self.sizes = factor, V, G, c, lam, sizes
         self.dtype = dtype
 
     def __call__(self, idx: tuple[int, ...]) -> np.ndarray:
         p, t_idx = idx
         d = int(self.sizes[t_idx])
         if d == 0:
-            return np.zeros((self.R.shape[0], self.c.shape[1]), dtype=self.dtype)
+            return np.zeros((self.factor.R.shape[0], self.c.shape[1]), dtype=self.dtype)
         y = _galerkin(self.G[:d, :d], self.c[:d], self.lam[p : p + 1])[0]
-        return np.asarray(self.R @ (self.V[:, :d] @ y)).astype(self.dtype)
+        return np.asarray(self.factor.apply(self.V[:, :d] @ y)).astype(self.dtype)
 
 
 def _galerkin(G: np.ndarray, c: np.ndarray, lam: np.ndarray) -> np.ndarray:

@@ -15,8 +15,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from .._backend import FACTOR_DTYPE
-from ..linalg import NystromFactor, nystrom_factor, spectral_filter
+from .. import linalg
+from .._backend import FACTOR_DTYPE, array_device, to_device, to_numpy
+from ..linalg import NystromFactor, spectral_filter
 from ..operators import KernelOperator
 from ..path import Path
 from ..selection import penalty_grid
@@ -25,9 +26,20 @@ from ._common import Validation, as_2d, closed_form_path, weights_or_ones
 __all__ = ["nystrom_direct_path", "center_factor"]
 
 
+def _torch():  # type: ignore[no-untyped-def]
+    import torch
+
+    return torch
+
+
 def center_factor(op: KernelOperator) -> NystromFactor:
-    """The Nyström factor of the operator's centers (``linalg.nystrom_factor``)."""
-    return nystrom_factor(op.center_gram(), dtype_eps=float(np.finfo(op.dtype).eps))
+    """The Nyström factor of the operator's centers (``linalg.nystrom_factor``): on the
+    operator's device when ``linalg.factor_on_device`` says so (CUDA, many centers), else
+    on the host."""
+    eps = float(np.finfo(op.dtype).eps)
+    if linalg.factor_on_device(op.device, op.m):
+        return linalg.nystrom_factor_device(op.center_gram(native=True), dtype_eps=eps)
+    return linalg.nystrom_factor(op.center_gram(), dtype_eps=eps)
 
 
 def nystrom_direct_path(
@@ -57,22 +69,33 @@ def nystrom_direct_path(
     Y = as_2d(y).astype(FACTOR_DTYPE)
     n, k = Y.shape
     w = weights_or_ones(weights, n)
+    if op.expected_passes is None:
+        op.expected_passes = 2  # the Gram matrix and the right-hand side
     fac = center_factor(op)
-    R = fac.R
-    G = np.asarray(op.gram(weights), dtype=FACTOR_DTYPE)
-    b = R.T @ np.asarray(op.rmatvec((w[:, None] * Y).astype(op.dtype)), dtype=FACTOR_DTYPE)
+    dev = fac.on_device
+    G = op.gram(weights, native=dev)
+    b = fac.apply_t(op.rmatvec(w[:, None] * Y, native=dev))
     op.release()
-    H = R.T @ G @ R / n
-    H = (H + H.T) / 2
-    sig, V = scipy.linalg.eigh(H, driver="evd", check_finite=False)
-    sig = np.maximum(sig, 0.0)
-    c = V.T @ b / n  # (r, k)
+    H = fac.project(G, native=dev) / n
+    del G
+    if dev:  # the m x m eigendecomposition where the factor lives (torch.linalg, float64)
+        sig_d, V_d = _torch().linalg.eigh(H)
+        sig = np.maximum(to_numpy(sig_d), 0.0)
+        c = to_numpy(V_d.T @ to_device(b, array_device(V_d))) / n
+    else:
+        sig, V = scipy.linalg.eigh(H, driver="evd", check_finite=False)
+        sig = np.maximum(sig, 0.0)
+        c = V.T @ b / n  # (r, k)
     lam = penalty_grid(sig.max()) if penalties is None else np.asarray(penalties, float)
     P = len(lam)
     g = spectral_filter("tikhonov", sig, lam)  # (P, r)
     r = len(sig)
-    B = V @ (g[:, :, None] * c[None]).transpose(1, 0, 2).reshape(r, P * k)
-    alphas = (R @ B).reshape(op.m, P, k)
+    coords = (g[:, :, None] * c[None]).transpose(1, 0, 2).reshape(r, P * k)
+    if dev:
+        B = V_d @ to_device(coords, array_device(V_d))
+        alphas = to_numpy(fac.apply(B, native=True)).reshape(op.m, P, k)
+    else:
+        alphas = fac.apply(V @ coords).reshape(op.m, P, k)
     # training error from the spectral coordinates (b = n V c):
     # ||A beta - y||_W^2 = y'Wy - n sum(2 g c^2 - sig g^2 c^2)
     yw2 = float((w[:, None] * Y * Y).sum())

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from .. import _backend as B
 from .._backend import FACTOR_DTYPE
 from ..features import RandomFourierFeatures
 from ..linalg import top_eigenvalue
@@ -59,27 +60,32 @@ def row_blocks(n_rows: int, n_features: int) -> list[tuple[int, int]]:
 class FeatureOperator:
     """Products with the feature matrix of some points, F = transform(X), in row blocks:
     ``matvec(B)`` = F @ B without holding F; what ``Validation`` needs of an operator.
+    The features are computed on X's backend and device (``transform`` of rows of X).
 
     Parameters
     ----------
     transform : callable (rows of X) -> features of shape (rows, n_features)
-    X : ndarray of shape (n, d)
+    X : ndarray or tensor of shape (n, d)
     n_features : int
     """
 
-    def __init__(
-        self, transform: Callable[[np.ndarray], np.ndarray], X: np.ndarray, n_features: int
-    ) -> None:
+    def __init__(self, transform: Callable[[Any], Any], X: Any, n_features: int) -> None:
         self.transform, self.X, self.n_features = transform, X, n_features
-        self.dtype = X.dtype
+        self.dtype = B.dtype_of(X)
+        self.device = B.array_device(X)
 
-    def matvec(self, B: np.ndarray) -> np.ndarray:
-        B2 = B[:, None] if B.ndim == 1 else B
-        out = np.empty((len(self.X), B2.shape[1]), dtype=np.result_type(self.dtype, B2.dtype))
+    def matvec(self, M: Any, native: bool = False) -> Any:
+        """F @ M for M of shape (D,) or (D, k) (NumPy or a tensor); NumPy out unless
+        ``native``."""
+        vec = M.ndim == 1
+        dtype = np.result_type(self.dtype, B.dtype_of(M))
+        M2 = B.to_device(M[:, None] if vec else M, self.device, dtype)
+        out = B.empty((len(self.X), M2.shape[1]), self.X, dtype)
         for s, e in row_blocks(len(self.X), self.n_features):
             F = self.transform(self.X[s:e])
-            out[s:e] = F @ B2.astype(F.dtype, copy=False)
-        return out[:, 0] if B.ndim == 1 else out
+            out[s:e] = F @ B.astype(M2, B.dtype_of(F))
+        out = out[:, 0] if vec else out
+        return out if native else B.to_numpy(out)
 
     def release(self) -> None:
         """Nothing is cached."""
@@ -95,14 +101,17 @@ def rff_operator(
 
 
 def indexed_features(
-    transform: Callable[[np.ndarray], np.ndarray], X: np.ndarray, n_features: int, budget: float
+    transform: Callable[[Any], Any], X: Any, n_features: int, budget: float
 ) -> Callable[[np.ndarray], np.ndarray]:
-    """idx -> features of X[idx], from a cache of all rows when they take at most ``budget``
-    bytes, else computed per call (the stochastic solvers' minibatches)."""
+    """idx -> features of X[idx] as float64 NumPy rows, from a cache of all rows (computed
+    on X's device in blocks, kept on the host) when they take at most ``budget`` bytes, else
+    computed per call (the stochastic solvers' minibatches)."""
     if len(X) * n_features * 8 <= budget:
-        cache = np.asarray(transform(X), dtype=FACTOR_DTYPE)
+        cache = np.empty((len(X), n_features), dtype=FACTOR_DTYPE)
+        for s, e in row_blocks(len(X), n_features):
+            cache[s:e] = B.to_numpy(transform(X[s:e]), FACTOR_DTYPE)
         return lambda idx: cache[idx]  # type: ignore[no-any-return]
-    return lambda idx: np.asarray(transform(X[idx]), dtype=FACTOR_DTYPE)
+    return lambda idx: B.to_numpy(transform(B.take_rows(X, idx)), FACTOR_DTYPE)
 
 
 def feature_moments(
@@ -119,15 +128,18 @@ def feature_moments(
     G : ndarray of shape (D, D)
     b : ndarray of shape (D, k)
     """
-    Y2 = as_2d(Y)
-    G = np.zeros((n_features, n_features))
-    b = np.zeros((n_features, Y2.shape[1]))
-    w = None if weights is None else np.asarray(weights, dtype=FACTOR_DTYPE)
+    dev = B.array_device(X)
+    Y2 = B.to_device(as_2d(Y), dev, FACTOR_DTYPE)
+    G = B.zeros((n_features, n_features), X, FACTOR_DTYPE)
+    b = B.zeros((n_features, Y2.shape[1]), X, FACTOR_DTYPE)
+    w = None if weights is None else B.to_device(weights, dev, FACTOR_DTYPE)
     for s, e in row_blocks(len(X), n_features):
-        F64 = np.asarray(fmap.transform_first(X[s:e], n_features, normalize=False), FACTOR_DTYPE)
+        F = fmap.transform_first(X[s:e], n_features, normalize=False)
+        F64 = B.astype(F, FACTOR_DTYPE)
         Fw = F64 if w is None else F64 * w[s:e, None]
         G += Fw.T @ F64
         b += Fw.T @ Y2[s:e]
+    G, b = B.to_numpy(G), B.to_numpy(b)
     return (G + G.T) / 2, b
 
 
