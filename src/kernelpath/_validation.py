@@ -98,7 +98,13 @@ def check_rows(X: Any, name: str = "X", one_sample: bool = False) -> np.ndarray:
     """A finite numeric 2-D array of rows, float64 (float32 kept), contiguous.
 
     With ``one_sample=True`` a 1-D array is one row (the online learners' single sample).
+    A torch tensor is checked where it lives and returned as a tensor
+    (``check_tensor_rows``).
     """
+    from ._backend import is_tensor
+
+    if is_tensor(X):
+        return check_tensor_rows(X[None, :] if one_sample and X.ndim == 1 else X, name)
     try:
         A = np.asarray(X)
         if A.dtype.kind in "OUSV" or A.dtype == bool:
@@ -139,3 +145,66 @@ def check_size(value: Any, name: str) -> int | str | np.ndarray:
     checked = check_int(value, name, 1)
     assert checked is not None
     return checked
+
+
+def check_tensor_rows(X: Any, name: str = "X") -> Any:
+    """The checks ``check_rows`` / scikit-learn's ``check_array`` make, on a torch tensor,
+    without leaving its device: 2-D, non-empty, finite, floating (float64 and float32 kept,
+    other floating types as float32, integers and booleans as float64), contiguous,
+    detached from autograd."""
+    import torch
+
+    if X.is_complex():
+        raise TypeError(f"{name} must contain real numbers, got a {X.dtype} tensor")
+    X = X.detach()
+    if not X.is_floating_point():
+        X = X.to(torch.float64)
+    elif X.dtype not in (torch.float32, torch.float64):
+        X = X.to(torch.float32)
+    if X.ndim != 2:
+        raise ValueError(
+            f"Expected a 2D tensor for {name}, got a {X.ndim}D tensor of shape "
+            f"{tuple(X.shape)}: reshape it with .reshape(-1, 1) for one feature or "
+            ".reshape(1, -1) for one sample"
+        )
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name} must be non-empty, got shape {tuple(X.shape)}")
+    if not bool(torch.isfinite(X).all()):
+        raise ValueError(f"Input {name} contains NaN or infinity")
+    return X.contiguous()
+
+
+def validate_X(estimator: Any, X: Any, reset: bool) -> Any:
+    """Validate the input rows of ``fit`` (``reset=True``), ``predict`` or ``transform``:
+    scikit-learn's ``validate_data`` for NumPy arrays and array-likes (float64, float32
+    kept), ``check_tensor_rows`` for torch tensors, which stay on their device. Records (or
+    checks) ``n_features_in_`` either way."""
+    from sklearn.utils.validation import validate_data
+
+    from ._backend import is_tensor
+
+    if not is_tensor(X):
+        _check_numeric_input(X, "X")
+        return validate_data(estimator, X, reset=reset, dtype=[np.float64, np.float32])
+    X = check_tensor_rows(X, "X")
+    d = int(X.shape[1])
+    if reset:
+        estimator.n_features_in_ = d
+        if hasattr(estimator, "feature_names_in_"):
+            del estimator.feature_names_in_
+    elif d != estimator.n_features_in_:
+        raise ValueError(
+            f"X has {d} features, but {type(estimator).__name__} is expecting "
+            f"{estimator.n_features_in_} features as input."
+        )
+    return X
+
+
+def _check_numeric_input(a: Any, name: str) -> None:
+    """Name the argument when an array of strings or objects does not convert to numbers."""
+    if hasattr(a, "dtype") and getattr(a.dtype, "kind", "O") not in "USOV":
+        return
+    try:
+        np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{name} must contain numbers only: {exc}") from exc

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _backend as B
 from ._backend import resolve_memory_budget
 from ._validation import check_choice, check_float
 from .kernels import Kernel
@@ -98,7 +99,7 @@ class UniformCenters:
         memory_budget: Any = None,
     ) -> CenterSelection:
         idx = rng.choice(len(X), size=n_centers, replace=False)
-        return CenterSelection(X[idx], idx, self.name)
+        return CenterSelection(B.take_rows(X, idx), idx, self.name)
 
     def __repr__(self) -> str:
         return "UniformCenters()"
@@ -109,7 +110,7 @@ def _score_penalty(own: float | None, given: float | None, kernel: Kernel, X: np
         return own
     if given is not None and given > 0:
         return float(given)
-    scale = float(np.max(kernel.diag(X[: min(len(X), 1000)])))
+    scale = float(np.max(B.to_numpy(kernel.diag(X[: min(len(X), 1000)]))))
     return DEFAULT_SCORE_PENALTY * (scale if scale > 0 else 1.0)
 
 
@@ -176,7 +177,7 @@ class LeverageCenters:
             scores = _approximate_scores(X, kernel, lam, p, rng, budget)
         idx, w = _draw_by_scores(scores, n_centers, rng)
         return CenterSelection(
-            X[idx], idx, self.name, scores, w, lam, {"d_eff": float(scores.sum())}
+            B.take_rows(X, idx), idx, self.name, scores, w, lam, {"d_eff": float(scores.sum())}
         )
 
     def __repr__(self) -> str:
@@ -237,7 +238,8 @@ class SqueakCenters:
         order = rng.choice(len(d), size=m, replace=False, p=q / q.sum())
         idx = d.indices[order]
         info = {"dictionary_size": len(d), "q_bar": d.q_bar, "d_eff": float(scores.sum())}
-        return CenterSelection(X[idx], idx, self.name, scores, d.weights[order], lam, info)
+        points = B.take_rows(X, idx)
+        return CenterSelection(points, idx, self.name, scores, d.weights[order], lam, info)
 
     def __repr__(self) -> str:
         return f"SqueakCenters(penalty={self.penalty!r}, q_bar={self.q_bar!r})"
@@ -306,7 +308,7 @@ def select_centers(
                 stacklevel=3,
             )
         return sel
-    pts = np.asarray(centers)
+    pts = B.to_numpy(centers) if B.is_tensor(centers) else np.asarray(centers)
     if pts.dtype.kind not in "iuf":
         raise TypeError(
             f"centers must be a strategy name or a numeric array, got dtype {pts.dtype}"
@@ -315,4 +317,4 @@ def select_centers(
         raise ValueError(f"centers must have shape (m, {X.shape[1]}) with m >= 1, got {pts.shape}")
     if not np.all(np.isfinite(pts)):
         raise ValueError("centers contains NaN or infinity")
-    return CenterSelection(pts.astype(X.dtype), None, "given")
+    return CenterSelection(B.to_device(pts, B.array_device(X), B.dtype_of(X)), None, "given")

@@ -31,10 +31,11 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from . import _backend as B
 from ._backend import resolve_memory_budget
-from ._validation import check_int, make_rng
+from ._validation import check_int, make_rng, validate_X
 from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Matern, make_kernel
 
 __all__ = [
@@ -138,6 +139,8 @@ class RandomFourierFeatures(_DenseTransformer):
         The same value always gives the same map.
     memory_budget : int, str or None, default=None
         Bytes a block of transformed rows may take (None: half the available memory).
+    device : None, "auto", "cpu", "cuda", "cuda:N" or torch.device, default=None
+        Where ``transform`` computes (None: where X lives); the output follows the input.
 
     Attributes
     ----------
@@ -165,12 +168,14 @@ class RandomFourierFeatures(_DenseTransformer):
         orthogonal: bool = False,
         random_state: Any = None,
         memory_budget: Any = None,
+        device: Any = None,
     ) -> None:
         self.kernel = kernel
         self.n_features = n_features
         self.orthogonal = orthogonal
         self.random_state = random_state
         self.memory_budget = memory_budget
+        self.device = device
 
     def fit(self, X: Any, y: Any = None) -> RandomFourierFeatures:
         """Draw the frequencies (X gives the dimension and, for "median", the bandwidth).
@@ -184,7 +189,8 @@ class RandomFourierFeatures(_DenseTransformer):
         -------
         self
         """
-        X = validate_data(self, X, dtype=[np.float64, np.float32])
+        B.check_device(self.device)
+        X = validate_X(self, X, reset=True)
         D = check_int(self.n_features, "n_features", 1)
         assert D is not None
         if not isinstance(self.orthogonal, (bool, np.bool_)):
@@ -198,6 +204,7 @@ class RandomFourierFeatures(_DenseTransformer):
         self.frequencies_, self.offsets_ = sample_frequencies(
             self.kernel_, D, X.shape[1], freq_rng, bool(self.orthogonal)
         )
+        self._on_device: dict[tuple[str, str], tuple[Any, Any]] = {}
         return self
 
     def transform(self, X: Any) -> np.ndarray:
@@ -209,11 +216,29 @@ class RandomFourierFeatures(_DenseTransformer):
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features)
+        ndarray or tensor of shape (n_samples, n_features)
+            Like X (a tensor on X's device for a tensor).
         """
         check_is_fitted(self, "frequencies_")
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        return self.transform_first(X, len(self.offsets_))
+        dev = B.resolve_device(self.device, {"X": X})
+        Xv = validate_X(self, X, reset=False)
+        out = self.transform_first(B.to_device(Xv, dev, B.dtype_of(Xv)), len(self.offsets_))
+        return B.like_input(out, X)
+
+    def _parameters_like(self, X: Any) -> tuple[Any, Any]:
+        """The frequencies and phases on X's backend, device and dtype (kept per device)."""
+        if not B.is_tensor(X):
+            dt = B.dtype_of(X)
+            return self.frequencies_.astype(dt, copy=False), self.offsets_.astype(dt, copy=False)
+        cache = self.__dict__.setdefault("_on_device", {})
+        key = (str(B.array_device(X)), str(X.dtype))
+        if key not in cache:
+            dev, dt = B.array_device(X), B.dtype_of(X)
+            cache[key] = (
+                B.to_device(self.frequencies_, dev, dt),
+                B.to_device(self.offsets_, dev, dt),
+            )
+        return cache[key]
 
     def transform_first(
         self,
@@ -228,36 +253,40 @@ class RandomFourierFeatures(_DenseTransformer):
 
         Parameters
         ----------
-        X : ndarray of shape (n_samples, n_features_in_)
+        X : ndarray or tensor of shape (n_samples, n_features_in_)
+            Computed on its backend and device.
         n_features : int
             D <= ``n_features``.
-        out : ndarray of shape (n_samples, D) or None
+        out : array of shape (n_samples, D) or None
         normalize : bool
 
         Returns
         -------
-        ndarray of shape (n_samples, D)
+        array of shape (n_samples, D), on X's backend
         """
         check_is_fitted(self, "frequencies_")
-        W = self.frequencies_[:n_features].astype(X.dtype, copy=False)
-        b = self.offsets_[:n_features].astype(X.dtype, copy=False)
-        scale = X.dtype.type(np.sqrt(2.0 / (n_features if normalize else 1)))
-        budget = resolve_memory_budget(self.memory_budget)
-        need = len(X) * n_features * X.itemsize
+        Wall, ball = self._parameters_like(X)
+        W, b = Wall[:n_features], ball[:n_features]
+        scale = float(np.sqrt(2.0 / (n_features if normalize else 1)))
+        budget = resolve_memory_budget(self.memory_budget, B.array_device(X))
+        itemsize = B.dtype_of(X).itemsize
+        need = len(X) * n_features * itemsize
         if out is None and need > budget:
             raise ValueError(
                 f"the {len(X)} x {n_features} feature matrix needs {need / 1e9:.2f} GB, more "
                 f"than memory_budget={budget / 1e9:.2f} GB: transform fewer rows at a time"
             )
         if out is None:
-            out = np.empty((len(X), n_features), dtype=X.dtype)
+            out = B.empty((len(X), n_features), X)
         # blocks of ~4 MB: the product, the phase, the cosine and the scaling stay in cache
-        rows = int(max(1, min(len(X), 4 * 1024**2 // max(1, n_features * X.itemsize))))
+        # (on CUDA, large blocks)
+        target = 512 * 1024**2 if B.array_device(X).is_cuda else 4 * 1024**2
+        rows = int(max(1, min(len(X), target // max(1, n_features * itemsize))))
         for s in range(0, len(X), rows):
             blk = out[s : s + rows]
-            np.matmul(X[s : s + rows], W.T, out=blk)
+            B.matmul(X[s : s + rows], W.T, out=blk)
             blk += b
-            np.cos(blk, out=blk)
+            B.cos_(blk)
             blk *= scale
         return out
 
@@ -273,11 +302,15 @@ class NystromFeatures(_DenseTransformer):
         Number m of centers drawn uniformly from the data given to ``fit`` (at most n).
     random_state : int, Generator or None, default=None
     memory_budget : int, str or None, default=None
+    device : None, "auto", "cpu", "cuda", "cuda:N" or torch.device, default=None
+        Where ``fit`` and ``transform`` compute (None: where X lives); the output follows the
+        input.
 
     Attributes
     ----------
     kernel_ : Kernel
-    centers_ : ndarray of shape (m, n_features_in_)
+    centers_ : ndarray or tensor of shape (m, n_features_in_)
+        On the device ``fit`` computed on.
     factor_ : ndarray of shape (m, r)
         R; the map has r <= m features (the numerical rank of K_CC).
     """
@@ -288,11 +321,13 @@ class NystromFeatures(_DenseTransformer):
         n_components: int = 100,
         random_state: Any = None,
         memory_budget: Any = None,
+        device: Any = None,
     ) -> None:
         self.kernel = kernel
         self.n_components = n_components
         self.random_state = random_state
         self.memory_budget = memory_budget
+        self.device = device
 
     def fit(self, X: Any, y: Any = None) -> NystromFeatures:
         """Draw the centers and factor K_CC.
@@ -309,15 +344,18 @@ class NystromFeatures(_DenseTransformer):
         from .linalg import nystrom_factor
         from .operators import KernelOperator
 
-        X = validate_data(self, X, dtype=[np.float64, np.float32])
+        dev = B.resolve_device(self.device, {"X": X})
+        X = validate_X(self, X, reset=True)
+        X = B.to_device(X, dev, B.dtype_of(X))
         m = check_int(self.n_components, "n_components", 1)
         assert m is not None
         rng = make_rng(self.random_state)
         self.kernel_ = make_kernel(self.kernel).resolve(X, rng)
         idx = rng.choice(len(X), size=min(m, len(X)), replace=False)
-        self.centers_ = X[idx]
-        op = KernelOperator(self.centers_, self.centers_, self.kernel_, self.memory_budget)
-        eps = float(np.finfo(X.dtype).eps)
+        self.centers_ = B.take_rows(X, idx)
+        budget = resolve_memory_budget(self.memory_budget, dev)
+        op = KernelOperator(self.centers_, self.centers_, self.kernel_, budget)
+        eps = float(np.finfo(B.dtype_of(X)).eps)
         self.factor_ = nystrom_factor(op.center_gram(), dtype_eps=eps).R
         return self
 
@@ -330,13 +368,20 @@ class NystromFeatures(_DenseTransformer):
 
         Returns
         -------
-        ndarray of shape (n_samples, r)
+        ndarray or tensor of shape (n_samples, r)
+            Like X.
         """
         from .operators import KernelOperator
 
         check_is_fitted(self, "factor_")
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        dev = B.resolve_device(self.device, {"X": X})
+        Xv = validate_X(self, X, reset=False)
+        dt = B.dtype_of(Xv)
         op = KernelOperator(
-            X, self.centers_.astype(X.dtype), self.kernel_, self.memory_budget, cache=False
+            B.to_device(Xv, dev, dt),
+            B.to_device(self.centers_, dev, dt),
+            self.kernel_,
+            resolve_memory_budget(self.memory_budget, dev),
+            cache=False,
         )
-        return np.asarray(op.matvec(self.factor_.astype(X.dtype)), dtype=X.dtype)
+        return B.like_input(op.matvec(self.factor_.astype(dt), native=True), X)

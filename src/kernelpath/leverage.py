@@ -42,6 +42,7 @@ import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
 
+from . import _backend as B
 from ._backend import FACTOR_DTYPE, resolve_memory_budget
 from ._validation import check_choice, check_float, check_int, check_rows, make_rng
 from .kernels import Kernel, make_kernel
@@ -108,14 +109,14 @@ def _approximate_scores(
     budget: int,
 ) -> np.ndarray:
     n = len(X)
-    diag = np.asarray(kernel.diag(X), dtype=FACTOR_DTYPE)
+    diag = B.to_numpy(kernel.diag(X), FACTOR_DTYPE)
     total = float(diag.sum())
     if not total > 0:
         raise ValueError("the kernel's diagonal is zero on X: leverage scores are undefined")
     cols = rng.choice(n, size=n_samples, replace=True, p=diag / total)
     # repeated columns add nothing to L = C W^+ C^T (nor does the rescaling of the columns)
     cols = np.unique(cols)
-    op = KernelOperator(X, X[cols], kernel, budget)
+    op = KernelOperator(X, B.take_rows(X, cols), kernel, budget)
     fac = nystrom_factor(op.center_gram(), dtype_eps=float(np.finfo(op.dtype).eps))
     R = fac.R
     G = np.asarray(op.gram(), dtype=FACTOR_DTYPE)
@@ -251,7 +252,7 @@ def squeak(
     prob = np.empty(0)
     mult = np.empty(0, dtype=np.int64)
     K_dd = np.empty((0, 0))
-    diag_all = np.asarray(kern.diag(X), dtype=FACTOR_DTYPE)
+    diag_all = B.to_numpy(kern.diag(X), FACTOR_DTYPE)
     start = 0
     while start < n:
         b = b_fixed if b_fixed is not None else max(64, len(idx))
@@ -259,7 +260,7 @@ def squeak(
         start += len(new)
         cand = np.concatenate([idx, new])
         # EXPAND: kernel values of the new points against the candidate dictionary
-        op = KernelOperator(X[new], X[cand], kern, budget, cache=False)
+        op = KernelOperator(B.take_rows(X, new), B.take_rows(X, cand), kern, budget, cache=False)
         K_new = np.asarray(op.dense(), dtype=FACTOR_DTYPE)
         d = len(idx)
         K_c = np.empty((len(cand), len(cand)))
@@ -284,12 +285,12 @@ def _squeak_scores(
     X: np.ndarray, kernel: Kernel, dictionary: SqueakDictionary, budget: int
 ) -> np.ndarray:
     """Eq. 5 with the final dictionary for every point of X."""
-    op = KernelOperator(X, X[dictionary.indices], kernel, budget)
+    op = KernelOperator(X, B.take_rows(X, dictionary.indices), kernel, budget)
     K_dd = np.asarray(op.center_gram(), dtype=FACTOR_DTYPE)
     T = _eq5_factor(K_dd, dictionary.weights, (1 + dictionary.eps) * dictionary.gamma)
     quad = np.asarray(op.row_sq_norms(T), dtype=FACTOR_DTYPE)
     op.release()
-    diag = np.asarray(kernel.diag(X), dtype=FACTOR_DTYPE)
+    diag = B.to_numpy(kernel.diag(X), FACTOR_DTYPE)
     tau = (1 - dictionary.eps) / dictionary.gamma * (diag - quad)
     return np.clip(tau, 0.0, 1.0)
 
@@ -308,12 +309,13 @@ def leverage_scores(
     delta: float | None = None,
     batch_size: int | None = None,
     memory_budget: Any = None,
-) -> np.ndarray:
+    device: Any = None,
+) -> Any:
     """λ-ridge leverage scores τ_i(λ) = (K (K + λ n I)^-1)_ii of every point.
 
     Parameters
     ----------
-    X : array-like of shape (n, d)
+    X : array-like or tensor of shape (n, d)
     kernel : Kernel or str
         ``sigma="median"`` is resolved on X.
     penalty : float
@@ -327,30 +329,36 @@ def leverage_scores(
     q_bar, eps, delta, batch_size :
         Parameters of "squeak" (see ``squeak``).
     memory_budget : int, str or None
-        Bytes the kernel blocks may take (None: half of the available memory).
+        Bytes the kernel blocks may take (None: half of the available memory; device memory
+        on CUDA). The exact method's n x n matrix is factored on the host.
+    device : None, "auto", "cpu", "cuda", "cuda:N" or torch.device, default=None
+        Where the kernel blocks are computed (None: where X lives; see the estimators).
 
     Returns
     -------
-    ndarray of shape (n,)
-        Scores in [0, 1]. The estimates of "approximate" never exceed the exact scores;
-        those of "squeak" estimate τ_i within the factor α = (1 + ε)/(1 - ε) from below
-        when the dictionary is accurate.
+    ndarray or tensor of shape (n,)
+        Scores in [0, 1], like X (a float64 tensor on X's device for a tensor). The
+        estimates of "approximate" never exceed the exact scores; those of "squeak" estimate
+        τ_i within the factor α = (1 + ε)/(1 - ε) from below when the dictionary is accurate.
     """
-    X = check_rows(X)
+    dev = B.resolve_device(device, {"X": X})
+    Xc = check_rows(X)
+    Xc = B.to_device(Xc, dev, B.dtype_of(Xc))
     lam = _check_lambda(penalty)
     method = check_choice(method, "method", METHODS)
-    budget = resolve_memory_budget(memory_budget)
     rng = make_rng(random_state)
-    kern = make_kernel(kernel).resolve(X, rng)
-    n = len(X)
+    kern = make_kernel(kernel).resolve(Xc, rng)
+    n = len(Xc)
     if method == "exact":
-        return _exact_scores(X, kern, lam, budget)
+        tau = _exact_scores(Xc, kern, lam, resolve_memory_budget(memory_budget))
+        return B.like_input(tau, X)
+    budget = resolve_memory_budget(memory_budget, dev)
     if method == "approximate":
         p = default_n_samples(n) if n_samples is None else check_int(n_samples, "n_samples", 1)
         assert p is not None
-        return _approximate_scores(X, kern, lam, int(p), rng, budget)
-    dictionary = squeak(X, kern, lam, q_bar, eps, delta, batch_size, rng, budget)
-    return _squeak_scores(X, kern, dictionary, budget)
+        return B.like_input(_approximate_scores(Xc, kern, lam, int(p), rng, budget), X)
+    dictionary = squeak(Xc, kern, lam, q_bar, eps, delta, batch_size, rng, budget)
+    return B.like_input(_squeak_scores(Xc, kern, dictionary, budget), X)
 
 
 def effective_dimension(
@@ -370,5 +378,5 @@ def effective_dimension(
     (float, float)
         The effective dimension and the maximal degrees of freedom.
     """
-    tau = leverage_scores(X, kernel, penalty, method, random_state, **options)
+    tau = B.to_numpy(leverage_scores(X, kernel, penalty, method, random_state, **options))
     return float(tau.sum()), float(len(tau) * tau.max())

@@ -23,6 +23,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from . import _backend as B
 from ._validation import check_float, check_rows
 from .linalg import cholesky_update
 
@@ -56,8 +57,14 @@ def as_feature_map(features: Any, X: np.ndarray) -> FeatureMap:
 
 
 def _rows(X: Any, name: str = "X") -> np.ndarray:
-    """Checked float64 rows; a 1-D array is one sample."""
-    return check_rows(X, name, one_sample=True).astype(np.float64, copy=False)
+    """Checked float64 rows on the host (a tensor is checked on its device, then copied:
+    the rank-one updates are sequential and run on the CPU); a 1-D array is one sample."""
+    return B.to_numpy(check_rows(X, name, one_sample=True), np.float64)
+
+
+def _host(a: Any) -> Any:
+    """Targets or labels as NumPy (tensors copied to the host)."""
+    return B.to_numpy(a) if B.is_tensor(a) else a
 
 
 class RecursiveRLS(RegressorMixin, BaseEstimator):
@@ -139,6 +146,7 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
         self
         """
         X2 = _rows(X)
+        y = _host(y)
         try:
             Y = np.asarray(y, dtype=np.float64)
         except (TypeError, ValueError) as exc:
@@ -216,7 +224,8 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
 
         Returns
         -------
-        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        ndarray or tensor of shape (n_samples,) or (n_samples, n_outputs)
+            Like X.
         """
         check_is_fitted(self)
         X2 = _rows(X)
@@ -225,7 +234,7 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
                 f"X has {X2.shape[1]} features, but RecursiveRLS is fitted with "
                 f"{self.n_features_in_}"
             )
-        return np.asarray(self._map(X2), dtype=np.float64) @ self.coef_
+        return B.like_input(np.asarray(self._map(X2), dtype=np.float64) @ self.coef_, X)
 
 
 class IncrementalRLSClassifier(BaseEstimator):
@@ -371,7 +380,7 @@ class IncrementalRLSClassifier(BaseEstimator):
         self
         """
         X2 = _rows(X)
-        labels = np.atleast_1d(np.asarray(y, dtype=object))
+        labels = np.atleast_1d(np.asarray(_host(y), dtype=object))
         if labels.ndim != 1 or len(labels) != len(X2):
             raise ValueError(
                 f"X and y have different numbers of samples: {len(X2)} and {np.shape(y)}"
@@ -384,7 +393,7 @@ class IncrementalRLSClassifier(BaseEstimator):
                 f"{self.n_features_in_}"
             )
         if classes is not None:
-            for label in np.atleast_1d(np.asarray(classes, dtype=object)):
+            for label in np.atleast_1d(np.asarray(_host(classes), dtype=object)):
                 self._class_index(label)
         Z = np.asarray(self._map(X2), dtype=np.float64)
         every = self.validation_every
@@ -442,7 +451,7 @@ class IncrementalRLSClassifier(BaseEstimator):
             raise ValueError(f"penalty must be one of the candidates {self._lams.tolist()}")
         a = self.alpha_ if alpha is None else check_float(alpha, "alpha", 0.0, 1.0)
         Z = np.asarray(self._map(X2), dtype=np.float64)
-        return (Z @ self._weights(int(hit[0]))) * self._gamma(a)
+        return B.like_input((Z @ self._weights(int(hit[0]))) * self._gamma(a), X)
 
     def predict(
         self, X: Any, penalty: float | None = None, alpha: float | None = None
@@ -458,12 +467,13 @@ class IncrementalRLSClassifier(BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        scores = self.decision_function(X, penalty, alpha)
-        return np.array(list(self.classes_[np.argmax(scores, axis=1)]))
+        scores = B.to_numpy(self.decision_function(X, penalty, alpha))
+        labels = np.array(list(self.classes_[np.argmax(scores, axis=1)]))
+        return B.like_input(labels, X)
 
     def score(self, X: Any, y: Any) -> float:
         """Accuracy."""
-        return float(np.mean(self.predict(X) == np.asarray(y)))
+        return float(np.mean(B.to_numpy(self.predict(X)) == np.asarray(_host(y))))
 
 
 class SemiparametricRegressor(BaseEstimator):
@@ -561,7 +571,7 @@ class SemiparametricRegressor(BaseEstimator):
         from .kernels import Gaussian
 
         X2 = _rows(X)
-        Y = _rows(y, "y")
+        Y = _rows(_host(y), "y")
         if len(Y) != len(X2):
             raise ValueError(f"X and y have different numbers of samples: {len(X2)} and {len(Y)}")
         P = self._phi(X2)
@@ -619,7 +629,7 @@ class SemiparametricRegressor(BaseEstimator):
         """ŷ = Φ(x) π̂ alone, shape (n_samples, T)."""
         check_is_fitted(self)
         X2 = _rows(X)
-        return np.einsum("ntp,p->nt", self._phi(X2), self.parameters_)
+        return B.like_input(np.einsum("ntp,p->nt", self._phi(X2), self.parameters_), X)
 
     def predict(self, X: Any) -> np.ndarray:
         """ŷ + Δŷ, shape (n_samples, T).
@@ -631,4 +641,4 @@ class SemiparametricRegressor(BaseEstimator):
         X2 = _rows(X)
         y_hat = self.predict_parametric(X2)
         delta = self.correction_.predict(self._normalized(X2, y_hat))
-        return y_hat + delta.reshape(y_hat.shape)
+        return B.like_input(y_hat + delta.reshape(y_hat.shape), X)

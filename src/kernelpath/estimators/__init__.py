@@ -6,7 +6,9 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.metrics import accuracy_score, r2_score
 
+from .. import _backend as B
 from .._validation import check_choice
 from ..linalg import FILTERS
 from ..solvers.spectral import ITERATION_FILTERS
@@ -44,6 +46,13 @@ _COMMON_DOC = """
         Bytes the kernel blocks may take ("2GB" works); None: half of the available memory.
     random_state : int, Generator, RandomState or None, default=None
         Seeds the validation split, the centers and the median heuristic.
+    device : None, "auto", "cpu", "cuda", "cuda:N" or torch.device, default=None
+        Where to compute. None: where the inputs live (NumPy arrays with NumPy, torch
+        tensors with PyTorch on their device); "cpu" / "cuda" / "cuda:N": PyTorch on that
+        device, NumPy inputs moved there for the call; "auto": CUDA when PyTorch sees a
+        GPU, else as None. Outputs follow the input: a tensor in gives a tensor on its
+        device, NumPy in gives NumPy. PyTorch is optional (``pip install
+        "kernelpath[torch]"``). On CUDA ``memory_budget`` is device memory.
 """
 
 _ATTR_DOC = """
@@ -78,6 +87,9 @@ _ATTR_DOC = """
         λ of the leverage scores.
     train_indices_, validation_indices_ : ndarray of int
         Rows of X used to train the path and to score it (empty without selection).
+    device_ : str
+        Where the fit computed ("numpy", "cpu" for torch-CPU, "cuda:0", ...); ``coef_``
+        and ``centers_`` live there (NumPy arrays or tensors).
 """
 
 
@@ -87,42 +99,60 @@ class _RegressorMixin(RegressorMixin):
         tags.target_tags.multi_output = True
         return tags
 
-    def predict(self, X: Any) -> np.ndarray:
+    def predict(self, X: Any) -> Any:
         """Predict targets.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or tensor of shape (n_samples, n_features)
 
         Returns
         -------
-        ndarray of shape (n_samples,) or (n_samples, n_outputs)
+        ndarray or tensor of shape (n_samples,) or (n_samples, n_outputs)
+            Like X: a tensor on X's device for a tensor, else a NumPy array.
         """
-        return self._decision(X)  # type: ignore[attr-defined, no-any-return]
+        return B.like_input(self._decision(X), X)  # type: ignore[attr-defined]
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """R² of the predictions (scikit-learn's ``r2_score``; tensors accepted)."""
+        pred = B.to_numpy(self.predict(X))
+        return float(r2_score(B.to_numpy(y), pred, sample_weight=_host(sample_weight)))
+
+
+def _host(a: Any) -> Any:
+    return None if a is None else B.to_numpy(a)
 
 
 class _ClassifierMixin(ClassifierMixin):
-    def decision_function(self, X: Any) -> np.ndarray:
+    def decision_function(self, X: Any) -> Any:
         """One-vs-all scores.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or tensor of shape (n_samples, n_features)
 
         Returns
         -------
-        ndarray of shape (n_samples,) for two classes (positive: ``classes_[1]``), else
-        (n_samples, n_classes)
+        ndarray or tensor of shape (n_samples,) for two classes (positive: ``classes_[1]``),
+        else (n_samples, n_classes); like X.
         """
-        return self._decision(X)  # type: ignore[attr-defined, no-any-return]
+        return B.like_input(self._decision(X), X)  # type: ignore[attr-defined]
 
-    def predict(self, X: Any) -> np.ndarray:
-        """Predict class labels, shape (n_samples,)."""
-        scores = self.decision_function(X)
+    def predict(self, X: Any) -> Any:
+        """Predict class labels, shape (n_samples,); a tensor on X's device for a tensor X
+        (when the labels are numbers)."""
+        scores = B.to_numpy(self._decision(X))  # type: ignore[attr-defined]
         classes = self.classes_  # type: ignore[attr-defined]
         if scores.ndim == 1:
-            return classes[(scores > 0).astype(int)]  # type: ignore[no-any-return]
-        return classes[np.argmax(scores, axis=1)]  # type: ignore[no-any-return]
+            labels = classes[(scores > 0).astype(int)]
+        else:
+            labels = classes[np.argmax(scores, axis=1)]
+        return B.like_input(labels, X)
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """Accuracy (scikit-learn's ``accuracy_score``; tensors accepted)."""
+        pred = B.to_numpy(self.predict(X))
+        return float(accuracy_score(B.to_numpy(y), pred, sample_weight=_host(sample_weight)))
 
 
 class _KRLSBase(_KernelPathEstimator):
@@ -138,6 +168,7 @@ class _KRLSBase(_KernelPathEstimator):
         refit: bool = False,
         memory_budget: Any = None,
         random_state: Any = None,
+        device: Any = None,
     ) -> None:
         self.kernel = kernel
         self.penalty = penalty
@@ -147,6 +178,7 @@ class _KRLSBase(_KernelPathEstimator):
         self.refit = refit
         self.memory_budget = memory_budget
         self.random_state = random_state
+        self.device = device
 
     def _method(self) -> str:
         return check_choice(self.filter, "filter", FILTERS)
@@ -169,6 +201,7 @@ class _NystromBase(_KernelPathEstimator):
         refit: bool = False,
         memory_budget: Any = None,
         random_state: Any = None,
+        device: Any = None,
     ) -> None:
         self.kernel = kernel
         self.penalty = penalty
@@ -182,6 +215,7 @@ class _NystromBase(_KernelPathEstimator):
         self.refit = refit
         self.memory_budget = memory_budget
         self.random_state = random_state
+        self.device = device
 
     def _method(self) -> str:
         return check_choice(self.solver, "solver", ("direct", "cg"))
@@ -204,6 +238,7 @@ class _NYTROBase(_NystromBase):
         refit: bool = False,
         memory_budget: Any = None,
         random_state: Any = None,
+        device: Any = None,
     ) -> None:
         super().__init__(
             kernel=kernel,
@@ -218,6 +253,7 @@ class _NYTROBase(_NystromBase):
             refit=refit,
             memory_budget=memory_budget,
             random_state=random_state,
+            device=device,
         )
 
     def _method(self) -> str:

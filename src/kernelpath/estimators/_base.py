@@ -14,11 +14,20 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.preprocessing import LabelBinarizer
+from sklearn.utils import check_array, column_or_1d
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from .. import _backend as B
 from .._backend import resolve_memory_budget
-from .._validation import check_float, check_int, check_penalty, check_size, make_rng
+from .._validation import (
+    check_float,
+    check_int,
+    check_penalty,
+    check_size,
+    make_rng,
+    validate_X,
+)
 from ..centers import CenterSelection, select_centers
 from ..kernels import Kernel, make_kernel
 from ..operators import KernelOperator
@@ -74,7 +83,7 @@ class _KernelPathEstimator(BaseEstimator):
             getattr(self, "n_iter_no_change", None), "n_iter_no_change", 1, allow_none=True
         )
         p["tol"] = check_float(getattr(self, "tol", 0.0), "tol", 0.0, np.inf, high_open=True)
-        p["budget"] = resolve_memory_budget(self.memory_budget)
+        p["budget"] = resolve_memory_budget(self.memory_budget, getattr(self, "_device", None))
         p["rng"] = make_rng(self.random_state)
         p["kernel"] = make_kernel(self.kernel)
         if not isinstance(self.refit, (bool, np.bool_)):
@@ -124,17 +133,7 @@ class _KernelPathEstimator(BaseEstimator):
         -------
         self
         """
-        _check_numeric(X, "X")
-        if not self._classifier:
-            _check_numeric(y, "y")
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            dtype=[np.float64, np.float32],
-            multi_output=not self._classifier,
-            y_numeric=not self._classifier,
-        )
+        X, y, sample_weight = self._validate_fit_input(X, y, sample_weight)
         n = X.shape[0]
         params = self._check_params(n)
         Y = self._encode_targets(y)
@@ -201,6 +200,53 @@ class _KernelPathEstimator(BaseEstimator):
         self.penalty_ = float(best.get("penalty", 0.0))
         self.n_iter_ = int(best["n_iter"]) if "n_iter" in best else 1
         return self
+
+    def _validate_fit_input(self, X: Any, y: Any, sample_weight: Any) -> tuple[Any, Any, Any]:
+        """(X on the compute device, y and sample_weight as NumPy arrays); sets
+        ``device_``. NumPy inputs go through scikit-learn's ``validate_data``; a tensor X is
+        checked where it lives (its targets and weights may be tensors on the same device or
+        NumPy arrays when it is on the CPU)."""
+        dev = B.resolve_device(
+            getattr(self, "device", None), {"X": X, "y": y, "sample_weight": sample_weight}
+        )
+        if B.is_tensor(y):
+            y = B.to_numpy(y)
+        if B.is_tensor(sample_weight):
+            sample_weight = B.to_numpy(sample_weight)
+        if not self._classifier:
+            _check_numeric(y, "y")
+        if B.is_tensor(X):
+            X = validate_X(self, X, reset=True)
+            if self._classifier:
+                y = column_or_1d(y, warn=True)
+            else:
+                y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+            if len(y) != X.shape[0]:
+                raise ValueError(
+                    f"Found input variables with inconsistent numbers of samples: "
+                    f"[{X.shape[0]}, {len(y)}]"
+                )
+        else:
+            _check_numeric(X, "X")
+            X, y = validate_data(
+                self,
+                X,
+                y,
+                dtype=[np.float64, np.float32],
+                multi_output=not self._classifier,
+                y_numeric=not self._classifier,
+            )
+        self._device = dev
+        self.device_ = str(dev)
+        return B.to_device(X, dev, B.dtype_of(X)), y, sample_weight
+
+    def _predict_input(self, X: Any) -> Any:
+        """X validated and on the device predictions compute on: ``device`` when it is
+        set, else where X lives (a model fitted on a GPU predicts NumPy inputs with NumPy
+        unless ``device`` says otherwise)."""
+        dev = B.resolve_device(getattr(self, "device", None), {"X": X})
+        Xv = validate_X(self, X, reset=False)
+        return B.to_device(Xv, dev, B.dtype_of(Xv))
 
     def _refit(
         self,
@@ -277,11 +323,12 @@ class _KernelPathEstimator(BaseEstimator):
         n_tr = len(tr)
         n_va = 0 if va is None else len(va)
         share = n_tr / (n_tr + n_va)
-        op = KernelOperator(X[tr], centers, self.kernel_, max(int(budget * share), 2**20))
+        Xtr = B.take_rows(X, tr)
+        op = KernelOperator(Xtr, centers, self.kernel_, max(int(budget * share), 2**20))
         vop = None
         if va is not None:
             vop = KernelOperator(
-                X[va], centers, self.kernel_, max(int(budget * (1 - share)), 2**20)
+                B.take_rows(X, va), centers, self.kernel_, max(int(budget * (1 - share)), 2**20)
             )
         return op, vop
 
@@ -297,7 +344,7 @@ class _KernelPathEstimator(BaseEstimator):
         n_iter: int | None = None,
     ) -> Path:
         Ytr, wt = self._center_targets(Y, w, tr)
-        sel, grid = self._centers(X[tr], params)
+        sel, grid = self._centers(B.take_rows(X, tr), params)
         self._center_info = sel
         self._last_centers = sel.points
         op, vop = self._operators(X, tr, va, sel.points, params["budget"])
@@ -407,11 +454,14 @@ class _KernelPathEstimator(BaseEstimator):
         return sel, grid
 
     def _store_coef(self, coef: np.ndarray, intercept: Any) -> None:
-        """Set ``coef_`` and ``intercept_``, 1-D for one output (or a binary classifier)."""
+        """Set ``coef_`` (on the device the fit computed on) and ``intercept_`` (NumPy),
+        1-D for one output (or a binary classifier)."""
+        coef = np.asarray(coef)
         single = (self._classifier and coef.shape[1] == 1) or (
             not self._classifier and getattr(self, "_single_output", False)
         )
-        self.coef_ = coef[:, 0] if single else coef
+        out = coef[:, 0] if single else coef
+        self.coef_ = B.to_device(out, getattr(self, "_device", B.NUMPY), out.dtype)
         inter = np.asarray(intercept, dtype=coef.dtype)
         self.intercept_ = inter[0] if single else inter
 
@@ -428,21 +478,23 @@ class _KernelPathEstimator(BaseEstimator):
         self.center_penalty_ = sel.penalty
 
     # --------------------------------------------------------------- predict
-    def _decision(self, X: Any) -> np.ndarray:
+    def _decision(self, X: Any) -> Any:
+        """f(X) on the prediction device (NumPy or a tensor there)."""
         check_is_fitted(self, "coef_")
-        _check_numeric(X, "X")
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        Xc = self._predict_input(X)
         # the higher of the model's and the input's precision: a float64 model's coefficients
         # (large and cancelling at small penalties) must not be rounded to float32
-        dtype = np.result_type(X.dtype, self.coef_.dtype)
+        dtype = np.result_type(B.dtype_of(Xc), B.dtype_of(self.coef_))
+        dev = B.array_device(Xc)
         op = KernelOperator(
-            X.astype(dtype, copy=False),
-            self.centers_.astype(dtype, copy=False),
+            B.to_device(Xc, dev, dtype),
+            B.to_device(self.centers_, dev, dtype),
             self.kernel_,
-            self.memory_budget,
+            resolve_memory_budget(self.memory_budget, dev),
             cache=False,
         )
-        return op.matvec(self.coef_.astype(dtype, copy=False)) + self.intercept_
+        F = op.matvec(B.to_device(self.coef_, dev, dtype), native=True)
+        return F + B.to_device(np.asarray(self.intercept_, dtype=dtype), dev)
 
     def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
         tags = super().__sklearn_tags__()

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from .. import _backend as B
 from .._validation import check_float, check_int
 from ..features import RandomFourierFeatures, check_rff_kernel
 from ..operators import KernelOperator
@@ -22,7 +23,7 @@ from ..solvers.eigenpro import (
 )
 from ..solvers.random_features import indexed_features, rff_operator
 from . import _ClassifierMixin, _RegressorMixin
-from ._base import _check_numeric, _KernelPathEstimator
+from ._base import _KernelPathEstimator
 
 __all__ = ["EigenProRegressor", "EigenProClassifier", "default_subsample_size"]
 
@@ -55,6 +56,7 @@ class _EigenProBase(_KernelPathEstimator):
         refit: bool = False,
         memory_budget: Any = None,
         random_state: Any = None,
+        device: Any = None,
     ) -> None:
         self.kernel = kernel
         self.n_epochs = n_epochs
@@ -70,6 +72,7 @@ class _EigenProBase(_KernelPathEstimator):
         self.refit = refit
         self.memory_budget = memory_budget
         self.random_state = random_state
+        self.device = device
 
     # ------------------------------------------------------------------ checks
     def _check_params(self, n: int) -> dict[str, Any]:
@@ -110,7 +113,7 @@ class _EigenProBase(_KernelPathEstimator):
     ) -> Path:
         rng = params["rng"]
         budget = params["budget"]
-        Xtr = X[tr]
+        Xtr = B.take_rows(X, tr)
         n = len(Xtr)
         Ytr, wt = self._center_targets(Y, w, tr, unit_mean_weights=True)
         k = Y.shape[1]
@@ -121,14 +124,15 @@ class _EigenProBase(_KernelPathEstimator):
         D = params["n_features"]
         self._fmap = None
         if D is None:
-            K_s = np.asarray(KernelOperator(Xtr[sub], Xtr[sub], self.kernel_, budget).center_gram())
+            Xs = B.take_rows(Xtr, sub)
+            K_s = np.asarray(KernelOperator(Xs, Xs, self.kernel_, budget).center_gram())
             es = kernel_eigensystem(K_s, q, params["damping"])
             predict_batch, apply_step = kernel_sgd_steps(Xtr, self.kernel_, sub, es, budget)
             coef = np.zeros((n, k))
             max_batch = max(1, int(BATCH_MEMORY_FRACTION * budget // (8 * n)))
             val = None
             if va is not None:
-                vop = KernelOperator(X[va], Xtr, self.kernel_, budget, cache="auto")
+                vop = KernelOperator(B.take_rows(X, va), Xtr, self.kernel_, budget, cache="auto")
                 val = Validation(vop, Y[va] - self._intercept, scoring)
             self._last_centers = Xtr
         else:
@@ -138,7 +142,7 @@ class _EigenProBase(_KernelPathEstimator):
                 D,
                 random_state=self._draw_feature_seed(params),
                 memory_budget=budget,
-            ).fit(Xtr[:1])
+            ).fit(B.to_numpy(Xtr[:1]))
             self._fmap = fmap
             features = indexed_features(
                 lambda A: fmap.transform_first(A, D), Xtr, D, BATCH_MEMORY_FRACTION * budget
@@ -151,7 +155,7 @@ class _EigenProBase(_KernelPathEstimator):
             val = None
             if va is not None:
                 val = Validation(
-                    rff_operator(fmap, X[va], D),  # type: ignore[arg-type]
+                    rff_operator(fmap, B.take_rows(X, va), D),  # type: ignore[arg-type]
                     Y[va] - self._intercept,
                     scoring,
                 )
@@ -215,15 +219,16 @@ class _EigenProBase(_KernelPathEstimator):
             self.features_ = self._fmap
         self.n_epochs_ = int(path.best_params["n_epochs"])
 
-    def _decision(self, X: Any) -> np.ndarray:
+    def _decision(self, X: Any) -> Any:
         check_is_fitted(self, "coef_")
         if self.features_ is None:
             return super()._decision(X)
-        _check_numeric(X, "X")
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        dtype = np.result_type(X.dtype, self.coef_.dtype)
-        op = rff_operator(self.features_, X.astype(dtype, copy=False), len(self.coef_))
-        return op.matvec(self.coef_.astype(dtype, copy=False)) + self.intercept_
+        Xc = self._predict_input(X)
+        dtype = np.result_type(B.dtype_of(Xc), B.dtype_of(self.coef_))
+        dev = B.array_device(Xc)
+        op = rff_operator(self.features_, B.to_device(Xc, dev, dtype), len(self.coef_))
+        F = op.matvec(self.coef_, native=True)
+        return F + B.to_device(np.asarray(self.intercept_, dtype=dtype), dev)
 
 
 _EP_DOC = """

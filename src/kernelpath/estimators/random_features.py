@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from .. import _backend as B
 from .._validation import check_size
 from ..features import RandomFourierFeatures, check_rff_kernel
 from ..path import Path
@@ -19,7 +20,7 @@ from ..solvers.random_features import (
     rff_operator,
 )
 from . import _ClassifierMixin, _RegressorMixin
-from ._base import AUTO_GRID_SIZE, _check_numeric, _KernelPathEstimator
+from ._base import AUTO_GRID_SIZE, _KernelPathEstimator
 
 __all__ = ["RandomFeaturesRegressor", "RandomFeaturesClassifier"]
 
@@ -41,6 +42,7 @@ class _RandomFeaturesBase(_KernelPathEstimator):
         refit: bool = False,
         memory_budget: Any = None,
         random_state: Any = None,
+        device: Any = None,
     ) -> None:
         self.kernel = kernel
         self.penalty = penalty
@@ -50,6 +52,7 @@ class _RandomFeaturesBase(_KernelPathEstimator):
         self.refit = refit
         self.memory_budget = memory_budget
         self.random_state = random_state
+        self.device = device
 
     def _method(self) -> str:
         return "eigh"
@@ -91,23 +94,24 @@ class _RandomFeaturesBase(_KernelPathEstimator):
                 f"than memory_budget={params['budget'] / 1e9:.2f} GB"
             )
         self._draw_feature_seed(params)  # the refit reuses the same map
+        Xtr = B.take_rows(X, tr)
         fmap = RandomFourierFeatures(
             self.kernel_, Dmax, bool(self.orthogonal), self._feature_seed, params["budget"]
-        ).fit(X[tr][:1])
+        ).fit(B.to_numpy(Xtr[:1]))
         self._fmap = fmap
-        G, b = feature_moments(fmap, X[tr], Dmax, Ytr, wt)
+        G, b = feature_moments(fmap, Xtr, Dmax, Ytr, wt)
         pen = params["penalty"]
         lam = None if isinstance(pen, str) else np.atleast_1d(pen)
         scoring = "error_rate" if self._classifier else "mse"
         if grid is not None:
             val = None
             if va is not None:
-                vop = rff_operator(fmap, X[va], Dmax, normalize=False)
+                vop = rff_operator(fmap, B.take_rows(X, va), Dmax, normalize=False)
                 val = Validation(vop, Y[va] - self._intercept, scoring)  # type: ignore[arg-type]
             return rf_feature_path(G, b, Ytr, lam, grid, wt, val, X.dtype)
         val = None
         if va is not None:
-            vop = rff_operator(fmap, X[va], Dmax)
+            vop = rff_operator(fmap, B.take_rows(X, va), Dmax)
             val = Validation(vop, Y[va] - self._intercept, scoring)  # type: ignore[arg-type]
         return rf_penalty_path(G, b, Ytr, lam, wt, val, X.dtype)
 
@@ -139,13 +143,14 @@ class _RandomFeaturesBase(_KernelPathEstimator):
         self.n_features_ = D
         self._store_coef(coef, self._intercept)
 
-    def _decision(self, X: Any) -> np.ndarray:
+    def _decision(self, X: Any) -> Any:
         check_is_fitted(self, "coef_")
-        _check_numeric(X, "X")
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        dtype = np.result_type(X.dtype, self.coef_.dtype)
-        op = rff_operator(self.features_, X.astype(dtype, copy=False), self.n_features_)
-        return op.matvec(self.coef_.astype(dtype, copy=False)) + self.intercept_
+        Xc = self._predict_input(X)
+        dtype = np.result_type(B.dtype_of(Xc), B.dtype_of(self.coef_))
+        dev = B.array_device(Xc)
+        op = rff_operator(self.features_, B.to_device(Xc, dev, dtype), self.n_features_)
+        F = op.matvec(self.coef_, native=True)
+        return F + B.to_device(np.asarray(self.intercept_, dtype=dtype), dev)
 
 
 _RF_DOC = """

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
+from .. import _backend as B
 from .._backend import FACTOR_DTYPE
 from .._validation import check_choice, check_float, check_int
 from ..features import NystromFeatures, RandomFourierFeatures, check_rff_kernel
@@ -15,7 +16,7 @@ from ..solvers._common import Validation
 from ..solvers.random_features import FeatureOperator, indexed_features
 from ..solvers.sgm import LOSSES, sgm_path
 from . import _ClassifierMixin, _RegressorMixin
-from ._base import _check_numeric, _KernelPathEstimator
+from ._base import _KernelPathEstimator
 
 __all__ = ["SGMRegressor", "SGMClassifier"]
 
@@ -31,9 +32,12 @@ class _WithBias:
     def __init__(self, fmap: Any) -> None:
         self.fmap = fmap
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
+    def transform(self, X: Any) -> Any:
         F = self.fmap.transform(X)
-        return np.hstack([F, np.ones((len(F), 1), dtype=F.dtype)])
+        out = B.empty((F.shape[0], F.shape[1] + 1), F)
+        out[:, :-1] = F
+        out[:, -1] = 1.0
+        return out
 
 
 class _SGMBase(_KernelPathEstimator):
@@ -60,6 +64,7 @@ class _SGMBase(_KernelPathEstimator):
         refit: bool = False,
         memory_budget: Any = None,
         random_state: Any = None,
+        device: Any = None,
     ) -> None:
         self.kernel = kernel
         self.loss = loss
@@ -78,6 +83,7 @@ class _SGMBase(_KernelPathEstimator):
         self.refit = refit
         self.memory_budget = memory_budget
         self.random_state = random_state
+        self.device = device
 
     def _check_params(self, n: int) -> dict[str, Any]:
         p: dict[str, Any] = {
@@ -126,7 +132,7 @@ class _SGMBase(_KernelPathEstimator):
             check_rff_kernel(self.kernel_, " (or use features='nystrom')")
             return RandomFourierFeatures(
                 self.kernel_, D, random_state=params["feature_seed"], memory_budget=params["budget"]
-            ).fit(Xtr[:1])
+            ).fit(B.to_numpy(Xtr[:1]))
         return NystromFeatures(self.kernel_, D, params["feature_seed"], params["budget"]).fit(Xtr)
 
     def _solve(
@@ -141,7 +147,7 @@ class _SGMBase(_KernelPathEstimator):
         n_iter: int | None = None,
     ) -> Path:
         rng = params["rng"]
-        Xtr = X[tr]
+        Xtr = B.take_rows(X, tr)
         n = len(Xtr)
         Ytr, wt = self._center_targets(Y, w, tr, unit_mean_weights=True)
         self._draw_feature_seed(params)
@@ -159,7 +165,7 @@ class _SGMBase(_KernelPathEstimator):
             # eigenvalue of Φ^T Φ / n, both on up to 1000 training points): the largest step
             # for which a minibatch of b points is stable for the square loss; 4x for the
             # logistic loss (its curvature is at most 1/4)
-            P = np.asarray(probe, dtype=FACTOR_DTYPE)
+            P = B.to_numpy(probe, FACTOR_DTYPE)
             kappa2 = float(np.max(np.einsum("ij,ij->i", P, P)))
             lam1 = float(np.linalg.norm(P, 2) ** 2 / len(P))
             b = params["batch_size"]
@@ -169,7 +175,7 @@ class _SGMBase(_KernelPathEstimator):
         val = None
         if va is not None:
             scoring = "error_rate" if self._classifier else "mse"
-            vop = FeatureOperator(fmap.transform, X[va], D)
+            vop = FeatureOperator(fmap.transform, B.take_rows(X, va), D)
             val = Validation(vop, Y[va] - self._intercept, scoring)  # type: ignore[arg-type]
         passes = params["n_passes"] if n_iter is None else int(n_iter)
         return sgm_path(
@@ -222,12 +228,12 @@ class _SGMBase(_KernelPathEstimator):
         self.step_size_ = float(best["step_size"])
         self.n_passes_ = int(best["n_passes"])
 
-    def _decision(self, X: Any) -> np.ndarray:
+    def _decision(self, X: Any) -> Any:
         check_is_fitted(self, "coef_")
-        _check_numeric(X, "X")
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        op = FeatureOperator(self.features_.transform, X, len(self.coef_))
-        return op.matvec(self.coef_) + self.intercept_
+        Xc = self._predict_input(X)
+        op = FeatureOperator(self.features_.transform, Xc, len(self.coef_))
+        F = op.matvec(self.coef_, native=True)
+        return F + B.to_device(np.asarray(self.intercept_), B.array_device(F), B.dtype_of(F))
 
 
 _SGM_DOC = """
