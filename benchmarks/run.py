@@ -42,7 +42,6 @@ import json
 import os
 import platform
 import sys
-import threading
 import time
 from pathlib import Path as FsPath
 from typing import Any
@@ -50,43 +49,14 @@ from typing import Any
 import numpy as np
 
 HERE = FsPath(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from fresh import PeakMemory  # noqa: E402  (one memory sampler for both runners)
+
 RESULTS = HERE / "results"
 GRID = np.geomspace(1e-1, 1e-9, 20)
 
 
 # ---------------------------------------------------------------- measurement helpers
-def _rss() -> int:
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-class PeakMemory:
-    """Peak resident memory above the baseline at entry, sampled in a thread."""
-
-    def __enter__(self) -> PeakMemory:
-        gc.collect()
-        self.base = _rss()
-        self.peak = self.base
-        self._stop = threading.Event()
-        self._t = threading.Thread(target=self._run, daemon=True)
-        self._t.start()
-        return self
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, _rss())
-            time.sleep(0.005)
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        self._t.join()
-        self.peak = max(self.peak, _rss())
-
-    @property
-    def mb(self) -> float:
-        return (self.peak - self.base) / 1e6
-
-
 def timed(fn: Any) -> tuple[Any, float, float]:
     """(result, seconds, peak MB above baseline)."""
     with PeakMemory() as mem:
