@@ -83,3 +83,57 @@ def test_operator_shape_errors(data):
         op.matvec(np.ones(60))
     with pytest.raises(ValueError, match="A must have 1003 rows"):
         op.rmatvec(np.ones(3))
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_partial_cache(rng, n_jobs):
+    """When K_nm does not fit, every worker caches the first rows of its chunk and streams
+    the rest; products are the same on the pass that fills the cache and the ones after."""
+    X = rng.standard_normal((1003, 5))
+    C = rng.standard_normal((400, 5))  # K_nm: 3.2 MB; 60% of 2 MiB holds 39% of it
+    Kd = Gaussian(1.5)(X, C)
+    op = KernelOperator(X, C, Gaussian(1.5), memory_budget=2 * 1024**2, n_jobs=n_jobs)
+    assert not op.cached and 0.35 < op.cached_fraction < 0.42
+    assert all(c > a for a, _, c, _ in op._chunks)  # every worker caches part of its rows
+    assert op.n_cached * 400 * 8 <= 0.6 * op.budget
+    op.block_rows = 97
+    B = rng.standard_normal((400, 2))
+    w = rng.random(1003)
+    for _ in range(2):
+        np.testing.assert_allclose(op.fused(B, w), Kd.T @ (w[:, None] * (Kd @ B)), rtol=1e-11)
+        np.testing.assert_allclose(op.matvec(B), Kd @ B, rtol=1e-11, atol=1e-12)
+    assert op._filled
+
+
+def test_cache_or_stream_decision(rng):
+    """With expected_passes the first product times the page faults of the cache; a solve
+    that makes one pass cannot gain from a cache and streams after the probe, with the same
+    products."""
+    X = rng.standard_normal((4000, 5))
+    C = rng.standard_normal((300, 5))
+    Kd = Gaussian(1.5)(X, C)
+    B = rng.standard_normal(300)
+    op = KernelOperator(X, C, Gaussian(1.5), memory_budget="1GB", expected_passes=1)
+    op.block_rows = 100
+    np.testing.assert_allclose(op.fused(B), Kd.T @ (Kd @ B), rtol=1e-11)
+    assert all(not p[3] for p in op.cache_probe.values())
+    # the probe's warm-up block and its two timed blocks stay cached, the rest is streamed
+    assert op.n_cached == len(op._chunks) * 300
+    np.testing.assert_allclose(op.fused(B), Kd.T @ (Kd @ B), rtol=1e-11)
+    op.release()  # the next product decides again
+    assert op.n_cached == 4000 and op.cache_probe == {}
+
+
+def test_cache_decision_rule(rng):
+    """The rule itself: cache when the faults of a row cost less than the passes save."""
+    X = rng.standard_normal((100, 3))
+    op = KernelOperator(X, X[:50], Gaussian(1.0), memory_budget="1GB", n_jobs=1)
+    row_read = 50 * 8 / 8e9
+    compute = 10e-6 * 100  # 10 us per row to compute, 100 rows probed
+    # saving per row: 19 passes x (10 us - read); faults of 1 us per row: cache
+    assert op._cache_worth(0, compute, 1e-6 * 100, 100, 20)
+    # faults of 500 us per row, more than 19 passes save: stream
+    assert not op._cache_worth(0, compute, 500e-6 * 100, 100, 20)
+    # one pass saves nothing
+    assert not op._cache_worth(0, compute, 1e-9, 100, 1)
+    assert compute / 100 > row_read

@@ -86,7 +86,7 @@ __all__ = [
 # --------------------------------------------------------------------------- devices
 def is_tensor(a: Any) -> bool:
     """True for a torch tensor (without importing torch when it is not loaded)."""
-    return "torch" in sys.modules and bool(array_api_compat.is_torch_array(a))
+    return sys.modules.get("torch") is not None and bool(array_api_compat.is_torch_array(a))
 
 
 def _torch(name: str = "device", value: Any = None) -> Any:
@@ -148,7 +148,8 @@ def check_device(device: Any, name: str = "device") -> Device | str | None:
         return "auto"
     if isinstance(device, str) and device == "numpy":
         return NUMPY
-    is_torch_device = "torch" in sys.modules and isinstance(device, sys.modules["torch"].device)
+    torch_mod = sys.modules.get("torch")
+    is_torch_device = torch_mod is not None and isinstance(device, torch_mod.device)
     if not (isinstance(device, str) or is_torch_device):
         raise TypeError(
             f"{name} must be None, 'auto', 'cpu', 'cuda', 'cuda:N' or a torch.device, "
@@ -233,7 +234,8 @@ def numpy_dtype(dtype: Any) -> np.dtype:
     """A NumPy dtype from a NumPy or torch dtype."""
     if isinstance(dtype, np.dtype):
         return dtype
-    if "torch" in sys.modules and isinstance(dtype, sys.modules["torch"].dtype):
+    torch_mod = sys.modules.get("torch")
+    if torch_mod is not None and isinstance(dtype, torch_mod.dtype):
         return np.dtype(str(dtype).replace("torch.", ""))
     return np.dtype(dtype)
 

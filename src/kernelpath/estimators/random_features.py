@@ -108,12 +108,12 @@ class _RandomFeaturesBase(_KernelPathEstimator):
             if va is not None:
                 vop = rff_operator(fmap, B.take_rows(X, va), Dmax, normalize=False)
                 val = Validation(vop, Y[va] - self._intercept, scoring)  # type: ignore[arg-type]
-            return rf_feature_path(G, b, Ytr, lam, grid, wt, val, X.dtype)
+            return rf_feature_path(G, b, Ytr, lam, grid, wt, val, B.dtype_of(X))
         val = None
         if va is not None:
             vop = rff_operator(fmap, B.take_rows(X, va), Dmax)
             val = Validation(vop, Y[va] - self._intercept, scoring)  # type: ignore[arg-type]
-        return rf_penalty_path(G, b, Ytr, lam, wt, val, X.dtype)
+        return rf_penalty_path(G, b, Ytr, lam, wt, val, B.dtype_of(X))
 
     def _refit(
         self,

@@ -310,7 +310,13 @@ def _gradient_path(
         ),
         scoring=validation.scoring if validation is not None else "mse",
         stored=stored,
-        info={"method": method, "factor": prob.factor.method, "rank": r, "step": 1.0 / setup["L"]},
+        info={
+            "method": method,
+            "factor": prob.factor.method,
+            "factor_on_device": prob.factor.on_device,
+            "rank": r,
+            "step": 1.0 / setup["L"],
+        },
         val_loss=val_loss,
     )
     if validation is None and P == 1:
@@ -522,6 +528,7 @@ def _krylov_path(
             "method": "cg",
             "converged": book.converged.tolist(),
             "factor": prob.factor.method,
+            "factor_on_device": prob.factor.on_device,
             "rank": r,
             "krylov_dim": V.shape[1],
             "anchor_penalties": anchors.tolist(),

@@ -108,5 +108,5 @@ def nystrom_direct_path(
         train_err,
         validation,
         op.dtype,
-        {"method": "direct", "rank": r, "factor": fac.method},
+        {"method": "direct", "rank": r, "factor": fac.method, "factor_on_device": dev},
     )
