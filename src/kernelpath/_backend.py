@@ -288,7 +288,18 @@ def like_input(out: Any, template: Any) -> Any:
 
 
 def take_rows(X: Any, idx: Any) -> Any:
-    """Rows ``idx`` (an integer array) of a NumPy array or a tensor, on its device."""
+    """Rows ``idx`` (an integer array) of a NumPy array or a tensor, on its device; X itself
+    when ``idx`` is every row in order (no copy)."""
+    idx = np.asarray(idx)
+    if (
+        idx.ndim == 1
+        and len(idx) == len(X)
+        and (
+            len(idx) == 0
+            or (idx[0] == 0 and idx[-1] == len(X) - 1 and bool(np.all(np.diff(idx) == 1)))
+        )
+    ):
+        return X
     if is_tensor(X):
         torch = _torch()
         index = torch.as_tensor(np.asarray(idx, dtype=np.int64), device=X.device)

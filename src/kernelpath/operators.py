@@ -67,9 +67,12 @@ CACHED_GEMM_BLOCK_BYTES = 2 * 1024**2
 #: Read bandwidth of one worker over cached rows, for the cache-or-stream decision
 #: (measured here: 17.8 GB/s for one thread, about 9-10 GB/s each when both cores read).
 CACHED_READ_BYTES_PER_S = 8e9
-#: Rows the first product of a worker computes and copies into fresh cache memory to time
-#: its page faults before deciding whether to cache the rest (about two blocks).
+#: Blocks the first product of a worker computes and copies into fresh cache memory to time
+#: its page faults before deciding whether to cache the rest.
 PROBE_BLOCKS = 2
+#: While the cache fills, the faults of this many consecutive blocks are weighed against
+#: what they save (the fill stops when they cost more).
+FILL_WINDOW = 8
 
 _controller: ThreadpoolController | None = None
 _pool: ThreadPoolExecutor | None = None
@@ -192,6 +195,7 @@ class KernelOperator:
         )
         self._scratch: dict[int, tuple[Any, Any]] = {}
         self._barrier: threading.Barrier | None = None
+        self._stop_caching = False
         self._converted: tuple[Any, Any] | None = None
         self._planned_cache_rows = (
             self.n if cache is True else (min(fit_rows, self.n) if cache else 0)
@@ -276,17 +280,24 @@ class KernelOperator:
 
     def _fill(self, worker: int) -> Any:
         """The first product over the worker's cached prefix: compute its blocks into the
-        cache. With ``expected_passes`` (and ``cache="auto"``) the first blocks are computed
-        into the worker's buffer and then copied into the cache, timing the kernel work and
-        the page faults of the fresh memory apart; the worker caches the rest of its prefix
-        only if its faults cost less than what the remaining passes save by reading rows
-        instead of recomputing them. First-touch memory costs 0.05-0.2 s/GB on most
-        machines and 1.4 s/GB here when the memory was freed seconds before (measured,
-        docs/design.md): on a machine like this one a short solve streams."""
+        cache, measuring whether that pays (with ``expected_passes`` and ``cache="auto"``).
+
+        The first blocks are computed into the worker's buffer and then copied into the
+        cache, timing the kernel work and the page faults of fresh memory apart; the workers
+        decide together (``_cache_decision``) whether the faults cost less than what the
+        remaining passes save by reading rows instead of recomputing them. While caching
+        goes on every block's fill time is watched: when the faults of the last
+        ``FILL_WINDOW`` blocks (their fill time less the probe's compute time) cost more than
+        they save, every worker stops caching and streams the rest. First-touch memory costs
+        0.05-0.2 s/GB on most machines, 1.4-3 s/GB here for memory freed seconds before,
+        and not evenly: a small probe can land on memory that is still cheap (measured,
+        docs/design.md)."""
         a, b, c, o = self._chunks[worker]
         s = a
         passes = self.expected_passes
-        if self.cache_mode == "auto" and passes is not None and not self.device.is_cuda:
+        adaptive = self.cache_mode == "auto" and passes is not None and not self.device.is_cuda
+        compute_row = saving_row = 0.0
+        if adaptive and passes is not None:
             blk, work = self._buffers(worker)
             compute = fault = 0.0
             rows = 0
@@ -305,21 +316,38 @@ class KernelOperator:
                     compute, fault, rows = compute + (t1 - t0), fault + (t2 - t1), rows + e - s
                 yield s, e, self._K[o + s - a : o + e - a]
                 s = e
-            if not self._cache_worth(worker, compute, fault, rows, passes):
-                self._chunks[worker] = (a, b, s, o)  # the rest of the prefix is streamed
-                c = s
+            worth, compute_row, saving_row = self._cache_decision(
+                worker, compute, fault, rows, passes
+            )
+            if not worth:
+                self._stop_caching = True
+        recent: list[float] = []
         for t in range(s, c, self.block_rows):
+            if adaptive and self._stop_caching:
+                self._chunks[worker] = (a, b, t, o)  # the rest of the prefix is streamed
+                return
             e = min(c, t + self.block_rows)
             out = self._K[o + t - a : o + e - a]
-            yield t, e, self._kernel_block(t, e, out, self._buffers(worker)[1])
+            t0 = time.perf_counter()
+            Kb = self._kernel_block(t, e, out, self._buffers(worker)[1])
+            if adaptive:
+                recent.append((time.perf_counter() - t0) / (e - t) - compute_row)
+                if len(recent) >= FILL_WINDOW and sum(recent[-FILL_WINDOW:]) > (
+                    FILL_WINDOW * saving_row
+                ):
+                    self._stop_caching = True
+            yield t, e, Kb
+        if adaptive and self._stop_caching:
+            self._chunks[worker] = (a, b, c, o)
 
-    def _cache_worth(
+    def _cache_decision(
         self, worker: int, compute: float, fault: float, rows: int, passes: int
-    ) -> bool:
-        """One decision for all workers (a worker that streams while the others read the
-        cache would hold every pass up): they meet at a barrier with their probe timings;
-        the cost per row of computing is the least disturbed worker's (the others' faults
-        slow it down), that of faulting the mean."""
+    ) -> tuple[bool, float, float]:
+        """(cache?, compute seconds per row, seconds a cached row saves): one decision for
+        all workers (a worker that streams while the others read the cache would hold every
+        pass up). They meet at a barrier with their probe timings; the cost per row of
+        computing is the least disturbed worker's (the others' faults slow it down), that of
+        faulting the mean."""
         self.cache_probe[worker] = (compute, fault, rows, True)
         if self._barrier is not None:
             try:
@@ -328,13 +356,20 @@ class KernelOperator:
                 pass
         probes = [p for p in self.cache_probe.values() if p[2] > 0]
         if not probes:
-            return True
+            return True, 0.0, float("inf")
         per_row_compute = min(p[0] / p[2] for p in probes)
         per_row_fault = sum(p[1] for p in probes) / sum(p[2] for p in probes)
         per_row_read = self.m * self.dtype.itemsize / CACHED_READ_BYTES_PER_S
-        worth = per_row_fault < max(passes - 1, 0) * (per_row_compute - per_row_read)
+        saving = max(passes - 1, 0) * (per_row_compute - per_row_read)
+        worth = per_row_fault < saving
         self.cache_probe[worker] = (compute, fault, rows, bool(worth))
-        return bool(worth)
+        return bool(worth), per_row_compute, saving
+
+    def _cache_worth(
+        self, worker: int, compute: float, fault: float, rows: int, passes: int
+    ) -> bool:
+        """Whether probe timings say caching pays (``_cache_decision``)."""
+        return self._cache_decision(worker, compute, fault, rows, passes)[0]
 
     def _allocate_cache(self) -> None:
         with _pool_lock:
@@ -345,6 +380,8 @@ class KernelOperator:
     def _run(self, fn: Callable[[int], Any]) -> list[Any]:
         """Run ``fn(worker)`` for every worker chunk, the libraries single-threaded."""
         workers = range(len(self._chunks))
+        if not self._filled:
+            self._stop_caching = False
         if len(self._chunks) <= 1:  # one chunk: the libraries use their own threads
             out = [fn(w) for w in workers]
         else:
@@ -365,7 +402,12 @@ class KernelOperator:
         K = self.kernel.block(
             self.centers, self.centers, self._c_sq, None, self._prepared, clip=self._clip
         )
-        return self._out((K + K.T) / 2, native)
+        if B.is_tensor(K):  # torch refuses in-place operations between overlapping views
+            K = (K + K.T) * 0.5
+        else:  # NumPy buffers the overlap itself: no m x m temporary to fault in
+            K += K.T
+            K *= 0.5
+        return self._out(K, native)
 
     def diag(self, native: bool = False) -> Any:
         """k(x_i, x_i) for the data points, shape (n,)."""
