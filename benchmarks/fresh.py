@@ -142,6 +142,28 @@ def fit_sklearn(a: argparse.Namespace, X: Any, y: Any, Xt: Any) -> tuple[float, 
 FITS = {"kernelpath": fit_kernelpath, "falkon": fit_falkon, "sklearn": fit_sklearn}
 
 
+def run_pass(a: argparse.Namespace) -> dict[str, Any]:
+    """Seconds of one streamed fused pass K_nm^T (K_nm v) (the median of ``a.repeats``, after
+    one to warm up): the operator's kernel work at the machine's limit."""
+    from kernelpath import Gaussian, KernelOperator
+
+    X, _, _, _ = _load(a.data, a.dtype)
+    if a.tensors:
+        import torch
+
+        X = torch.from_numpy(X)
+    centers = X[: a.m]
+    op = KernelOperator(X, centers, Gaussian(a.sigma), memory_budget="2GB", cache=False)
+    v = np.random.default_rng(0).standard_normal(a.m)
+    op.fused(v)
+    times = []
+    for _ in range(a.repeats):
+        t = time.perf_counter()
+        op.fused(v)
+        times.append(time.perf_counter() - t)
+    return {"pass_s": float(np.median(times)), "passes_s": times, "n": len(X), "m": a.m}
+
+
 def run_fit(a: argparse.Namespace) -> dict[str, Any]:
     X, y, Xt, yt = _load(a.data, a.dtype)
     torch_dev = None
@@ -200,7 +222,17 @@ def main() -> int:
     f.add_argument("--tensors", action="store_true", help="pass torch tensors")
     f.add_argument("--path", type=int, default=None, help="kernelpath: a λ path of this size")
     f.add_argument("--falkon-mem", default="1e9", help="FALKON max_cpu_mem (bytes)")
+    q = sub.add_parser("pass")
+    q.add_argument("--data", required=True)
+    q.add_argument("--m", type=int, default=2000)
+    q.add_argument("--sigma", type=float, default=5.0)
+    q.add_argument("--dtype", default="float64")
+    q.add_argument("--tensors", action="store_true")
+    q.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args()
+    if a.cmd == "pass":
+        print(json.dumps(run_pass(a), default=float))
+        return 0
     if a.cmd == "data":
         make_data(a.n, a.n_test, a.d, a.seed, a.out)
         return 0

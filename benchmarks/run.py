@@ -1,7 +1,9 @@
 """kernelpath benchmarks: one runner, peers in the same process, results as JSON.
 
-    python benchmarks/run.py                      # every suite (about 30 minutes here)
-    python benchmarks/run.py --suite synthetic    # the foundation benchmark only
+    python benchmarks/run.py                      # every suite (about 2 hours here)
+    python benchmarks/run.py --suite peers        # problem P against FALKON, fresh processes
+    python benchmarks/run.py --suite peers --sizes 200k,1M --runs 3
+    python benchmarks/run.py --suite gpu          # P at n = 1e7, m = 20,000 on CUDA
     python benchmarks/run.py --suite real --datasets cpusmall,pumadyn32nh
     python benchmarks/run.py --suite centers      # leverage scores, d_eff, the (m, λ) path
     python benchmarks/run.py --quick              # small sizes, to check the runner
@@ -13,11 +15,13 @@ and peak resident memory above the process baseline (sampled every 5 ms).
 
 Suites
 ------
-synthetic
-    x ~ N(0, I_20), y = sin(<w, x>) + 0.1 eps, n = 200,000 train / 50,000 test, Gaussian
-    sigma = 5, λ = 1e-6, m = 2000, float64. kernelpath Nyström-CG (20 iterations) against
-    scikit-learn Nystroem(n_components=2000) + Ridge(alpha=λ n); and the CG λ path over 20
-    values scored on a 20% validation split, against one fit.
+peers
+    Problem P (x ~ N(0, I_20), y = sin(<w, x>) + 0.1 eps, Gaussian sigma = 5, λ = 1e-6,
+    m = 2000, 20 CG iterations, float64) at n = 200,000, 10^6 and 10^7 against FALKON and
+    scikit-learn, every fit in a fresh process, alternating, median of 3:
+    ``benchmarks/peers.py``.
+gpu
+    P at n = 10^7 with m = 20,000 on CUDA (float32 and float64) beside the CPU.
 real
     cpusmall, pumadyn32nh, protein (80/20 random split), ijcnn1, adult (their own splits):
     exact KRLS (n <= 10,000), Nyström direct, NYTRO (ν-method) and CG, all choosing λ (and t)
@@ -64,18 +68,6 @@ def timed(fn: Any) -> tuple[Any, float, float]:
         out = fn()
         sec = time.perf_counter() - t
     return out, sec, mem.mb
-
-
-def timed_best(make: Any, repeats: int) -> tuple[Any, float, float]:
-    """Best time of ``repeats`` runs (this machine is shared and its speed drifts), the
-    result of the last run and the largest peak memory seen."""
-    best, peak, out = float("inf"), 0.0, None
-    for _ in range(repeats):
-        out = None
-        gc.collect()
-        out, sec, mb = timed(make)
-        best, peak = min(best, sec), max(peak, mb)
-    return out, best, peak
 
 
 def machine_info() -> dict[str, Any]:
@@ -127,130 +119,6 @@ def save(name: str, payload: dict[str, Any]) -> FsPath:
 
 def rmse(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sqrt(np.mean((a - b) ** 2)))
-
-
-# ---------------------------------------------------------------- synthetic suite
-def suite_synthetic(quick: bool, info: dict[str, Any]) -> dict[str, Any]:
-    from sklearn.kernel_approximation import Nystroem
-    from sklearn.linear_model import Ridge
-    from sklearn.pipeline import make_pipeline
-
-    from kernelpath import Gaussian, NystromRegressor
-    from kernelpath.datasets import make_sin_regression
-
-    n, n_test, m, sigma, lam, iters = 200_000, 50_000, 2000, 5.0, 1e-6, 20
-    repeats = 2  # every method's best of two runs
-    if quick:
-        n, n_test, m = 20_000, 5_000, 500
-    X, y, w = make_sin_regression(n, 20, 0.1, random_state=0)
-    Xt, yt, _ = make_sin_regression(n_test, 20, 0.1, random_state=1, w=w)
-    kernel = Gaussian(sigma)
-    rows: list[dict[str, Any]] = []
-
-    fit = NystromRegressor(
-        kernel,
-        penalty=lam,
-        n_centers=m,
-        solver="cg",
-        max_iter=iters,
-        tol=0.0,
-        validation_fraction=0.0,
-        random_state=0,
-    )
-    est, sec, mb = timed_best(lambda: fit.fit(X, y), repeats)
-    fit_sec = sec
-    rows.append(
-        {
-            "method": "kernelpath Nyström-CG, 20 iterations",
-            "fit_s": sec,
-            "test_rmse": rmse(est.predict(Xt), yt),
-            "peak_mb": mb,
-            "n_iter": est.n_iter_,
-        }
-    )
-    del est
-    gc.collect()
-
-    path_est = NystromRegressor(
-        kernel,
-        penalty=np.geomspace(1e-3, 1e-9, 20),
-        n_centers=m,
-        solver="cg",
-        max_iter=iters,
-        validation_fraction=0.2,
-        random_state=0,
-    )
-    est, sec, mb = timed_best(lambda: path_est.fit(X, y), repeats)
-    rows.append(
-        {
-            "method": "kernelpath Nyström-CG λ path (20 values, 20% validation)",
-            "fit_s": sec,
-            "test_rmse": rmse(est.predict(Xt), yt),
-            "peak_mb": mb,
-            "ratio_to_one_fit": sec / fit_sec,
-            "best_params": est.best_params_,
-            "krylov_dim": est.path_.info["krylov_dim"],
-        }
-    )
-    del est
-    gc.collect()
-
-    skl = make_pipeline(
-        Nystroem(kernel="rbf", gamma=1 / (2 * sigma**2), n_components=m, random_state=0),
-        Ridge(alpha=lam * n),
-    )
-    est, sec, mb = timed_best(lambda: skl.fit(X, y), repeats)
-    sk_sec = sec
-    rows.append(
-        {
-            "method": "scikit-learn Nystroem(2000) + Ridge",
-            "fit_s": sec,
-            "test_rmse": rmse(est.predict(Xt), yt),
-            "peak_mb": mb,
-        }
-    )
-    del est
-    gc.collect()
-    rows[0]["speedup_vs_sklearn"] = sk_sec / fit_sec
-
-    # fraction of the machine's ceiling for the passes over the data: with K_nm cached, a
-    # fused pass K^T (K v) reads K_nm once (blocks stay in cache between the two products)
-    lim = info.get("limits", {})
-    notes = {}
-    if lim:
-        read_s = n * m * 8 / (lim["read_gb_s"] * 1e9)
-        kernel_s = 2 * n * m * 22 / (lim["gemm_gflops_float64"] * 1e9) + n * m / (
-            lim["exp_gelem_allcores_float64"] * 1e9
-        )
-        lower = kernel_s + (iters + 1) * read_s
-        notes = {
-            "lower_bound_s": lower,
-            "fraction_of_ceiling": lower / fit_sec,
-            "model": "one kernel evaluation of K_nm (augmented GEMM + exp on all cores) "
-            "+ 21 cached passes at read bandwidth; excludes eigh(K_mm) and page faults",
-        }
-    falkon = importlib.util.find_spec("falkon") is not None
-    return {
-        "timing": f"best of {repeats} runs for every method, in this process",
-        "problem": {
-            "n_train": n,
-            "n_test": n_test,
-            "d": 20,
-            "sigma": sigma,
-            "penalty": lam,
-            "n_centers": m,
-            "dtype": "float64",
-            "iterations": iters,
-        },
-        "rows": rows,
-        "ceiling": notes,
-        "peers_not_run": []
-        if falkon
-        else [
-            "FALKON: not installed (its PyPI package needs a PyTorch build with compiled "
-            "extensions; the DESIGN notes report 47 s on this CPU for this problem)"
-        ],
-    }
 
 
 # ---------------------------------------------------------------- real suite
@@ -400,32 +268,7 @@ def bench_dataset(name: str, quick: bool) -> dict[str, Any]:
 # ---------------------------------------------------------------- table
 def table() -> str:
     lines = []
-    syn = RESULTS / "synthetic.json"
-    if syn.is_file():
-        d = json.loads(syn.read_text())
-        p = d["result"]["problem"]
-        lines.append(
-            f"Synthetic (n={p['n_train']:,}, d=20, m={p['n_centers']}, λ={p['penalty']}, "
-            f"float64), {d['machine']['cores']} cores:\n"
-        )
-        lines.append("| method | fit (s) | test RMSE | peak memory (MB) | notes |")
-        lines.append("|---|---:|---:|---:|---|")
-        for r in d["result"]["rows"]:
-            note = []
-            if "speedup_vs_sklearn" in r:
-                note.append(f"{r['speedup_vs_sklearn']:.1f}x faster than scikit-learn")
-            if "ratio_to_one_fit" in r:
-                note.append(f"{r['ratio_to_one_fit']:.2f}x one fit")
-            lines.append(
-                f"| {r['method']} | {r['fit_s']:.1f} | {r['test_rmse']:.4f} | "
-                f"{r['peak_mb']:.0f} | {'; '.join(note)} |"
-            )
-        c = d["result"].get("ceiling")
-        if c:
-            lines.append(
-                f"\nCG fit at {100 * c['fraction_of_ceiling']:.0f}% of this machine's "
-                f"ceiling ({c['lower_bound_s']:.1f} s lower bound: {c['model']})."
-            )
+    lines.extend(_peers_table())
     real = RESULTS / "real.json"
     if real.is_file():
         d = json.loads(real.read_text())
@@ -446,6 +289,53 @@ def table() -> str:
     lines.extend(_stochastic_table())
     lines.extend(_online_table())
     return "\n".join(lines)
+
+
+def _peers_table() -> list[str]:
+    path = RESULTS / "peers.json"
+    if not path.is_file():
+        return []
+    d = json.loads(path.read_text())
+    res, machine = d["result"], d["machine"]
+    out = [
+        f"Problem P (d=20, m=2000, λ=1e-6, 20 CG iterations, float64), {machine['cores']} "
+        f"cores; {res['protocol']}:\n",
+        "| n | method | fit (s) | test RMSE | peak memory (MB) | FALKON's time / this |",
+        "|---:|---|---:|---:|---:|---:|",
+    ]
+    for p in res["problems"].values():
+        for label, r in p["rows"].items():
+            speed = r.get("speedup_vs_falkon")
+            out.append(
+                f"| {p['n_train']:,} | {label} | {r['fit_s']:.1f} | {r['test_rmse']:.4f} | "
+                f"{r['peak_mb']:.0f} | {'-' if speed is None else f'{speed:.1f}x'} |"
+            )
+    if not str(res["falkon"]).startswith("/"):
+        out.append(f"\nFALKON: {res['falkon']}.")
+    lim = machine.get("limits", {})
+    for label, r in res.get("streamed_pass", {}).items():
+        if r.get("fraction_of_limit") is not None:
+            out.append(
+                f"\nStreamed pass K_nm^T(K_nm v) at n={r['n']:,}, m={r['m']} ({label}): "
+                f"{r['pass_s']:.2f} s = {100 * r['fraction_of_limit']:.0f}% of this machine's "
+                f"limit ({r['limit_s']:.2f} s: the 2nmd distance flops at "
+                f"{lim.get('gemm_gflops_float64')} GFLOP/s plus nm exponentials at "
+                f"{lim.get('exp_gelem_allcores_float64')} G/s, both measured in the same run)."
+            )
+    gpu = RESULTS / "gpu.json"
+    if gpu.is_file():
+        g = json.loads(gpu.read_text())["result"]
+        if "rows" in g:
+            out.append(f"\nOn {g['gpu']}:\n")
+            out.append("| run | fit (s) | test RMSE | peak device memory (MB) |")
+            out.append("|---|---:|---:|---:|")
+            for label, r in g["rows"].items():
+                dev_mb = r.get("peak_device_mb")
+                out.append(
+                    f"| {label} | {r['fit_s']:.1f} | {r['test_rmse']:.4f} | "
+                    f"{'-' if dev_mb is None else f'{dev_mb:.0f}'} |"
+                )
+    return out
 
 
 def _online_table() -> list[str]:
@@ -601,9 +491,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--suite",
-        choices=["synthetic", "real", "centers", "stochastic", "sgm", "online", "all"],
+        choices=["peers", "gpu", "real", "centers", "stochastic", "sgm", "online", "all"],
         default="all",
     )
+    ap.add_argument("--runs", type=int, default=3, help="peers: rounds (the median is kept)")
+    ap.add_argument("--sizes", default="all", help="peers: 200k,1M,10M or all")
     ap.add_argument("--datasets", default=",".join(REAL))
     ap.add_argument("--quick", action="store_true", help="small sizes (checks the runner)")
     ap.add_argument("--table", action="store_true", help="print the README table and exit")
@@ -614,11 +506,15 @@ def main() -> int:
     info = machine_info()
     print(json.dumps(info, indent=1))
     suffix = "-quick" if args.quick else ""
-    if args.suite in ("synthetic", "all"):
-        res = suite_synthetic(args.quick, info)
-        for r in res["rows"]:
-            print(r)
-        save("synthetic" + suffix, {"machine": info, "result": res})
+    if args.suite in ("peers", "all"):
+        from peers import suite_peers
+
+        res = suite_peers(args.quick, info, args.runs, args.sizes)
+        save("peers" + suffix, {"machine": info, "result": res})
+    if args.suite in ("gpu", "all"):
+        from peers import suite_gpu
+
+        save("gpu" + suffix, {"machine": info, "result": suite_gpu(args.quick, info)})
     if args.suite in ("real", "all"):
         from kernelpath.datasets import shared_data_dir
 

@@ -19,3 +19,17 @@ def test_bad_arguments():
         main(["demo", "--n-train", "1"])
     with pytest.raises(SystemExit):
         main(["demo", "--solver", "sgd"])
+
+
+def test_demo_on_a_torch_device(capsys):
+    pytest.importorskip("torch")
+    args = ["demo", "--n-train", "800", "--n-test", "200", "--n-centers", "100"]
+    assert main([*args, "--device", "cpu"]) == 0
+    assert "computed on cpu" in capsys.readouterr().out
+
+
+def test_demo_bad_device(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "--device", "tpu"])
+    assert exc.value.code == 2
+    assert "--device" in capsys.readouterr().err

@@ -1,12 +1,13 @@
 """The ``kernelpath`` command.
 
     kernelpath demo [--n-train N] [--n-test N] [--solver cg|direct|nytro] [--seed S]
+                    [--device auto|cpu|cuda|cuda:N]
     kernelpath info
 
 ``demo`` fits the foundation benchmark's problem (x ~ N(0, I_20), y = sin(<w, x>) + 0.1 eps)
 on generated data: the whole (λ, iteration) path on a 20% hold-out, then prints the path's
-best point, its validation error and the test RMSE. ``info`` prints the version, threads and
-default memory budget.
+best point, its validation error and the test RMSE (``--device`` computes with PyTorch
+there). ``info`` prints the version, threads, default memory budget and the PyTorch devices.
 """
 
 from __future__ import annotations
@@ -34,21 +35,30 @@ def _demo(args: argparse.Namespace) -> int:
             solver="nu",
             n_iter_no_change=30,
             random_state=args.seed,
+            device=args.device,
         )
     else:
         est = NystromRegressor(
-            kernel, n_centers=args.n_centers, solver=args.solver, random_state=args.seed
+            kernel,
+            n_centers=args.n_centers,
+            solver=args.solver,
+            random_state=args.seed,
+            device=args.device,
         )
     print(
         f"kernelpath {__version__} demo: n_train={args.n_train}, n_test={args.n_test}, d=20, "
         f"Gaussian sigma=5, {args.n_centers} centers, solver={args.solver}"
+        + ("" if args.device is None else f", device={args.device}")
     )
     t0 = time.perf_counter()
     est.fit(X, y)
     fit_s = time.perf_counter() - t0
     rmse = float(np.sqrt(np.mean((est.predict(Xt) - yt) ** 2)))
     path = est.path_
-    print(f"path: shape {path.shape} over {', '.join(path.param_names)}; fit {fit_s:.2f} s")
+    print(
+        f"path: shape {path.shape} over {', '.join(path.param_names)}; fit {fit_s:.2f} s "
+        f"(computed on {est.device_})"
+    )
     best = ", ".join(f"{k}={v:.3g}" for k, v in est.best_params_.items())
     print(f"best point: {best}  (validation MSE {path.best_val_error:.4f})")
     print(f"test RMSE: {rmse:.4f}  (noise level 0.1)")
@@ -68,6 +78,17 @@ def _info(_: argparse.Namespace) -> int:
         "rank-one Cholesky updates: "
         + ("compiled (Numba)" if HAVE_NUMBA else "NumPy loops (install numba for ~10x)")
     )
+    try:
+        import torch
+    except ImportError:
+        print("PyTorch: not installed (pip install 'kernelpath[torch]' for device=...)")
+        return 0
+    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    print(
+        f"PyTorch {torch.__version__}: device='cpu'"
+        + "".join(f", 'cuda:{i}' ({name})" for i, name in enumerate(gpus))
+        + ("" if gpus else "; no CUDA device")
+    )
     return 0
 
 
@@ -81,6 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--n-centers", type=int, default=1000)
     demo.add_argument("--solver", choices=["cg", "direct", "nytro"], default="cg")
     demo.add_argument("--seed", type=int, default=0)
+    demo.add_argument(
+        "--device", default=None, help="compute with PyTorch there (auto, cpu, cuda, cuda:N)"
+    )
     demo.set_defaults(func=_demo)
     info = sub.add_parser("info", help="version, threads and memory budget")
     info.set_defaults(func=_info)
@@ -88,6 +112,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in ("n_train", "n_test", "n_centers"):
         if getattr(args, name, 2) < 2:
             parser.error(f"--{name.replace('_', '-')} must be at least 2")
+    if getattr(args, "device", None) is not None:
+        from ._backend import check_device
+
+        try:
+            check_device(args.device, "--device")
+        except (ValueError, TypeError) as exc:
+            parser.error(str(exc))
     return int(args.func(args))
 
 
