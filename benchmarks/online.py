@@ -31,14 +31,25 @@ def bench_throughput(quick: bool) -> dict[str, Any]:
 
     X, tau, _, _ = make_arm_dynamics(6000, random_state=0)
     n = 1000 if quick else 5000
-    best = np.inf
-    for _ in range(3):
-        model = RecursiveRLS(1e-3, RandomFourierFeatures(Gaussian(2.0), 500, random_state=0))
-        model.partial_fit(X[:100], tau[:100])
-        t0 = time.perf_counter()
-        for i in range(100, 100 + n):
-            model.partial_fit(X[i], tau[i])
-        best = min(best, time.perf_counter() - t0)
+
+    def per_sample(Xs: Any, ys: Any) -> float:
+        best = np.inf
+        for _ in range(3):
+            model = RecursiveRLS(1e-3, RandomFourierFeatures(Gaussian(2.0), 500, random_state=0))
+            model.partial_fit(Xs[:100], ys[:100])
+            t0 = time.perf_counter()
+            for i in range(100, 100 + n):
+                model.partial_fit(Xs[i], ys[i])
+            best = min(best, time.perf_counter() - t0)
+        return float(best)
+
+    best = per_sample(X, tau)
+    try:  # the same stream as torch-CPU tensors (copied to the host sample by sample)
+        import torch
+
+        best_tensor: float | None = per_sample(torch.from_numpy(X), torch.from_numpy(tau))
+    except ImportError:
+        best_tensor = None
     R = np.linalg.cholesky(np.eye(500) * 10).T.copy()
     z = np.random.default_rng(0).standard_normal(500) * 0.01
     t0 = time.perf_counter()
@@ -49,6 +60,7 @@ def bench_throughput(quick: bool) -> dict[str, Any]:
         "n_features": 500,
         "updates": n,
         "partial_fit_per_s": n / best,
+        "partial_fit_per_s_tensors": None if best_tensor is None else n / best_tensor,
         "cholesky_update_per_s": n / bare,
         "numba": HAVE_NUMBA,
     }

@@ -162,7 +162,12 @@ def suite_peers(quick: bool, info: dict[str, Any], runs: int = 3, sizes: str = "
             res["kernelpath, torch-CPU tensors"]["ratio_to_numpy"] = (
                 res["kernelpath, torch-CPU tensors"]["fit_s"] / res["kernelpath"]["fit_s"]
             )
-        result["problems"][key] = {"n_train": n, "n_test": 50_000, "rows": res}
+        result["problems"][key] = {
+            "n_train": n,
+            "n_test": 50_000,
+            "rows": res,
+            "date": time.strftime("%Y-%m-%d %H:%M"),
+        }
     # the streamed pass against the machine's limit, at the largest n of the suite up to 1e6
     pass_n = ns["1M"]
     data = problem(pass_n)

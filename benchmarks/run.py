@@ -346,7 +346,13 @@ def _online_table() -> list[str]:
     t = d["throughput"]
     out = [
         f"\nRecursiveRLS, D = {t['n_features']} random features, one sample per call: "
-        f"{t['partial_fit_per_s']:.0f} updates/s (the rank-one Cholesky update alone: "
+        f"{t['partial_fit_per_s']:.0f} updates/s"
+        + (
+            f", {t['partial_fit_per_s_tensors']:.0f} with torch-CPU tensor inputs"
+            if t.get("partial_fit_per_s_tensors")
+            else ""
+        )
+        + " (the rank-one Cholesky update alone: "
         f"{t['cholesky_update_per_s']:.0f}/s; Numba: {t['numba']})."
     ]
     out.append(
@@ -510,6 +516,17 @@ def main() -> int:
         from peers import suite_peers
 
         res = suite_peers(args.quick, info, args.runs, args.sizes)
+        old = RESULTS / f"peers{suffix}.json"
+        if args.sizes != "all" and old.is_file():  # keep the sizes this run did not measure
+            kept = json.loads(old.read_text())
+            for key, prob in kept["result"]["problems"].items():
+                if key not in res["problems"]:
+                    prob.setdefault("machine", kept["machine"])
+                    res["problems"][key] = prob
+            order = ["200k", "1M", "10M"]
+            res["problems"] = dict(
+                sorted(res["problems"].items(), key=lambda kv: order.index(kv[0]))
+            )
         save("peers" + suffix, {"machine": info, "result": res})
     if args.suite in ("gpu", "all"):
         from peers import suite_gpu

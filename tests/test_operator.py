@@ -134,6 +134,8 @@ def test_cache_decision_rule(rng):
     assert op._cache_worth(0, compute, 1e-6 * 100, 100, 20)
     # faults of 500 us per row, more than 19 passes save: stream
     assert not op._cache_worth(0, compute, 500e-6 * 100, 100, 20)
+    # faults of 120 us per row: 19 passes save ~180 us, but not twice the faults: stream
+    assert not op._cache_worth(0, compute, 120e-6 * 100, 100, 20)
     # one pass saves nothing
     assert not op._cache_worth(0, compute, 1e-9, 100, 1)
     assert compute / 100 > row_read
