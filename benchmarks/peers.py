@@ -138,6 +138,11 @@ def suite_peers(quick: bool, info: dict[str, Any], runs: int = 3, sizes: str = "
             methods += [
                 ("kernelpath, torch-CPU tensors", py, [*fit, "--lib", "kernelpath", "--tensors"]),
                 (
+                    "kernelpath, float32 torch-CPU tensors",
+                    py,
+                    [*fit, "--lib", "kernelpath", "--tensors", "--dtype", "float32"],
+                ),
+                (
                     "kernelpath, memory_budget=1GB (FALKON's)",
                     py,
                     [*fit, "--lib", "kernelpath", "--budget", "1GB"],

@@ -310,6 +310,12 @@ def _peers_table() -> list[str]:
                 f"| {p['n_train']:,} | {label} | {r['fit_s']:.1f} | {r['test_rmse']:.4f} | "
                 f"{r['peak_mb']:.0f} | {'-' if speed is None else f'{speed:.1f}x'} |"
             )
+    dates = {k: p.get("date") for k, p in res["problems"].items() if p.get("date")}
+    if len(set(dates.values())) > 1:
+        out.append(
+            "\nRuns: " + "; ".join(f"n={k} on {v}" for k, v in dates.items()) + " (the same code "
+            "for the operator's passes; each size's machine ceilings are in its JSON entry)."
+        )
     if not str(res["falkon"]).startswith("/"):
         out.append(f"\nFALKON: {res['falkon']}.")
     lim = machine.get("limits", {})

@@ -463,3 +463,26 @@ def test_cuda_float32_error_against_float64(rng):
     b = NystromRegressor(Gaussian(2.0), penalty=1e-4, n_centers=500, random_state=0).fit(Xg, y)
     diff = np.abs(host(b.predict(Xg)) - a.predict(X)).max()
     assert diff < 1e-2, diff
+
+
+@pytest.mark.parametrize(
+    "Est, kw",
+    [
+        (NystromRegressor, {"penalty": GRID, "max_iter": 15}),
+        (NystromRegressor, {"penalty": GRID, "solver": "direct"}),
+        (NYTRORegressor, {"solver": "nu", "max_iter": 20}),
+        (RandomFeaturesRegressor, {"penalty": GRID, "n_features": [20, 60]}),
+    ],
+    ids=["cg", "direct", "nu", "rf-D-path"],
+)
+def test_refit_and_weights_on_tensors(Est, kw, rng):
+    """refit=True and sample weights (as a tensor) give the NumPy path's model."""
+    X, y = regression(rng)
+    w = rng.random(len(y)) + 0.5
+    if Est is not RandomFeaturesRegressor:
+        kw = {**kw, **M}
+    a = Est(K1, refit=True, random_state=0, **kw).fit(X, y, sample_weight=w)
+    b = Est(K1, refit=True, random_state=0, **kw)
+    b.fit(torch.from_numpy(X), torch.from_numpy(y), sample_weight=torch.from_numpy(w))
+    same_path(a, b)
+    close(a.predict(X), b.predict(torch.from_numpy(X)))
