@@ -184,7 +184,7 @@ def validate_X(estimator: Any, X: Any, reset: bool) -> Any:
     from ._backend import is_tensor
 
     if not is_tensor(X):
-        _check_numeric_input(X, "X")
+        check_numeric(X, "X")
         return validate_data(estimator, X, reset=reset, dtype=[np.float64, np.float32])
     X = check_tensor_rows(X, "X")
     d = int(X.shape[1])
@@ -200,7 +200,7 @@ def validate_X(estimator: Any, X: Any, reset: bool) -> Any:
     return X
 
 
-def _check_numeric_input(a: Any, name: str) -> None:
+def check_numeric(a: Any, name: str) -> None:
     """Name the argument when an array of strings or objects does not convert to numbers."""
     if hasattr(a, "dtype") and getattr(a.dtype, "kind", "O") not in "USOV":
         return

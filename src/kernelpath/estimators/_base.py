@@ -23,6 +23,7 @@ from .._backend import resolve_memory_budget
 from .._validation import (
     check_float,
     check_int,
+    check_numeric,
     check_penalty,
     check_size,
     make_rng,
@@ -48,16 +49,6 @@ def default_n_centers(n: int) -> int:
     5000, at most n."""
     m = int(np.sqrt(n) * np.log(max(n, 2)))
     return int(min(n, max(100, min(m, MAX_CENTERS_DEFAULT))))
-
-
-def _check_numeric(a: Any, name: str) -> None:
-    """Name the argument when an array of strings or objects does not convert to numbers."""
-    if hasattr(a, "dtype") and a.dtype.kind not in "USOV":
-        return
-    try:
-        np.asarray(a, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise type(exc)(f"{name} must contain numbers only: {exc}") from exc
 
 
 class _KernelPathEstimator(BaseEstimator):
@@ -214,7 +205,7 @@ class _KernelPathEstimator(BaseEstimator):
         if B.is_tensor(sample_weight):
             sample_weight = B.to_numpy(sample_weight)
         if not self._classifier:
-            _check_numeric(y, "y")
+            check_numeric(y, "y")
         if B.is_tensor(X):
             X = validate_X(self, X, reset=True)
             if self._classifier:
@@ -227,7 +218,7 @@ class _KernelPathEstimator(BaseEstimator):
                     f"[{X.shape[0]}, {len(y)}]"
                 )
         else:
-            _check_numeric(X, "X")
+            check_numeric(X, "X")
             X, y = validate_data(
                 self,
                 X,
