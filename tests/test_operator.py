@@ -131,11 +131,26 @@ def test_cache_decision_rule(rng):
     row_read = 50 * 8 / 8e9
     compute = 10e-6 * 100  # 10 us per row to compute, 100 rows probed
     # saving per row: 19 passes x (10 us - read); faults of 1 us per row: cache
-    assert op._cache_worth(0, compute, 1e-6 * 100, 100, 20)
+    assert op._cache_decision(0, compute, 1e-6 * 100, 100, 20)[0]
     # faults of 500 us per row, more than 19 passes save: stream
-    assert not op._cache_worth(0, compute, 500e-6 * 100, 100, 20)
+    assert not op._cache_decision(0, compute, 500e-6 * 100, 100, 20)[0]
     # faults of 120 us per row: 19 passes save ~180 us, but not twice the faults: stream
-    assert not op._cache_worth(0, compute, 120e-6 * 100, 100, 20)
+    assert not op._cache_decision(0, compute, 120e-6 * 100, 100, 20)[0]
     # one pass saves nothing
-    assert not op._cache_worth(0, compute, 1e-9, 100, 1)
+    assert not op._cache_decision(0, compute, 1e-9, 100, 1)[0]
     assert compute / 100 > row_read
+
+
+def test_dense_stays_inside_the_budget(rng):
+    """With K_nm cached only in part, dense() computes the whole matrix without filling the
+    partial cache beside it (both together would exceed the budget)."""
+    X = rng.standard_normal((1003, 5))
+    C = rng.standard_normal((400, 5))  # 3.2 MB: fits the 4 MiB budget, not its cache share
+    op = KernelOperator(X, C, Gaussian(1.5), memory_budget=4 * 1024**2)
+    assert 0 < op.cached_fraction < 1
+    np.testing.assert_allclose(op.dense(), Gaussian(1.5)(X, C), rtol=1e-12, atol=1e-14)
+    assert op._K is None
+    full = KernelOperator(X, C, Gaussian(1.5), memory_budget="64MB", expected_passes=1)
+    K = full.dense()
+    assert full.cached and full._K is K  # all of it cached: the dense matrix is the cache
+    np.testing.assert_allclose(K, Gaussian(1.5)(X, C), rtol=1e-12, atol=1e-14)

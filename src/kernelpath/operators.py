@@ -189,15 +189,14 @@ class KernelOperator:
         else:
             self._x_sq = self._c_sq = None
         self._prepared = kernel.prepare(self.centers, self._c_sq)
-        # the rounding bound of the data's blocks and of K_mm's
-        xmax = float(B.to_numpy(self._x_sq).max()) if self._x_sq is not None and self.n else 0.0
-        cmax = float(B.to_numpy(self._c_sq).max()) if self._c_sq is not None and self.m else 0.0
-        self._clip = kernel.clip_needed(
-            max(xmax, cmax),
-            cmax,
-            int(X.shape[1]),
-            np.float64 if getattr(kernel, "_uses_distance", False) else self.dtype,
-        )
+        # the dtype of the augmented left factor: float64 for the kernels of the distance
+        # itself (see ``kernels``), else the data's
+        uses_distance = getattr(kernel, "_uses_distance", False)
+        self._work_dtype = np.dtype(np.float64) if uses_distance else self.dtype
+        # the rounding bound of the data's blocks and of K_mm's (maxima taken on the device)
+        xmax = float(self._x_sq.max()) if self._x_sq is not None and self.n else 0.0
+        cmax = float(self._c_sq.max()) if self._c_sq is not None and self.m else 0.0
+        self._clip = kernel.clip_needed(max(xmax, cmax), cmax, int(X.shape[1]), self._work_dtype)
         self._scratch: dict[int, tuple[Any, Any]] = {}
         self._barrier: threading.Barrier | None = None
         self._stop_caching = False
@@ -253,10 +252,7 @@ class KernelOperator:
         """The worker's block buffer and augmented-factor buffer, reused block after block."""
         if worker not in self._scratch:
             blk = B.empty((self.block_rows, self.m), self.X)
-            # the augmented left factor is float64 for the kernels of the distance itself
-            # (see ``kernels``), else in the data's dtype
-            wdt = np.float64 if getattr(self.kernel, "_uses_distance", False) else self.dtype
-            work = B.empty((self.block_rows, self.X.shape[1] + 2), self.X, wdt)
+            work = B.empty((self.block_rows, self.X.shape[1] + 2), self.X, self._work_dtype)
             self._scratch[worker] = (blk, work)
         return self._scratch[worker]
 
@@ -345,8 +341,6 @@ class KernelOperator:
                 ):
                     self._stop_caching = True
             yield t, e, Kb
-        if adaptive and self._stop_caching:
-            self._chunks[worker] = (a, b, c, o)
 
     def _cache_decision(
         self, worker: int, compute: float, fault: float, rows: int, passes: int
@@ -373,34 +367,36 @@ class KernelOperator:
         self.cache_probe[worker] = (compute, fault, rows, bool(worth))
         return bool(worth), per_row_compute, saving
 
-    def _cache_worth(
-        self, worker: int, compute: float, fault: float, rows: int, passes: int
-    ) -> bool:
-        """Whether probe timings say caching pays (``_cache_decision``)."""
-        return self._cache_decision(worker, compute, fault, rows, passes)[0]
-
     def _allocate_cache(self) -> None:
         with _pool_lock:
             if self._K is None:
                 self._K = B.empty((self.n_cached, self.m), self.X)
                 self._filled = False
 
-    def _run(self, fn: Callable[[int], Any]) -> list[Any]:
+    def _run_workers(self, fn: Callable[[int], Any]) -> list[Any]:
         """Run ``fn(worker)`` for every worker chunk, the libraries single-threaded."""
         workers = range(len(self._chunks))
-        if not self._filled:
-            self._stop_caching = False
         if len(self._chunks) <= 1:  # one chunk: the libraries use their own threads
-            out = [fn(w) for w in workers]
-        else:
-            pool = _thread_pool(self.n_jobs)
-            probing = self.n_cached and not self._filled and self.expected_passes is not None
+            return [fn(w) for w in workers]
+        pool = _thread_pool(self.n_jobs)
+        with _single_threaded_libraries(self.device.is_torch):
+            futures = [pool.submit(fn, w) for w in workers]
+            return [f.result() for f in futures]
+
+    def _run(self, fn: Callable[[int], Any]) -> list[Any]:
+        """A product: ``fn(worker)`` over ``_blocks`` for every worker chunk. The first one
+        fills the cache (the workers meet at a barrier to decide whether it pays)."""
+        filling = self.n_cached > 0 and not self._filled
+        if filling:
+            self._stop_caching = False
+            probing = self.expected_passes is not None
             parties = sum(1 for a, _, c, _ in self._chunks if c > a)
             self._barrier = threading.Barrier(parties) if probing and parties > 1 else None
-            with _single_threaded_libraries(self.device.is_torch):
-                futures = [pool.submit(fn, w) for w in workers]
-                out = [f.result() for f in futures]
-        if self.n_cached and not self._filled:
+        try:
+            out = self._run_workers(fn)
+        finally:
+            self._barrier = None  # a lock: not kept (an operator's path may be pickled)
+        if filling:
             self._filled = True
             self.n_cached = sum(c - a for a, _, c, _ in self._chunks)
         return out
@@ -423,23 +419,30 @@ class KernelOperator:
 
     def dense(self, native: bool = False) -> Any:
         """The whole K_nm (kept as the cache when all of it is cached). Errors if over the
-        budget."""
+        budget.
+
+        Computed straight into one n x m array, by the workers' chunks: the partial cache of
+        the products is not filled on the way (it would sit beside the whole matrix, over
+        the budget), and no cache-or-stream probe runs (the whole matrix is asked for)."""
         if self.nbytes_full > self.budget:
             raise ValueError(
                 f"the {self.n} x {self.m} kernel matrix needs {self.nbytes_full / 1e9:.2f} GB, "
                 f"more than memory_budget={self.budget / 1e9:.2f} GB"
             )
-        if self.cached:
-            if not self._filled:
-                self._run(lambda w: [None for _ in self._blocks(w)])
+        if self.cached and self._filled:
             return self._out(self._K, native)
         K = B.empty((self.n, self.m), self.X)
 
         def fill(w: int) -> None:
-            for s, e, Kb in self._blocks(w):
-                K[s:e] = Kb
+            a, b = self._chunks[w][:2]
+            work = self._buffers(w)[1]
+            for s in range(a, b, self.block_rows):
+                e = min(b, s + self.block_rows)
+                self._kernel_block(s, e, K[s:e], work)
 
-        self._run(fill)
+        self._run_workers(fill)
+        if self.cached:
+            self._K, self._filled = K, True
         return self._out(K, native)
 
     def release(self) -> None:
