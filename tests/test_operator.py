@@ -83,6 +83,12 @@ def test_operator_shape_errors(data):
         op.matvec(np.ones(60))
     with pytest.raises(ValueError, match="A must have 1003 rows"):
         op.rmatvec(np.ones(3))
+    with pytest.raises(ValueError, match="expected_passes must be an integer >= 1"):
+        KernelOperator(X, C, Gaussian(1.0), expected_passes=0)
+    with pytest.raises(TypeError, match="expected_passes"):
+        KernelOperator(X, C, Gaussian(1.0), expected_passes=2.5)
+    with pytest.raises(ValueError, match="cache must be"):
+        KernelOperator(X, C, Gaussian(1.0), cache="yes")
 
 
 @pytest.mark.parametrize("n_jobs", [1, 2])

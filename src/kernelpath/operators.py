@@ -42,6 +42,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from . import _backend as B
+from ._validation import check_int
 from .kernels import Kernel
 
 __all__ = ["KernelOperator", "CACHE_FRACTION"]
@@ -178,7 +179,7 @@ class KernelOperator:
         if cache not in ("auto", True, False):
             raise ValueError(f"cache must be 'auto', True or False, got {cache!r}")
         self.cache_mode = cache
-        self.expected_passes = expected_passes
+        self.expected_passes = check_int(expected_passes, "expected_passes", 1, allow_none=True)
         #: per worker: (compute s, fault s, rows) of the probe, and whether it cached the rest
         self.cache_probe: dict[int, tuple[float, float, int, bool]] = {}
         self._K: Any = None  # the cached rows (every chunk's cached prefix, in order)
