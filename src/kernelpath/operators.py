@@ -595,6 +595,31 @@ class KernelOperator:
         self._run(work)
         return self._out(out, native)
 
+    def projected_rows(self, T: Any, quad: Any, lin: Any) -> tuple[np.ndarray, np.ndarray]:
+        """With U = K_nm T (never formed): ``(U * U) @ quad`` and ``U @ lin``, in one pass.
+
+        For T (m, r), quad (r, p) and lin (r, q): shapes (n, p) and (n, q), float64 NumPy.
+        The diagonal and the fitted values of a Nyström smoother for every penalty
+        (leave-one-out), O(n m r) with r x (p + q) more per row.
+        """
+        T2 = B.to_device(T, self.device, self.dtype)
+        if T2.ndim != 2 or T2.shape[0] != self.m:
+            raise ValueError(f"T must have shape ({self.m}, r), got {tuple(T2.shape)}")
+        Cq = B.to_device(quad, self.device, np.float64)
+        Cl = B.to_device(lin, self.device, np.float64)
+        out_q = B.empty((self.n, Cq.shape[1]), self.X, np.float64)
+        out_l = B.empty((self.n, Cl.shape[1]), self.X, np.float64)
+
+        def work(w: int) -> None:
+            for s, e, Kb in self._blocks(w):
+                U = B.astype(Kb @ T2, np.float64)
+                out_l[s:e] = U @ Cl
+                U *= U
+                out_q[s:e] = U @ Cq
+
+        self._run(work)
+        return B.to_numpy(out_q), B.to_numpy(out_l)
+
     def gram(self, weights: Any = None, native: bool = False) -> Any:
         """K_nm.T diag(w) K_nm, shape (m, m), exactly symmetric."""
         w = self._weights(weights)

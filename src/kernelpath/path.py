@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Path", "lex_argmin"]
+__all__ = ["Path", "lex_argmin", "stack_paths", "mean_over_folds"]
 
 
 def lex_argmin(err: np.ndarray, loss: np.ndarray | None = None) -> int:
@@ -52,6 +52,9 @@ class Path:
     val_loss : ndarray or None
         Validation squared loss of the coded targets (same as ``val_error`` for regression);
         breaks ties of a discrete ``val_error`` (classification error rate).
+    fold_errors : ndarray of shape (n_folds, *shape) or None
+        k-fold cross-validation: the validation error of every fold at every point
+        (``val_error`` is their mean); see ``cv_results``.
     """
 
     def __init__(
@@ -65,8 +68,10 @@ class Path:
         stored: dict[tuple[int, ...], np.ndarray] | None = None,
         info: dict[str, Any] | None = None,
         val_loss: np.ndarray | None = None,
+        fold_errors: np.ndarray | None = None,
     ) -> None:
         self.info = dict(info or {})
+        self.fold_errors = None if fold_errors is None else np.asarray(fold_errors, dtype=float)
         self.val_loss = None if val_loss is None else np.asarray(val_loss, dtype=float)
         self.params = {k: np.asarray(v) for k, v in params.items()}
         self.train_error = np.asarray(train_error, dtype=float)
@@ -105,7 +110,14 @@ class Path:
     @property
     def best_params(self) -> dict[str, Any]:
         """Parameter values at the chosen point."""
-        return {k: v[self.best_index].item() for k, v in self.params.items()}
+        out: dict[str, Any] = {}
+        for k, v in self.params.items():
+            val = v[self.best_index]
+            val = val.item() if isinstance(val, np.generic) else val
+            if k.startswith("n_") and isinstance(val, float) and val.is_integer():
+                val = int(val)  # counts padded with NaN in a stacked path are floats
+            out[k] = val
+        return out
 
     @property
     def best_val_error(self) -> float:
@@ -135,8 +147,35 @@ class Path:
         return int(np.prod(self.shape))
 
     def __repr__(self) -> str:
-        best = ", ".join(f"{k}={v:.4g}" for k, v in self.best_params.items())
+        best = ", ".join(
+            f"{k}={v:.4g}" if isinstance(v, (int, float)) else f"{k}={v!r}"
+            for k, v in self.best_params.items()
+        )
         return f"Path(shape={self.shape}, params={self.param_names}, best: {best})"
+
+    @property
+    def cv_results(self) -> dict[str, np.ndarray]:
+        """scikit-learn's ``cv_results_`` layout, one entry per point (the grid flattened in C
+        order): ``param_<name>``, ``mean_val_error``, ``std_val_error`` and
+        ``split<i>_val_error`` (k-fold), ``rank_val_error`` (1 = chosen; errors: lower is
+        better), ``mean_train_error``."""
+        out: dict[str, np.ndarray] = {f"param_{k}": v.ravel() for k, v in self.params.items()}
+        val = self.val_error if self.val_error is not None else np.full(self.shape, np.nan)
+        out["mean_val_error"] = val.ravel()
+        if self.fold_errors is not None:
+            out["std_val_error"] = self.fold_errors.reshape(len(self.fold_errors), -1).std(axis=0)
+            for i, e in enumerate(self.fold_errors):
+                out[f"split{i}_val_error"] = e.ravel()
+        e = np.where(np.isfinite(val.ravel()), val.ravel(), np.inf)
+        order = np.argsort(e, kind="stable")
+        rank = np.empty(len(e), dtype=np.int64)
+        rank[order] = np.arange(1, len(e) + 1)
+        best = int(np.ravel_multi_index(self.best_index, self.shape))
+        rank[rank < rank[best]] += 1  # the chosen point first (ties broken by val_loss)
+        rank[best] = 1
+        out["rank_val_error"] = rank
+        out["mean_train_error"] = self.train_error.ravel()
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-Python summary (parameters, errors, best point), e.g. for JSON."""
@@ -145,7 +184,10 @@ class Path:
             "train_error": self.train_error.tolist(),
             "val_error": None if self.val_error is None else self.val_error.tolist(),
             "best_index": list(self.best_index),
-            "best_params": self.best_params,
+            "best_params": {
+                k: (v if isinstance(v, (int, float)) else repr(v))
+                for k, v in self.best_params.items()
+            },
             "scoring": self.scoring,
         }
 
@@ -162,6 +204,8 @@ class Path:
         if ax is None:
             _, ax = plt.subplots()
         names = self.param_names
+        if param is None and names[0] in ("sigma", "kernel") and len(names) > 1:
+            return self._plot_kernel_axis(ax, names[0])
         x_name = param or names[-1]
         X = self.params[x_name]
         if X.ndim == 1:
@@ -182,3 +226,118 @@ class Path:
         ax.set_ylabel("error")
         ax.legend(fontsize="small")
         return ax
+
+    def _plot_kernel_axis(self, ax: Any, name: str) -> Any:
+        """The best validation (and its training) error of every kernel of a path over
+        kernels, against the width or the kernel's position."""
+        K = self.shape[0]
+        errs = self.val_error if self.val_error is not None else self.train_error
+        flat = errs.reshape(K, -1)
+        best_val = np.array([np.nanmin(r) if np.isfinite(r).any() else np.nan for r in flat])
+        pick = [int(np.nanargmin(r)) if np.isfinite(r).any() else 0 for r in flat]
+        train = self.train_error.reshape(K, -1)[np.arange(K), pick]
+        if name == "sigma":
+            x = self.params[name].reshape(K, -1)[:, 0].astype(float)
+            ax.set_xscale("log")
+        else:
+            x = np.arange(K)
+            ax.set_xticks(x, [repr(v) for v in self.params[name].reshape(K, -1)[:, 0]])
+        ax.plot(x, train, marker="o", label="train (at the best point of each kernel)")
+        if self.val_error is not None:
+            ax.plot(x, best_val, marker="o", label=f"best validation ({self.scoring})")
+        ax.axvline(x[self.best_index[0]], color="gray", linestyle=":", label="chosen")
+        ax.set_yscale("log")
+        ax.set_xlabel(name)
+        ax.set_ylabel("error")
+        ax.legend(fontsize="small")
+        return ax
+
+
+def _pad(arrays: list[np.ndarray], shape: tuple[int, ...], fill: Any = np.nan) -> np.ndarray:
+    """Stack arrays of shapes <= ``shape`` into (len(arrays), *shape), padded with ``fill``."""
+    out = np.full((len(arrays), *shape), fill, dtype=float)
+    for i, a in enumerate(arrays):
+        index: tuple[Any, ...] = (i,) + tuple(slice(0, s) for s in a.shape)
+        out[index] = a
+    return out
+
+
+def stack_paths(
+    paths: list[Path],
+    name: str,
+    values: list[Any],
+    best_index: tuple[int, ...] | None = None,
+    info: dict[str, Any] | None = None,
+) -> Path:
+    """One path over ``name`` (a leading axis, e.g. the kernel's width) from paths of the same
+    parameters, padded with NaN (not reached) to a common shape. ``coef`` of point
+    (i, *rest) is ``paths[i].coef(rest)``."""
+    ndim = {len(p.shape) for p in paths}
+    if len(ndim) != 1:
+        raise ValueError("paths of different dimensions cannot be stacked")
+    shape = tuple(int(max(p.shape[d] for p in paths)) for d in range(ndim.pop()))
+    lead = np.empty((len(paths), *shape), dtype=object if name == "kernel" else float)
+    for i, v in enumerate(values):
+        lead[i] = v
+    params: dict[str, np.ndarray] = {name: lead}
+    for k in paths[0].param_names:
+        params[k] = _pad([np.asarray(p.params[k], dtype=float) for p in paths], shape)
+    has_val = all(p.val_error is not None for p in paths)
+    has_loss = all(p.val_loss is not None for p in paths)
+    has_folds = all(p.fold_errors is not None for p in paths)
+    folds = None
+    if has_folds:
+        folds = np.stack(
+            [_pad([] if p.fold_errors is None else list(p.fold_errors), shape) for p in paths],
+            axis=1,
+        )
+
+    def coef(idx: tuple[int, ...]) -> np.ndarray:
+        return paths[idx[0]].coef(tuple(idx[1:]))
+
+    out_info = {"paths": paths, name + "s" if name == "kernel" else name: values}
+    out_info.update(info or {})
+    return Path(
+        params,
+        _pad([p.train_error for p in paths], shape),
+        _pad([p.val_error for p in paths], shape) if has_val else None,  # type: ignore[misc]
+        coef_fn=coef,
+        scoring=paths[0].scoring,
+        best_index=best_index,
+        info=out_info,
+        val_loss=_pad([p.val_loss for p in paths], shape) if has_loss else None,  # type: ignore[misc]
+        fold_errors=folds,
+    )
+
+
+def mean_over_folds(paths: list[Path], info: dict[str, Any] | None = None) -> Path:
+    """The cross-validated path of k folds' paths over the same grid: validation error and
+    loss averaged over the folds (NaN where a fold did not reach a point), training error
+    averaged, the parameters of the first fold, every fold's errors in ``fold_errors``.
+    ``coef`` is not available (the model is refit on all the data)."""
+    shape = tuple(int(max(p.shape[d] for p in paths)) for d in range(len(paths[0].shape)))
+    folds = _pad([p.val_error for p in paths], shape)  # type: ignore[misc]
+    losses = _pad([p.val_loss if p.val_loss is not None else p.val_error for p in paths], shape)  # type: ignore[misc]
+    params = {
+        k: _pad([np.asarray(p.params[k], dtype=float) for p in paths], shape)[0]
+        for k in paths[0].param_names
+    }
+    for k, v in params.items():  # a grid point not reached by the first fold
+        other = _pad([np.asarray(p.params[k], dtype=float) for p in paths], shape)
+        params[k] = np.where(
+            np.isfinite(v), v, np.nanmax(np.where(np.isfinite(other), other, -np.inf), axis=0)
+        )
+    merged = dict(paths[0].info)
+    if "converged" in merged:
+        merged["converged"] = np.all([p.info["converged"] for p in paths], axis=0).tolist()
+    merged.update(info or {})
+    return Path(
+        params,
+        _pad([p.train_error for p in paths], shape).mean(axis=0),
+        folds.mean(axis=0),
+        coef_fn=None,
+        scoring=paths[0].scoring,
+        info=merged,
+        val_loss=losses.mean(axis=0),
+        fold_errors=folds,
+    )

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 __all__ = [
+    "check_cv",
+    "cv_folds",
+    "CV_MODES",
     "holdout_split",
     "penalty_grid",
     "SCORERS",
@@ -43,6 +47,80 @@ def holdout_split(
     mask = np.ones(n, dtype=bool)
     mask[v] = False
     return np.flatnonzero(mask), v
+
+
+#: The named modes of ``cv`` (besides an int k and a scikit-learn splitter).
+CV_MODES = ("holdout", "loo", "gcv")
+
+
+def check_cv(cv: Any, n: int, y: np.ndarray | None = None) -> Any:
+    """Validate an estimator's ``cv``: "holdout", "loo", "gcv", an int k >= 2 (k-fold;
+    stratified when ``y`` holds class labels) or an object with ``split`` and
+    ``get_n_splits`` (a scikit-learn splitter). Returns the mode (a str, an int or the
+    splitter).
+
+    Raises
+    ------
+    ValueError
+        An unknown name, k < 2, k > n_samples, or (classifiers) k larger than a class's count.
+    TypeError
+        Anything else.
+    """
+    if isinstance(cv, str):
+        if cv not in CV_MODES:
+            raise ValueError(f"cv must be one of {CV_MODES}, an int or a splitter, got {cv!r}")
+        return cv
+    if isinstance(cv, (bool, np.bool_)):
+        raise TypeError(f"cv must be one of {CV_MODES}, an int or a splitter, got {cv!r}")
+    if isinstance(cv, (int, np.integer)):
+        k = int(cv)
+        if k < 2:
+            raise ValueError(f"cv={k}: k-fold cross-validation needs at least 2 folds")
+        if k > n:
+            raise ValueError(f"cv={k} is larger than the number of samples n_samples={n}")
+        if y is not None:
+            _, counts = np.unique(y, return_counts=True)
+            if k > counts.min():
+                raise ValueError(
+                    f"cv={k} is larger than the number of samples of the smallest class "
+                    f"({int(counts.min())}): stratified folds need every class in every fold"
+                )
+        return k
+    if hasattr(cv, "split") and hasattr(cv, "get_n_splits"):
+        return cv
+    raise TypeError(
+        f"cv must be one of {CV_MODES}, an int or a scikit-learn splitter, got {type(cv).__name__}"
+    )
+
+
+def cv_folds(
+    cv: Any, X: Any, y: np.ndarray, rng: np.random.Generator, classifier: bool
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(train, validation) row indices of every fold: shuffled (stratified for classifiers)
+    k-fold for an int, else the splitter's ``split(X, y)``. Every fold must leave rows on
+    both sides."""
+    from sklearn.model_selection import KFold, StratifiedKFold
+
+    n = len(y)
+    if isinstance(cv, int):
+        seed = int(rng.integers(2**31))
+        if classifier:
+            it = StratifiedKFold(cv, shuffle=True, random_state=seed).split(np.zeros(n), y)
+        else:
+            it = KFold(cv, shuffle=True, random_state=seed).split(np.zeros(n))
+    else:
+        it = cv.split(np.zeros((n, 1)) if not hasattr(X, "shape") else np.zeros((n, 1)), y)
+    folds = []
+    for i, (tr, va) in enumerate(it):
+        tr, va = np.asarray(tr, dtype=np.int64), np.asarray(va, dtype=np.int64)
+        if len(tr) == 0 or len(va) == 0:
+            raise ValueError(f"cv: fold {i} leaves no training or no validation rows")
+        if tr.min() < 0 or va.min() < 0 or max(tr.max(), va.max()) >= n:
+            raise ValueError(f"cv: fold {i} has row indices outside [0, {n})")
+        folds.append((np.sort(tr), np.sort(va)))
+    if not folds:
+        raise ValueError("cv: the splitter gave no folds")
+    return folds
 
 
 def penalty_grid(scale: float, n_values: int = 20, span: float = 1e-9) -> np.ndarray:

@@ -165,6 +165,7 @@ class _KRLSBase(_KernelPathEstimator):
         filter: str = "tikhonov",
         max_iter: int | None = None,
         validation_fraction: float = 0.2,
+        cv: Any = "holdout",
         refit: bool = False,
         memory_budget: Any = None,
         random_state: Any = None,
@@ -175,6 +176,7 @@ class _KRLSBase(_KernelPathEstimator):
         self.filter = filter
         self.max_iter = max_iter
         self.validation_fraction = validation_fraction
+        self.cv = cv
         self.refit = refit
         self.memory_budget = memory_budget
         self.random_state = random_state
@@ -196,6 +198,7 @@ class _NystromBase(_KernelPathEstimator):
         solver: str = "cg",
         max_iter: int | None = None,
         validation_fraction: float = 0.2,
+        cv: Any = "holdout",
         n_iter_no_change: int | None = 10,
         tol: float = 1e-4,
         refit: bool = False,
@@ -210,6 +213,7 @@ class _NystromBase(_KernelPathEstimator):
         self.solver = solver
         self.max_iter = max_iter
         self.validation_fraction = validation_fraction
+        self.cv = cv
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.refit = refit
@@ -233,6 +237,7 @@ class _NYTROBase(_NystromBase):
         solver: str = "gd",
         max_iter: int | None = None,
         validation_fraction: float = 0.2,
+        cv: Any = "holdout",
         n_iter_no_change: int | None = 10,
         tol: float = 1e-4,
         refit: bool = False,
@@ -248,6 +253,7 @@ class _NYTROBase(_NystromBase):
             solver=solver,
             max_iter=max_iter,
             validation_fraction=validation_fraction,
+            cv=cv,
             n_iter_no_change=n_iter_no_change,
             tol=tol,
             refit=refit,

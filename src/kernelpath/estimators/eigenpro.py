@@ -51,6 +51,7 @@ class _EigenProBase(_KernelPathEstimator):
         step_size: Any = "auto",
         n_features: int | None = None,
         validation_fraction: float = 0.2,
+        cv: Any = "holdout",
         n_iter_no_change: int | None = 5,
         tol: float = 1e-4,
         refit: bool = False,
@@ -67,6 +68,7 @@ class _EigenProBase(_KernelPathEstimator):
         self.step_size = step_size
         self.n_features = n_features
         self.validation_fraction = validation_fraction
+        self.cv = cv
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.refit = refit

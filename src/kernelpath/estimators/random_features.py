@@ -39,6 +39,7 @@ class _RandomFeaturesBase(_KernelPathEstimator):
         n_features: Any = 1000,
         orthogonal: bool = False,
         validation_fraction: float = 0.2,
+        cv: Any = "holdout",
         refit: bool = False,
         memory_budget: Any = None,
         random_state: Any = None,
@@ -49,6 +50,7 @@ class _RandomFeaturesBase(_KernelPathEstimator):
         self.n_features = n_features
         self.orthogonal = orthogonal
         self.validation_fraction = validation_fraction
+        self.cv = cv
         self.refit = refit
         self.memory_budget = memory_budget
         self.random_state = random_state
@@ -59,6 +61,9 @@ class _RandomFeaturesBase(_KernelPathEstimator):
 
     def _has_path(self, method: str, pen: Any) -> bool:
         return self._center_grid_requested() or not isinstance(pen, float)
+
+    def _smoother_modes(self, method: str) -> tuple[str, ...]:
+        return () if self._center_grid_requested() else ("loo", "gcv")
 
     def _feature_grid(self, value: Any, n: int) -> tuple[int, np.ndarray | None]:
         """(D_max, grid of D or None)."""
@@ -99,7 +104,12 @@ class _RandomFeaturesBase(_KernelPathEstimator):
             self.kernel_, Dmax, bool(self.orthogonal), self._feature_seed, params["budget"]
         ).fit(B.to_numpy(Xtr[:1]))
         self._fmap = fmap
-        G, b = feature_moments(fmap, Xtr, Dmax, Ytr, wt)
+        cv = self._smoother_cv(params)
+        rhs = np.hstack([Ytr, np.ones((len(Ytr), 1))]) if cv is not None and cv.center else Ytr
+        G, b = feature_moments(fmap, Xtr, Dmax, rhs, wt)
+        b1 = None
+        if b.shape[1] > Ytr.shape[1]:
+            b, b1 = b[:, : Ytr.shape[1]], b[:, Ytr.shape[1] :]
         pen = params["penalty"]
         lam = None if isinstance(pen, str) else np.atleast_1d(pen)
         scoring = "error_rate" if self._classifier else "mse"
@@ -113,7 +123,8 @@ class _RandomFeaturesBase(_KernelPathEstimator):
         if va is not None:
             vop = rff_operator(fmap, B.take_rows(X, va), Dmax)
             val = Validation(vop, Y[va] - self._intercept, scoring)  # type: ignore[arg-type]
-        return rf_penalty_path(G, b, Ytr, lam, wt, val, B.dtype_of(X))
+        fop = rff_operator(fmap, Xtr, Dmax) if cv is not None else None
+        return rf_penalty_path(G, b, Ytr, lam, wt, val, B.dtype_of(X), cv, fop, b1)
 
     def _refit(
         self,

@@ -59,6 +59,7 @@ class _SGMBase(_KernelPathEstimator):
         penalty: float = 0.0,
         fit_intercept: bool = True,
         validation_fraction: float = 0.2,
+        cv: Any = "holdout",
         n_iter_no_change: int | None = 5,
         tol: float = 1e-4,
         refit: bool = False,
@@ -78,6 +79,7 @@ class _SGMBase(_KernelPathEstimator):
         self.penalty = penalty
         self.fit_intercept = fit_intercept
         self.validation_fraction = validation_fraction
+        self.cv = cv
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.refit = refit

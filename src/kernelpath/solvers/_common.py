@@ -52,15 +52,20 @@ def closed_form_path(
     validation: Validation | None,
     dtype: Any,
     info: dict[str, Any] | None = None,
+    scores: tuple[np.ndarray, np.ndarray, str] | None = None,
 ) -> Path:
     """A 1-D path whose coefficients are all at hand: ``alphas`` of shape (m, P, k).
 
-    Scores every point on the validation set with one product for all the coefficients and
-    keeps the coefficients (in the data's dtype) as the path's stored points.
+    Scores every point on the validation set with one product for all the coefficients (or
+    takes ``scores`` = (errors, losses, scoring) computed without one: leave-one-out, GCV)
+    and keeps the coefficients (in the data's dtype) as the path's stored points.
     """
     m, P, k = alphas.shape
     val_err = val_loss = None
-    if validation is not None:
+    scoring = validation.scoring if validation is not None else "mse"
+    if scores is not None:
+        val_err, val_loss, scoring = scores
+    elif validation is not None:
         if getattr(validation.op, "expected_passes", 0) is None:
             validation.op.expected_passes = 1
         F = validation.op.matvec(alphas.reshape(m, P * k).astype(dtype, copy=False))
@@ -75,7 +80,7 @@ def closed_form_path(
         np.maximum(train_err, 0.0),
         val_err,
         coef_fn=None,
-        scoring=validation.scoring if validation is not None else "mse",
+        scoring=scoring,
         stored=stored,
         val_loss=val_loss,
         info=info,

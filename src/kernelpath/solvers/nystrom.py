@@ -22,6 +22,7 @@ from ..operators import KernelOperator
 from ..path import Path
 from ..selection import penalty_grid
 from ._common import Validation, as_2d, closed_form_path, weights_or_ones
+from ._loo import SmootherCV, gcv_scores, loo_scores
 
 __all__ = ["nystrom_direct_path", "center_factor"]
 
@@ -48,6 +49,7 @@ def nystrom_direct_path(
     penalties: np.ndarray | None,
     weights: np.ndarray | None = None,
     validation: Validation | None = None,
+    cv: SmootherCV | None = None,
 ) -> Path:
     """λ path of Nyström KRLS from one eigendecomposition.
 
@@ -61,6 +63,9 @@ def nystrom_direct_path(
         down to 1e-9 σ_max.
     weights : ndarray of shape (n,) or None
     validation : Validation or None
+    cv : SmootherCV or None
+        Score the path by exact leave-one-out (one more pass over the data) or GCV (none)
+        with the centers held fixed, instead of ``validation`` (``_loo``).
 
     Returns
     -------
@@ -69,13 +74,16 @@ def nystrom_direct_path(
     Y = as_2d(y).astype(FACTOR_DTYPE)
     n, k = Y.shape
     w = weights_or_ones(weights, n)
-    if op.expected_passes is None:
-        op.expected_passes = 2  # the Gram matrix and the right-hand side
+    if op.expected_passes is None:  # the Gram matrix and the right-hand side (and the LOO)
+        op.expected_passes = 3 if cv is not None and cv.mode == "loo" else 2
     fac = center_factor(op)
     dev = fac.on_device
     G = op.gram(weights, native=dev)
-    b = fac.apply_t(op.rmatvec(w[:, None] * Y, native=dev))
-    op.release()
+    # with the intercept scored too: A^T W 1 beside A^T W y
+    rhs = np.hstack([Y, np.ones((n, 1))]) if cv is not None and cv.center else Y
+    b = fac.apply_t(op.rmatvec(w[:, None] * rhs, native=dev))
+    if cv is None or cv.mode != "loo":
+        op.release()
     H = fac.project(G, native=dev) / n
     del G
     if dev:  # the m x m eigendecomposition where the factor lives (torch.linalg, float64)
@@ -86,6 +94,9 @@ def nystrom_direct_path(
         sig, V = scipy.linalg.eigh(H, driver="evd", check_finite=False)
         sig = np.maximum(sig, 0.0)
         c = V.T @ b / n  # (r, k)
+    c1 = None
+    if c.shape[1] > k:  # the ones column
+        c, c1 = c[:, :k], c[:, k]
     lam = penalty_grid(sig.max()) if penalties is None else np.asarray(penalties, float)
     P = len(lam)
     g = spectral_filter("tikhonov", sig, lam)  # (P, r)
@@ -101,6 +112,23 @@ def nystrom_direct_path(
     yw2 = float((w[:, None] * Y * Y).sum())
     quad = np.einsum("pi,ik->p", 2 * g - sig[None, :] * g * g, c * c)
     train_err = (yw2 - n * quad) / (w.sum() * k)
+    scores = None
+    if cv is not None:
+        if cv.mode == "gcv":
+            trace = (sig[None, :] * g).sum(axis=1)
+            wS1 = None if c1 is None else n * (g * c1[None, :] ** 2).sum(axis=1)
+            e = gcv_scores(cv, np.maximum(train_err, 0.0), trace, wS1, n)
+            scores = (e, e, "mse")
+        else:  # U = K_nm R V: S_ii = w_i sum_j U_ij^2 / (n (σ_j + λ)), S z = U (g c)
+            T = to_numpy(fac.apply(V_d if dev else V))
+            lin = coords if c1 is None else np.hstack([coords, (g * c1[None, :]).T])
+            Sd, FS = op.projected_rows(T, (g / n).T, lin)
+            op.release()
+            Sd *= w[:, None]
+            F = FS[:, : P * k].reshape(n, P, k)
+            S1 = None if c1 is None else FS[:, P * k :]
+            e, loss = loo_scores(cv, Y, F, Sd, S1, w)
+            scores = (e, loss, cv.scoring)
     return closed_form_path(
         "penalty",
         lam,
@@ -109,4 +137,5 @@ def nystrom_direct_path(
         validation,
         op.dtype,
         {"method": "direct", "rank": r, "factor": fac.method, "factor_on_device": dev},
+        scores=scores,
     )

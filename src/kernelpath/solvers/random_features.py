@@ -34,6 +34,7 @@ from ..linalg import top_eigenvalue
 from ..path import Path
 from ..selection import penalty_grid
 from ._common import Validation, as_2d, closed_form_path, weights_or_ones
+from ._loo import SmootherCV, gcv_scores, loo_scores
 from .incremental import prefix_solutions
 
 __all__ = [
@@ -86,6 +87,19 @@ class FeatureOperator:
             out[s:e] = F @ B.astype(M2, B.dtype_of(F))
         out = out[:, 0] if vec else out
         return out if native else B.to_numpy(out)
+
+    def projected_rows(self, T: Any, quad: Any, lin: Any) -> tuple[np.ndarray, np.ndarray]:
+        """With U = F T (never formed): ``(U * U) @ quad`` and ``U @ lin`` (float64 NumPy),
+        as ``KernelOperator.projected_rows``."""
+        n = len(self.X)
+        out_q = np.empty((n, quad.shape[1]))
+        out_l = np.empty((n, lin.shape[1]))
+        T2 = B.to_device(T, self.device, FACTOR_DTYPE)
+        for s, e in row_blocks(n, self.n_features):
+            U = B.to_numpy(B.astype(self.transform(self.X[s:e]), FACTOR_DTYPE) @ T2)
+            out_l[s:e] = U @ lin
+            out_q[s:e] = (U * U) @ quad
+        return out_q, out_l
 
     def release(self) -> None:
         """Nothing is cached."""
@@ -163,6 +177,9 @@ def rf_penalty_path(
     weights: np.ndarray | None = None,
     validation: Validation | None = None,
     dtype: Any = np.float64,
+    cv: SmootherCV | None = None,
+    features: FeatureOperator | None = None,
+    b1: np.ndarray | None = None,
 ) -> Path:
     """λ path of RF-KRLS with all D features of G, from one eigendecomposition.
 
@@ -176,6 +193,10 @@ def rf_penalty_path(
         Φ^T W Φ / n.
     weights, validation : as for the other solvers (validation through a
         ``rff_operator`` with the normalized map of D features).
+    cv : SmootherCV or None
+        Score by exact leave-one-out (one more pass over ``features``, the training points'
+        normalized map) or GCV instead of ``validation``; ``b1`` = Ψ^T W 1 (unnormalized)
+        when ``cv.center``.
 
     Returns
     -------
@@ -194,8 +215,35 @@ def rf_penalty_path(
     Wts = np.einsum("dj,pj,jk->dpk", V, filt, c)  # (D, P, k) normalized weights
     ywy = (w[:, None] * Y2 * Y2).sum(axis=0)
     train = _train_errors(Wts / np.sqrt(D), G, b, ywy, float(w.sum()), k)
+    scores = None
+    if cv is not None:
+        c1 = None if b1 is None else V.T @ (as_2d(b1)[:, 0] / (n * np.sqrt(D)))
+        if cv.mode == "gcv":
+            trace = (s[None, :] * filt).sum(axis=1)
+            wS1 = None if c1 is None else n * (filt * c1[None, :] ** 2).sum(axis=1)
+            e = gcv_scores(cv, train, trace, wS1, n)
+            scores = (e, e, "mse")
+        else:  # U = Φ V: S_ii = w_i sum_j U_ij^2 / (n (s_j + λ)), S y = U (g c)
+            if features is None:
+                raise ValueError("leave-one-out needs the training features")
+            P = len(lam)
+            coords = (filt[:, :, None] * c[None]).transpose(1, 0, 2).reshape(D, P * k)
+            lin = coords if c1 is None else np.hstack([coords, (filt * c1[None, :]).T])
+            Sd, FS = features.projected_rows(V, (filt / n).T, lin)
+            Sd *= w[:, None]
+            F = FS[:, : P * k].reshape(n, P, k)
+            S1 = None if c1 is None else FS[:, P * k :]
+            e, loss = loo_scores(cv, Y2, F, Sd, S1, w)
+            scores = (e, loss, cv.scoring)
     return closed_form_path(
-        "penalty", lam, Wts, train, validation, dtype, {"method": "eigh", "n_features": D}
+        "penalty",
+        lam,
+        Wts,
+        train,
+        validation,
+        dtype,
+        {"method": "eigh", "n_features": D},
+        scores=scores,
     )
 
 

@@ -22,6 +22,7 @@ from ..linalg import spectral_filter
 from ..operators import KernelOperator
 from ..path import Path
 from ._common import Validation, as_2d, closed_form_path, weights_or_ones
+from ._loo import SmootherCV, gcv_scores, loo_scores
 
 __all__ = ["exact_path", "ITERATION_FILTERS"]
 
@@ -36,6 +37,7 @@ def exact_path(
     weights: np.ndarray | None = None,
     validation: Validation | None = None,
     nu: float = 1.0,
+    cv: SmootherCV | None = None,
 ) -> Path:
     """Path of an exact spectral-filter estimator.
 
@@ -55,6 +57,9 @@ def exact_path(
         Validation operator (validation points x training points) and targets.
     nu : float
         Qualification of the ν-method.
+    cv : SmootherCV or None
+        Score the path by exact leave-one-out (tikhonov) or GCV (every filter but kols)
+        instead of ``validation`` (``_loo``); needs positive weights.
 
     Returns
     -------
@@ -74,7 +79,7 @@ def exact_path(
         K *= d[:, None]
         K *= d[None, :]
     K /= n
-    if filter == "tikhonov" and params is not None and np.size(params) == 1:
+    if filter == "tikhonov" and params is not None and np.size(params) == 1 and cv is None:
         lam = float(np.asarray(params).ravel()[0])
         if lam > 0:
             return _tikhonov_cholesky(K, Y, d, lam, op, validation)
@@ -100,7 +105,22 @@ def exact_path(
     # training error: ||D f - D y||^2 = ||(s g - 1) c||^2 (Q is complete)
     resid = (s[None, :, None] * G[:, :, None] - 1.0) * c[None, :, :]
     train_err = np.einsum("pnk,pnk->p", resid, resid) / (w.sum() * k)
-    return closed_form_path(name, params, alphas, train_err, validation, op.dtype)
+    scores = None
+    if cv is not None:  # S = D^-1 Q diag(h) Q^T D with h = s g(s)
+        h = s[None, :] * G  # (P, n)
+        qd = Q.T @ d
+        if cv.mode == "gcv":
+            wS1 = (h * qd[None, :] ** 2).sum(axis=1) if cv.center else None
+            e = gcv_scores(cv, train_err, h.sum(axis=1), wS1, n)
+            scores = (e, e, "mse")
+        else:
+            Sd = (Q * Q) @ h.T  # (n, P)
+            hc = (h[:, :, None] * c[None, :, :]).transpose(1, 0, 2).reshape(n, P * k)
+            F = (Q @ hc / d[:, None]).reshape(n, P, k)
+            S1 = (Q @ (h * qd[None, :]).T) / d[:, None] if cv.center else None
+            e, loss = loo_scores(cv, Y, F, Sd, S1, w)
+            scores = (e, loss, cv.scoring)
+    return closed_form_path(name, params, alphas, train_err, validation, op.dtype, scores=scores)
 
 
 def _tikhonov_cholesky(
