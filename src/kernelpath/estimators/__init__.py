@@ -30,12 +30,25 @@ __all__ = [
 ]
 
 _COMMON_DOC = """
-    kernel : str or Kernel, default="gaussian"
+    kernel : str, Kernel or sequence of them, default="gaussian"
         A Kernel instance (``kernelpath.Gaussian(sigma=2.0)``) or a name ("gaussian",
         "laplacian", "matern", "cauchy" with ``sigma="median"``; "polynomial", "linear").
+        A sequence is a path over kernels (widths or families), searched with the other
+        parameters; a radial kernel with ``sigma="auto"`` is the 11 widths
+        ``kernels.AUTO_WIDTH_FACTORS`` x the median distance. With the hold-out, widths are
+        screened on subsamples first (successive halving).
     validation_fraction : float in [0, 1), default=0.2
-        Fraction of the data held out to score the path and choose its best point.
-        0 turns selection off and fits on all the data (then ``penalty`` must be a number).
+        Fraction of the data held out to score the path and choose its best point
+        (``cv="holdout"``). 0 turns selection off and fits on all the data (then
+        ``penalty`` must be a number).
+    cv : "holdout", "loo", "gcv", int or splitter, default="holdout"
+        How the path is scored. "holdout": the ``validation_fraction`` split. "loo": exact
+        leave-one-out in closed form (λn fixed, intercept re-estimated; exact KRLS with the
+        Tikhonov filter, Nyström ``solver="direct"`` with its centers fixed, random
+        features at one D). "gcv": generalized cross-validation (the same, and the linear
+        spectral filters). An int k: k-fold (stratified for classifiers); or a
+        scikit-learn splitter (every solver). With any mode but "holdout" the model is fit
+        on all the data at the chosen point.
     refit : bool, default=False
         Refit on all the data at the chosen point (like GridSearchCV); by default the model
         trained on the training part is kept (like scikit-learn's early stopping). The
@@ -59,9 +72,11 @@ _ATTR_DOC = """
     Attributes
     ----------
     path_ : Path
-        The regularization path with training and validation errors at every point.
+        The regularization path with training and validation errors at every point; with
+        several kernels a leading "sigma" (one family) or "kernel" axis. k-fold:
+        ``path_.fold_errors`` and ``path_.cv_results``.
     best_params_ : dict
-        Parameters of the chosen point.
+        Parameters of the chosen point (with several kernels, "kernel": the chosen one).
     penalty_ : float
         Chosen λ.
     n_iter_ : int

@@ -236,7 +236,8 @@ class _EigenProBase(_KernelPathEstimator):
 _EP_DOC = """
     Parameters
     ----------
-    kernel : str or Kernel, default="gaussian"
+    kernel : str, Kernel or sequence of them, default="gaussian"
+        A sequence, or ``sigma="auto"``, is a path over kernels (see NystromRegressor).
     n_epochs : int, default=30
         Most epochs; the path (validation error after every epoch) stops earlier with
         ``n_iter_no_change``.
@@ -253,7 +254,7 @@ _EP_DOC = """
     n_features : int or None, default=None
         None: kernel EigenPro (coefficients on the training points). A number D: EigenPro
         on D random Fourier features (primal).
-    validation_fraction, n_iter_no_change, tol, refit, memory_budget, random_state :
+    validation_fraction, cv, n_iter_no_change, tol, refit, memory_budget, random_state :
         As for the other estimators; the refit keeps the chosen number of epochs.
 
     Attributes

@@ -167,7 +167,8 @@ class _RandomFeaturesBase(_KernelPathEstimator):
 _RF_DOC = """
     Parameters
     ----------
-    kernel : str or Kernel, default="gaussian"
+    kernel : str, Kernel or sequence of them, default="gaussian"
+        A sequence, or ``sigma="auto"``, is a path over kernels (see NystromRegressor).
         Gaussian, Laplacian, Cauchy or Matern (a name uses ``sigma="median"``).
     penalty : float, sequence of floats or "auto", default="auto"
         λ in (1/n) sum_i (y_i - φ(x_i)^T w)^2 + λ ||w||^2 with the normalized map
@@ -182,6 +183,8 @@ _RF_DOC = """
     orthogonal : bool, default=False
         Orthogonal random features (Gaussian kernel).
     validation_fraction : float in [0, 1), default=0.2
+    cv : "holdout", "loo", "gcv", int or splitter, default="holdout"
+        See NystromRegressor; "loo" and "gcv" in closed form at one D.
     refit : bool, default=False
         Refit on all the data at the chosen (D, λ) with the same features.
     memory_budget : int, str or None, default=None

@@ -241,7 +241,8 @@ class _SGMBase(_KernelPathEstimator):
 _SGM_DOC = """
     Parameters
     ----------
-    kernel : str or Kernel, default="gaussian"
+    kernel : str, Kernel or sequence of them, default="gaussian"
+        A sequence, or ``sigma="auto"``, is a path over kernels (see NystromRegressor).
     loss : {"square", "hinge", "logistic"} or None
         None: "square" (regressor) or "hinge" (classifier, on the ±1 codes).
     features : {"random", "nystrom"}, default="random"
@@ -269,7 +270,7 @@ _SGM_DOC = """
         weights); with the hinge and logistic losses on unbalanced classes the model needs
         it (ijcnn1, 20,000 points, 500 features: 12.2% error without, 7.6% with, 8.9% for
         LinearSVC).
-    validation_fraction, n_iter_no_change, tol, refit, memory_budget, random_state :
+    validation_fraction, cv, n_iter_no_change, tol, refit, memory_budget, random_state :
         As for the other estimators; the refit keeps the chosen step size and passes.
 
     Attributes
