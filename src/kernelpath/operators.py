@@ -605,6 +605,10 @@ class KernelOperator:
         T2 = B.to_device(T, self.device, self.dtype)
         if T2.ndim != 2 or T2.shape[0] != self.m:
             raise ValueError(f"T must have shape ({self.m}, r), got {tuple(T2.shape)}")
+        r = T2.shape[1]
+        for name, C in (("quad", quad), ("lin", lin)):
+            if np.ndim(C) != 2 or C.shape[0] != r:
+                raise ValueError(f"{name} must have shape ({r}, p), got {np.shape(C)}")
         Cq = B.to_device(quad, self.device, np.float64)
         Cl = B.to_device(lin, self.device, np.float64)
         out_q = B.empty((self.n, Cq.shape[1]), self.X, np.float64)

@@ -318,14 +318,13 @@ def mean_over_folds(paths: list[Path], info: dict[str, Any] | None = None) -> Pa
     shape = tuple(int(max(p.shape[d] for p in paths)) for d in range(len(paths[0].shape)))
     folds = _pad([p.val_error for p in paths], shape)  # type: ignore[misc]
     losses = _pad([p.val_loss if p.val_loss is not None else p.val_error for p in paths], shape)  # type: ignore[misc]
-    params = {
-        k: _pad([np.asarray(p.params[k], dtype=float) for p in paths], shape)[0]
-        for k in paths[0].param_names
-    }
-    for k, v in params.items():  # a grid point not reached by the first fold
-        other = _pad([np.asarray(p.params[k], dtype=float) for p in paths], shape)
+    params = {}
+    for k in paths[0].param_names:  # the first fold's, where it did not reach a point another's
+        every = _pad([np.asarray(p.params[k], dtype=float) for p in paths], shape)
         params[k] = np.where(
-            np.isfinite(v), v, np.nanmax(np.where(np.isfinite(other), other, -np.inf), axis=0)
+            np.isfinite(every[0]),
+            every[0],
+            np.nanmax(np.where(np.isfinite(every), every, -np.inf), axis=0),
         )
     merged = dict(paths[0].info)
     if "converged" in merged:

@@ -94,11 +94,12 @@ def check_cv(cv: Any, n: int, y: np.ndarray | None = None) -> Any:
 
 
 def cv_folds(
-    cv: Any, X: Any, y: np.ndarray, rng: np.random.Generator, classifier: bool
+    cv: Any, y: np.ndarray, rng: np.random.Generator, classifier: bool
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """(train, validation) row indices of every fold: shuffled (stratified for classifiers)
-    k-fold for an int, else the splitter's ``split(X, y)``. Every fold must leave rows on
-    both sides."""
+    k-fold for an int, else the splitter's ``split(rows, y)`` (it sees the number of rows
+    and the targets, not the features, which may be a tensor). Every fold must leave rows
+    on both sides."""
     from sklearn.model_selection import KFold, StratifiedKFold
 
     n = len(y)
@@ -109,7 +110,7 @@ def cv_folds(
         else:
             it = KFold(cv, shuffle=True, random_state=seed).split(np.zeros(n))
     else:
-        it = cv.split(np.zeros((n, 1)) if not hasattr(X, "shape") else np.zeros((n, 1)), y)
+        it = cv.split(np.zeros((n, 1)), y)
     folds = []
     for i, (tr, va) in enumerate(it):
         tr, va = np.asarray(tr, dtype=np.int64), np.asarray(va, dtype=np.int64)

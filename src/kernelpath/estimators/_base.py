@@ -253,7 +253,7 @@ class _KernelPathEstimator(BaseEstimator):
                 path, sub, kparams = self._search_smoother(kernels, X, Y, w, params, method, cv)
                 self._set_model(sub.coef(), sub)
             else:
-                folds = cv_folds(cv, X, y, rng, self._classifier)
+                folds = cv_folds(cv, y, rng, self._classifier)
                 path, sub, kparams = self._search_folds(kernels, X, Y, w, folds, params, method)
                 self._refit(X, Y, w, n, kparams, method, sub)
         self.path_ = path
@@ -312,20 +312,11 @@ class _KernelPathEstimator(BaseEstimator):
             self.__dict__.update(states[0])
             return paths[0], paths[0], kparams[0]
         best_k = min(eligible, key=lambda i: _best_key(paths[i]))
-        widths_only = len({type(k) for k in kernels}) == 1 and all(
-            set(k.get_params()) >= {"sigma"}
-            and {n: v for n, v in k.get_params().items() if n != "sigma"}
-            == {n: v for n, v in kernels[0].get_params().items() if n != "sigma"}
-            for k in kernels
-        )
-        name, values = (
-            ("sigma", [float(getattr(k, "sigma")) for k in kernels])  # noqa: B009
-            if widths_only
-            else (
-                "kernel",
-                list(kernels),
-            )
-        )
+        values: list[Any]
+        if _width_order(kernels) is not None:  # one kernel at several widths
+            name, values = "sigma", [float(getattr(k, "sigma")) for k in kernels]  # noqa: B009
+        else:
+            name, values = "kernel", list(kernels)
         if name == "sigma":
             info = dict(info or {}, kernels=list(kernels))
         path = stack_paths(paths, name, values, (best_k, *paths[best_k].best_index), info)
@@ -386,19 +377,26 @@ class _KernelPathEstimator(BaseEstimator):
         info = {"n_train": rows, "screening": screening} if K > 1 else None
         return self._finish_search(kernels, paths, states, kparams, alive, info)  # type: ignore[arg-type]
 
+    def _drawn_centers(self, n_tr: int, params: dict[str, Any]) -> int | None:
+        """The number of centers a Nyström fit on ``n_tr`` rows draws at one m (None when
+        the centers are given, SQUEAK sizes its dictionary, or m is a path)."""
+        if self._family not in ("nystrom", "nytro") or self._center_grid_requested():
+            return None
+        if not (self.centers is None or isinstance(self.centers, str)):
+            return None
+        if isinstance(self.centers, str) and self.centers == "squeak":
+            return None
+        nc = params.get("n_centers", getattr(self, "n_centers", None))
+        return default_n_centers(n_tr) if nc is None else int(nc)
+
     def _screen_params(self, params: dict[str, Any], fraction: float, n_tr: int) -> dict:
         """A screening round's parameters: Nyström with a number of centers m drawn by the
         estimator itself keeps m / sqrt(n) (the regime of Rudi et al.: a fraction f of the
         rows with sqrt(f) m centers is the same problem at a smaller scale, at f^2 of the
         cost of the Gram matrix and f^1.5 of the m x m algebra)."""
-        if self._family not in ("nystrom", "nytro") or self._center_grid_requested():
+        m = self._drawn_centers(n_tr, params)
+        if m is None:
             return params
-        if not (self.centers is None or isinstance(self.centers, str)):
-            return params
-        if isinstance(self.centers, str) and self.centers == "squeak":
-            return params
-        nc = params.get("n_centers", getattr(self, "n_centers", None))
-        m = default_n_centers(n_tr) if nc is None else int(nc)
         return dict(params, n_centers=max(1, int(round(m * np.sqrt(fraction)))))
 
     def _screen_floor(self, n_tr: int, params: dict[str, Any]) -> int:
@@ -407,11 +405,11 @@ class _KernelPathEstimator(BaseEstimator):
         subsample much smaller than that would change the model, not just its noise)."""
         floor = SCREEN_MIN_ROWS
         if self._family in ("nystrom", "nytro") and not self._center_grid_requested():
-            nc = params.get("n_centers", getattr(self, "n_centers", None))
-            m = default_n_centers(n_tr) if nc is None or isinstance(nc, str) else int(np.max(nc))
-            if not isinstance(self.centers, str) and self.centers is not None:
-                m = len(self.centers) if hasattr(self.centers, "__len__") else m
-            floor = max(floor, SCREEN_CENTER_RATIO * m)
+            m = self._drawn_centers(n_tr, params)
+            if m is None and hasattr(self.centers, "__len__") and not isinstance(self.centers, str):
+                m = len(self.centers)  # given centers
+            if m is not None:
+                floor = max(floor, SCREEN_CENTER_RATIO * m)
         return floor
 
     def _check_smoother_cv(self, cv: str, method: str, w: np.ndarray | None) -> None:

@@ -25,10 +25,11 @@ GCV = (1/W) sum_i w_i (z_i - (S z)_i)^2 / (1 - tr H / n)^2. It needs no pass ove
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-__all__ = ["SmootherCV", "loo_scores", "gcv_scores"]
+__all__ = ["SmootherCV", "loo_scores", "gcv_scores", "eigen_smoother_scores"]
 
 
 @dataclass(frozen=True)
@@ -108,3 +109,52 @@ def gcv_scores(
     with np.errstate(divide="ignore", invalid="ignore"):
         g = np.asarray(train_err) / (1.0 - trH / n) ** 2
     return np.where(np.isfinite(g) & (trH < n), g, np.nan)
+
+
+def eigen_smoother_scores(
+    cv: SmootherCV,
+    rows: Any,
+    T: Any,
+    sig: np.ndarray,
+    g: np.ndarray,
+    coords: np.ndarray,
+    c1: np.ndarray | None,
+    Y: np.ndarray,
+    w: np.ndarray,
+    train_err: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """(errors, losses, scoring) of leave-one-out or GCV for a smoother known through the
+    eigendecomposition A^T W A / n = V diag(sig) V^T (Nyström: A = K_nm R, RF: A = Φ).
+
+    Parameters
+    ----------
+    rows : object with ``projected_rows(T, quad, lin)``
+        The training rows' operator; U = A V is its rows times ``T`` (leave-one-out only).
+    T : ndarray of shape (m, r) or None
+        R V (Nyström) or V (RF); None for GCV.
+    sig : ndarray of shape (r,)
+    g : ndarray of shape (P, r)
+        The Tikhonov filter 1 / (sig + λ_p).
+    coords : ndarray of shape (r, P * k)
+        g c for every penalty and output (c = V^T A^T W Y / n): S Y = U coords.
+    c1 : ndarray of shape (r,) or None
+        V^T A^T W 1 / n, when the intercept is re-estimated (``cv.center``).
+    Y, w : the targets of the fit (n, k) and the positive weights (n,)
+    train_err : ndarray of shape (P,)
+        The weighted training MSE (GCV).
+    """
+    n, k = Y.shape
+    P = g.shape[0]
+    if cv.mode == "gcv":
+        trace = (sig[None, :] * g).sum(axis=1)
+        wS1 = None if c1 is None else n * (g * c1[None, :] ** 2).sum(axis=1)
+        e = gcv_scores(cv, np.maximum(train_err, 0.0), trace, wS1, n)
+        return e, e, "mse"
+    # S_ii = w_i sum_j U_ij^2 / (n (sig_j + λ)), S Y = U (g c), S 1 = U (g c1)
+    lin = coords if c1 is None else np.hstack([coords, (g * c1[None, :]).T])
+    Sd, FS = rows.projected_rows(T, (g / n).T, lin)
+    Sd *= w[:, None]
+    F = FS[:, : P * k].reshape(n, P, k)
+    S1 = None if c1 is None else FS[:, P * k :]
+    e, loss = loo_scores(cv, Y, F, Sd, S1, w)
+    return e, loss, cv.scoring

@@ -22,7 +22,7 @@ from ..operators import KernelOperator
 from ..path import Path
 from ..selection import penalty_grid
 from ._common import Validation, as_2d, closed_form_path, weights_or_ones
-from ._loo import SmootherCV, gcv_scores, loo_scores
+from ._loo import SmootherCV, eigen_smoother_scores
 
 __all__ = ["nystrom_direct_path", "center_factor"]
 
@@ -114,21 +114,9 @@ def nystrom_direct_path(
     train_err = (yw2 - n * quad) / (w.sum() * k)
     scores = None
     if cv is not None:
-        if cv.mode == "gcv":
-            trace = (sig[None, :] * g).sum(axis=1)
-            wS1 = None if c1 is None else n * (g * c1[None, :] ** 2).sum(axis=1)
-            e = gcv_scores(cv, np.maximum(train_err, 0.0), trace, wS1, n)
-            scores = (e, e, "mse")
-        else:  # U = K_nm R V: S_ii = w_i sum_j U_ij^2 / (n (σ_j + λ)), S z = U (g c)
-            T = to_numpy(fac.apply(V_d if dev else V))
-            lin = coords if c1 is None else np.hstack([coords, (g * c1[None, :]).T])
-            Sd, FS = op.projected_rows(T, (g / n).T, lin)
-            op.release()
-            Sd *= w[:, None]
-            F = FS[:, : P * k].reshape(n, P, k)
-            S1 = None if c1 is None else FS[:, P * k :]
-            e, loss = loo_scores(cv, Y, F, Sd, S1, w)
-            scores = (e, loss, cv.scoring)
+        T = to_numpy(fac.apply(V_d if dev else V)) if cv.mode == "loo" else None  # R V
+        scores = eigen_smoother_scores(cv, op, T, sig, g, coords, c1, Y, w, train_err)
+        op.release()
     return closed_form_path(
         "penalty",
         lam,

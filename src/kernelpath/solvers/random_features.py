@@ -34,7 +34,7 @@ from ..linalg import top_eigenvalue
 from ..path import Path
 from ..selection import penalty_grid
 from ._common import Validation, as_2d, closed_form_path, weights_or_ones
-from ._loo import SmootherCV, gcv_scores, loo_scores
+from ._loo import SmootherCV, eigen_smoother_scores
 from .incremental import prefix_solutions
 
 __all__ = [
@@ -217,24 +217,12 @@ def rf_penalty_path(
     train = _train_errors(Wts / np.sqrt(D), G, b, ywy, float(w.sum()), k)
     scores = None
     if cv is not None:
+        if cv.mode == "loo" and features is None:
+            raise ValueError("features: leave-one-out needs the training points' feature map")
         c1 = None if b1 is None else V.T @ (as_2d(b1)[:, 0] / (n * np.sqrt(D)))
-        if cv.mode == "gcv":
-            trace = (s[None, :] * filt).sum(axis=1)
-            wS1 = None if c1 is None else n * (filt * c1[None, :] ** 2).sum(axis=1)
-            e = gcv_scores(cv, train, trace, wS1, n)
-            scores = (e, e, "mse")
-        else:  # U = Φ V: S_ii = w_i sum_j U_ij^2 / (n (s_j + λ)), S y = U (g c)
-            if features is None:
-                raise ValueError("leave-one-out needs the training features")
-            P = len(lam)
-            coords = (filt[:, :, None] * c[None]).transpose(1, 0, 2).reshape(D, P * k)
-            lin = coords if c1 is None else np.hstack([coords, (filt * c1[None, :]).T])
-            Sd, FS = features.projected_rows(V, (filt / n).T, lin)
-            Sd *= w[:, None]
-            F = FS[:, : P * k].reshape(n, P, k)
-            S1 = None if c1 is None else FS[:, P * k :]
-            e, loss = loo_scores(cv, Y2, F, Sd, S1, w)
-            scores = (e, loss, cv.scoring)
+        P = len(lam)
+        coords = (filt[:, :, None] * c[None]).transpose(1, 0, 2).reshape(D, P * k)
+        scores = eigen_smoother_scores(cv, features, V, s, filt, coords, c1, Y2, w, train)
     return closed_form_path(
         "penalty",
         lam,
