@@ -6,6 +6,7 @@ picks the best point on validation data.
 """
 
 from .centers import LeverageCenters, SqueakCenters, UniformCenters
+from .data import read_table, write_predictions
 from .estimators import (
     EigenProClassifier,
     EigenProRegressor,
@@ -61,5 +62,7 @@ __all__ = [
     "UniformCenters",
     "LeverageCenters",
     "SqueakCenters",
+    "read_table",
+    "write_predictions",
     "__version__",
 ]

@@ -262,6 +262,13 @@ def to_device(a: Any, device: Device, dtype: Any = None) -> Any:
     ``dtype`` when given."""
     if a is None:
         return None
+    if is_lazy(a):  # read in blocks where it is used, never moved whole
+        if device.is_torch:
+            raise ValueError(
+                f"an out-of-core or dask input is computed with NumPy on the host; "
+                f"device={str(device)!r} needs the data in memory (a NumPy array or a tensor)"
+            )
+        return a
     if not device.is_torch:
         return np.ascontiguousarray(to_numpy(a, dtype))
     torch = _torch()
@@ -287,9 +294,24 @@ def like_input(out: Any, template: Any) -> Any:
     return to_numpy(out)
 
 
+def is_dask(a: Any) -> bool:
+    """Whether ``a`` is a dask array (without importing dask)."""
+    return type(a).__module__.startswith("dask.array") and hasattr(a, "chunks")
+
+
+def is_lazy(a: Any) -> bool:
+    """Whether ``a`` stays where it is and is read in row blocks: a row source
+    (``kernelpath.data``) or a dask array."""
+    from .data import is_source
+
+    return is_source(a) or is_dask(a)
+
+
 def take_rows(X: Any, idx: Any) -> Any:
     """Rows ``idx`` (an integer array) of a NumPy array or a tensor, on its device; X itself
-    when ``idx`` is every row in order (no copy)."""
+    when ``idx`` is every row in order (no copy). Of a row source or a dask array:
+    increasing indices give a lazy view (the hold-out split's parts), others the rows in
+    memory (centers, subsamples)."""
     idx = np.asarray(idx)
     if (
         idx.ndim == 1
@@ -304,7 +326,22 @@ def take_rows(X: Any, idx: Any) -> Any:
         torch = _torch()
         index = torch.as_tensor(np.asarray(idx, dtype=np.int64), device=X.device)
         return X.index_select(0, index)
+    if is_lazy(X):
+        increasing = idx.ndim == 1 and bool(np.all(np.diff(idx) > 0))
+        if is_dask(X):
+            return X[idx] if increasing else np.asarray(X[idx])
+        return X.subset(idx) if increasing else X.take(idx)
     return X[idx]
+
+
+def rows_in_memory(X: Any, idx: Any) -> Any:
+    """Rows ``idx`` of X as an array in memory (NumPy, or a tensor on X's device), read from
+    a row source or gathered from a dask array: centers, subsamples, minibatches."""
+    if is_dask(X):
+        return np.asarray(X[np.asarray(idx)])
+    if is_lazy(X):
+        return X.take(idx)
+    return take_rows(X, idx)
 
 
 def compute_dtype(*arrays: Any) -> np.dtype:

@@ -181,13 +181,26 @@ def validate_X(estimator: Any, X: Any, reset: bool) -> Any:
     checks) ``n_features_in_`` either way."""
     from sklearn.utils.validation import validate_data
 
-    from ._backend import is_tensor
+    from ._backend import is_dask, is_tensor
+    from .data import as_source, is_lazy_array
 
+    lazy = is_lazy_array(X)
+    if lazy or is_dask(X):
+        X = check_dask_rows(X) if not lazy else as_source(X, "X")
+        if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+            raise ValueError(f"X must be a non-empty 2-D array, got shape {tuple(X.shape)}")
+        _record_features(estimator, int(X.shape[1]), reset)
+        return X
     if not is_tensor(X):
         check_numeric(X, "X")
         return validate_data(estimator, X, reset=reset, dtype=[np.float64, np.float32])
     X = check_tensor_rows(X, "X")
-    d = int(X.shape[1])
+    _record_features(estimator, int(X.shape[1]), reset)
+    return X
+
+
+def _record_features(estimator: Any, d: int, reset: bool) -> None:
+    """Record (fit) or check (predict) ``n_features_in_``."""
     if reset:
         estimator.n_features_in_ = d
         if hasattr(estimator, "feature_names_in_"):
@@ -197,6 +210,27 @@ def validate_X(estimator: Any, X: Any, reset: bool) -> Any:
             f"X has {d} features, but {type(estimator).__name__} is expecting "
             f"{estimator.n_features_in_} features as input."
         )
+
+
+def check_dask_rows(X: Any, name: str = "X") -> Any:
+    """A dask array of rows: 2-D, numeric, chunked along rows only (a chunk holds whole
+    rows: the kernel blocks need every feature of a row)."""
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D dask array, got {X.ndim} dimensions")
+    if np.dtype(X.dtype).kind not in "biuf":
+        raise TypeError(f"{name} must contain numbers only, got dtype {X.dtype}")
+    if len(X.chunks[1]) != 1:
+        raise ValueError(
+            f"{name} is a dask array chunked along features ({len(X.chunks[1])} column "
+            f"chunks {X.chunks[1]}): kernelpath needs whole rows in every chunk; use "
+            f"{name}.rechunk({{1: -1}})"
+        )
+    if any(np.isnan(c) for c in X.chunks[0]):
+        raise ValueError(
+            f"{name} has unknown chunk sizes (NaN): call {name}.compute_chunk_sizes() first"
+        )
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
     return X
 
 

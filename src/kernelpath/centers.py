@@ -99,7 +99,7 @@ class UniformCenters:
         memory_budget: Any = None,
     ) -> CenterSelection:
         idx = rng.choice(len(X), size=n_centers, replace=False)
-        return CenterSelection(B.take_rows(X, idx), idx, self.name)
+        return CenterSelection(B.rows_in_memory(X, idx), idx, self.name)
 
     def __repr__(self) -> str:
         return "UniformCenters()"
@@ -110,7 +110,9 @@ def _score_penalty(own: float | None, given: float | None, kernel: Kernel, X: np
         return own
     if given is not None and given > 0:
         return float(given)
-    scale = float(np.max(B.to_numpy(kernel.diag(X[: min(len(X), 1000)]))))
+    scale = float(
+        np.max(B.to_numpy(kernel.diag(B.rows_in_memory(X, np.arange(min(len(X), 1000))))))
+    )
     return DEFAULT_SCORE_PENALTY * (scale if scale > 0 else 1.0)
 
 
@@ -177,7 +179,7 @@ class LeverageCenters:
             scores = _approximate_scores(X, kernel, lam, p, rng, budget)
         idx, w = _draw_by_scores(scores, n_centers, rng)
         return CenterSelection(
-            B.take_rows(X, idx), idx, self.name, scores, w, lam, {"d_eff": float(scores.sum())}
+            B.rows_in_memory(X, idx), idx, self.name, scores, w, lam, {"d_eff": float(scores.sum())}
         )
 
     def __repr__(self) -> str:
@@ -229,6 +231,11 @@ class SqueakCenters:
         penalty: float | None = None,
         memory_budget: Any = None,
     ) -> CenterSelection:
+        if B.is_lazy(X):
+            raise ValueError(
+                "centers='squeak': SQUEAK's dictionary is built from X in memory; for data "
+                "read from disk or a dask array use 'uniform' or 'approximate-leverage'"
+            )
         lam = _score_penalty(self.penalty, penalty, kernel, X)
         budget = resolve_memory_budget(memory_budget)
         d = squeak(X, kernel, lam, self.q_bar, self.eps, self.delta, self.batch_size, rng, budget)

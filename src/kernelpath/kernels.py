@@ -74,7 +74,9 @@ def median_distance(X: np.ndarray, random_state: Any = None) -> float:
     """Median pairwise Euclidean distance of ``X`` (on a subsample of at most 1000 rows)."""
     rng = np.random.default_rng(random_state)
     if len(X) > _MEDIAN_SUBSAMPLE:
-        X = B.take_rows(X, rng.choice(len(X), _MEDIAN_SUBSAMPLE, replace=False))
+        X = B.rows_in_memory(X, rng.choice(len(X), _MEDIAN_SUBSAMPLE, replace=False))
+    elif B.is_lazy(X):
+        X = B.rows_in_memory(X, np.arange(len(X)))
     X = B.to_numpy(X)  # the same numbers whatever the backend of the data
     D = squared_distances(X, X)
     iu = np.triu_indices(len(X), k=1)

@@ -44,10 +44,11 @@ import scipy.linalg.lapack
 
 from . import _backend as B
 from ._backend import FACTOR_DTYPE, resolve_memory_budget
-from ._validation import check_choice, check_float, check_int, check_rows, make_rng
+from ._validation import check_choice, check_dask_rows, check_float, check_int, check_rows, make_rng
+from .data import as_source, is_lazy_array
 from .kernels import Kernel, make_kernel
 from .linalg import nystrom_factor
-from .operators import KernelOperator
+from .operators import KernelOperator, make_operator
 
 __all__ = [
     "leverage_scores",
@@ -83,6 +84,7 @@ def _exact_scores(X: np.ndarray, kernel: Kernel, lam: float, budget: int) -> np.
             f"({need / 1e9:.2f} GB), more than memory_budget={budget / 1e9:.2f} GB: "
             "use method='approximate' or 'squeak'"
         )
+    X = B.rows_in_memory(X, np.arange(n)) if B.is_lazy(X) else X  # n^2 fits: so does X
     op = KernelOperator(X, X, kernel, max(budget, 2**20), cache=False)
     K = np.asarray(op.center_gram(), dtype=FACTOR_DTYPE)
     shift = lam * n
@@ -109,14 +111,15 @@ def _approximate_scores(
     budget: int,
 ) -> np.ndarray:
     n = len(X)
-    diag = B.to_numpy(kernel.diag(X), FACTOR_DTYPE)
+    first = B.rows_in_memory(X, np.arange(1))
+    diag = B.to_numpy(make_operator(X, first, kernel, budget).diag(), FACTOR_DTYPE)
     total = float(diag.sum())
     if not total > 0:
         raise ValueError("the kernel's diagonal is zero on X: leverage scores are undefined")
     cols = rng.choice(n, size=n_samples, replace=True, p=diag / total)
     # repeated columns add nothing to L = C W^+ C^T (nor does the rescaling of the columns)
     cols = np.unique(cols)
-    op = KernelOperator(X, B.take_rows(X, cols), kernel, budget)
+    op = make_operator(X, B.rows_in_memory(X, cols), kernel, budget)
     fac = nystrom_factor(op.center_gram(), dtype_eps=float(np.finfo(op.dtype).eps))
     R = fac.R
     G = np.asarray(op.gram(), dtype=FACTOR_DTYPE)
@@ -342,7 +345,10 @@ def leverage_scores(
         τ_i within the factor α = (1 + ε)/(1 - ε) from below when the dictionary is accurate.
     """
     dev = B.resolve_device(device, {"X": X})
-    Xc = check_rows(X)
+    if is_lazy_array(X) or B.is_dask(X):  # read in blocks (or on a dask cluster)
+        Xc = as_source(X) if is_lazy_array(X) else check_dask_rows(X)
+    else:
+        Xc = check_rows(X)
     Xc = B.to_device(Xc, dev, B.dtype_of(Xc))
     lam = _check_lambda(penalty)
     method = check_choice(method, "method", METHODS)
@@ -357,6 +363,11 @@ def leverage_scores(
         p = default_n_samples(n) if n_samples is None else check_int(n_samples, "n_samples", 1)
         assert p is not None
         return B.like_input(_approximate_scores(Xc, kern, lam, int(p), rng, budget), X)
+    if B.is_lazy(Xc):
+        raise ValueError(
+            "method='squeak' builds its dictionary from X in memory; for data read from disk "
+            "or a dask array use method='approximate'"
+        )
     dictionary = squeak(Xc, kern, lam, q_bar, eps, delta, batch_size, rng, budget)
     return B.like_input(_squeak_scores(Xc, kern, dictionary, budget), X)
 

@@ -22,6 +22,10 @@ fits, a fraction of every chunk otherwise, so that the cheap cached rows are sha
 by the workers), and the rest is streamed: recomputed in row blocks at every product. The
 cache is filled on the way by the first product. On CUDA the budget is device memory.
 
+Out of core. X may be a row source (``kernelpath.data``: a memmap, an HDF5 dataset, a zarr
+array, a Parquet file): every block reads its rows (and computes their norms) when it is
+computed, so only the cache and the blocks in flight are in memory.
+
 Threads (CPU). NumPy's and torch's single-threaded ``exp`` and the narrow distance product
 scale with the cores only when each core evaluates its own blocks: one worker thread per
 core, BLAS (and, for torch-CPU, torch's intra-op pool) limited to one thread while the
@@ -43,9 +47,10 @@ from threadpoolctl import ThreadpoolController
 
 from . import _backend as B
 from ._validation import check_int
+from .data import RowSource, is_source
 from .kernels import Kernel
 
-__all__ = ["KernelOperator", "CACHE_FRACTION"]
+__all__ = ["KernelOperator", "CACHE_FRACTION", "make_operator"]
 
 #: Fraction of the memory budget a cached K_nm (or its cached rows) may take; the rest is
 #: working memory.
@@ -115,6 +120,22 @@ def _single_threaded_libraries(torch_too: bool) -> Any:
                 torch.set_num_threads(prev)
 
 
+def _max_sq_norm(X: RowSource, budget: int) -> float:
+    """The largest squared row norm of a source (one pass, kept on the source: a bound for
+    its subsets too), for the clipping decision."""
+    base = getattr(X, "base", X)
+    cached = getattr(base, "_max_sq_norm", None)
+    if cached is None:
+        rows = max(1, min(BLOCK_BYTES, budget // 8) // max(1, 8 * base.shape[1]))
+        cached = 0.0
+        for s in range(0, len(base), rows):
+            Xb = base.read(s, s + rows).astype(np.float64, copy=False)
+            if len(Xb):
+                cached = max(cached, float(np.einsum("ij,ij->i", Xb, Xb).max()))
+        base._max_sq_norm = cached  # type: ignore[union-attr]
+    return float(cached)
+
+
 class KernelOperator:
     """Blockwise products with the kernel matrix between data ``X`` and ``centers``.
 
@@ -158,6 +179,7 @@ class KernelOperator:
             )
         self.device = B.array_device(X)
         self.dtype = B.compute_dtype(X, centers)
+        self.lazy = is_source(X)
         self.X = B.to_device(X, self.device, self.dtype)
         self.centers = B.to_device(centers, self.device, self.dtype)
         self.kernel = kernel
@@ -185,7 +207,8 @@ class KernelOperator:
         self._K: Any = None  # the cached rows (every chunk's cached prefix, in order)
         self._filled = False
         if kernel.needs_norms:
-            self._x_sq = B.sq_norms(self.X)
+            # a source's rows are read (and their norms computed) block by block
+            self._x_sq = None if self.lazy else B.sq_norms(self.X)
             self._c_sq = B.sq_norms(self.centers)
         else:
             self._x_sq = self._c_sq = None
@@ -195,7 +218,10 @@ class KernelOperator:
         uses_distance = getattr(kernel, "_uses_distance", False)
         self._work_dtype = np.dtype(np.float64) if uses_distance else self.dtype
         # the rounding bound of the data's blocks and of K_mm's (maxima taken on the device)
-        xmax = float(self._x_sq.max()) if self._x_sq is not None and self.n else 0.0
+        if self.lazy and kernel.needs_norms:
+            xmax = _max_sq_norm(self.X, self.budget)
+        else:
+            xmax = float(self._x_sq.max()) if self._x_sq is not None and self.n else 0.0
         cmax = float(self._c_sq.max()) if self._c_sq is not None and self.m else 0.0
         self._clip = kernel.clip_needed(max(xmax, cmax), cmax, int(X.shape[1]), self._work_dtype)
         self._scratch: dict[int, tuple[Any, Any]] = {}
@@ -211,6 +237,8 @@ class KernelOperator:
         work = max(self.budget - self.n_cached * row_bytes, 2**20)
         target = (CUDA_BLOCK_BYTES if self.device.is_cuda else BLOCK_BYTES) // row_bytes
         per_row = row_bytes * 2 + (X.shape[1] + 2) * 8
+        if self.lazy:  # the rows read, their finiteness check and norms
+            per_row += X.shape[1] * 9 + 8
         self.block_rows = int(max(1, min(max(16, target), work // (per_row * self.n_jobs))))
 
     # ------------------------------------------------------------------ the plan
@@ -243,10 +271,17 @@ class KernelOperator:
         return (self.n, self.m)
 
     # ------------------------------------------------------------------ blocks
+    def _rows(self, s: int, e: int) -> tuple[Any, Any]:
+        """Rows ``s:e`` of X and their squared norms (None when the kernel needs none)."""
+        if self.lazy:
+            Xb = self.X.read(s, e).astype(self.dtype, copy=False)
+            return Xb, (B.sq_norms(Xb) if self.kernel.needs_norms else None)
+        return self.X[s:e], (None if self._x_sq is None else self._x_sq[s:e])
+
     def _kernel_block(self, s: int, e: int, out: Any, work: Any) -> Any:
-        x_sq = None if self._x_sq is None else self._x_sq[s:e]
+        Xb, x_sq = self._rows(s, e)
         return self.kernel.block(
-            self.X[s:e], self.centers, x_sq, None, self._prepared, out, work, self._clip
+            Xb, self.centers, x_sq, None, self._prepared, out, work, self._clip
         )
 
     def _buffers(self, worker: int) -> tuple[Any, Any]:
@@ -416,6 +451,12 @@ class KernelOperator:
 
     def diag(self, native: bool = False) -> Any:
         """k(x_i, x_i) for the data points, shape (n,)."""
+        if self.lazy:
+            out = np.empty(self.n, dtype=self.dtype)
+            for s in range(0, self.n, self.block_rows):
+                e = min(self.n, s + self.block_rows)
+                out[s:e] = self.kernel.diag(self._rows(s, e)[0])
+            return out
         return self._out(self.kernel.diag(self.X), native)
 
     def dense(self, native: bool = False) -> Any:
@@ -636,3 +677,17 @@ class KernelOperator:
 
         G = sum(self._run(work))
         return self._out((G + G.T) / 2, native)
+
+
+def make_operator(
+    X: Any, centers: Any, kernel: Kernel, memory_budget: Any = None, **kw: Any
+) -> Any:
+    """The operator of ``X`` against ``centers``: a ``KernelOperator`` in this process (X in
+    memory, a tensor or a row source), or, for a dask array, a
+    ``distributed.DaskKernelOperator`` whose products run where the chunks are (on the
+    workers of the active ``distributed.Client``, else dask's local scheduler)."""
+    if B.is_dask(X):
+        from .distributed import DaskKernelOperator
+
+        return DaskKernelOperator(X, centers, kernel, memory_budget, **kw)
+    return KernelOperator(X, centers, kernel, memory_budget, **kw)

@@ -126,6 +126,8 @@ class _RegressorMixin(RegressorMixin):
         ndarray or tensor of shape (n_samples,) or (n_samples, n_outputs)
             Like X: a tensor on X's device for a tensor, else a NumPy array.
         """
+        if B.is_dask(X):
+            return self._dask_predict(X, "predict")  # type: ignore[attr-defined]
         return B.like_input(self._decision(X), X)  # type: ignore[attr-defined]
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
@@ -149,13 +151,17 @@ class _ClassifierMixin(ClassifierMixin):
         Returns
         -------
         ndarray or tensor of shape (n_samples,) for two classes (positive: ``classes_[1]``),
-        else (n_samples, n_classes); like X.
+        else (n_samples, n_classes); like X (a dask array for a dask array).
         """
+        if B.is_dask(X):
+            return self._dask_predict(X, "decision_function")  # type: ignore[attr-defined]
         return B.like_input(self._decision(X), X)  # type: ignore[attr-defined]
 
     def predict(self, X: Any) -> Any:
         """Predict class labels, shape (n_samples,); a tensor on X's device for a tensor X
-        (when the labels are numbers)."""
+        (when the labels are numbers); a dask array for a dask array."""
+        if B.is_dask(X):
+            return self._dask_predict(X, "predict")  # type: ignore[attr-defined]
         scores = B.to_numpy(self._decision(X))  # type: ignore[attr-defined]
         classes = self.classes_  # type: ignore[attr-defined]
         if scores.ndim == 1:
@@ -203,6 +209,7 @@ class _KRLSBase(_KernelPathEstimator):
 
 class _NystromBase(_KernelPathEstimator):
     _family = "nystrom"
+    _takes_dask = True
 
     def __init__(
         self,

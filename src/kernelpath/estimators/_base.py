@@ -30,8 +30,9 @@ from .._validation import (
     validate_X,
 )
 from ..centers import CenterSelection, select_centers
+from ..data import is_lazy_array
 from ..kernels import Kernel, kernel_candidates
-from ..operators import KernelOperator
+from ..operators import KernelOperator, make_operator
 from ..path import Path, mean_over_folds, stack_paths
 from ..selection import check_cv, cv_folds, holdout_split
 from ..solvers import exact_path, incremental_nystrom_path, iterative_path, nystrom_direct_path
@@ -44,6 +45,10 @@ MAX_CENTERS_DEFAULT = 5000
 #: Number of m values of ``n_centers="auto"`` (geometric from 1 to M).
 AUTO_GRID_SIZE = 20
 
+
+#: n-sized vectors per output a fit holds besides the operators (their share of the budget
+#: with data read from disk).
+N_VECTORS = 6
 
 #: Successive halving of kernel candidates: each screening round keeps 1 / ETA of them
 #: and fits on ETA times more rows.
@@ -96,6 +101,20 @@ def _survivors(
                 out.append(line[j])
         step += 1
     return sorted(out)
+
+
+def _gathered(a: Any) -> Any:
+    """Targets or weights as a NumPy array (O(n): gathered from a tensor, a row source or a
+    dask array)."""
+    if a is None:
+        return None
+    if B.is_tensor(a):
+        return B.to_numpy(a)
+    if is_lazy_array(a):
+        return np.asarray(a[:]) if not hasattr(a, "read") else np.asarray(a)
+    if B.is_dask(a):
+        return a.compute()
+    return a
 
 
 def default_n_centers(n: int) -> int:
@@ -181,6 +200,8 @@ class _KernelPathEstimator(BaseEstimator):
         X, y, sample_weight = self._validate_fit_input(X, y, sample_weight)
         n = X.shape[0]
         params = self._check_params(n)
+        if self._family == "exact":  # the n x n kernel matrix is in memory anyway
+            X = self._in_memory(X, params["budget"], "keeps every training point as a center")
         Y = self._encode_targets(y)
         w = None
         if sample_weight is not None:
@@ -524,14 +545,12 @@ class _KernelPathEstimator(BaseEstimator):
         dev = B.resolve_device(
             getattr(self, "device", None), {"X": X, "y": y, "sample_weight": sample_weight}
         )
-        if B.is_tensor(y):
-            y = B.to_numpy(y)
-        if B.is_tensor(sample_weight):
-            sample_weight = B.to_numpy(sample_weight)
+        y, sample_weight = _gathered(y), _gathered(sample_weight)
         if not self._classifier:
             check_numeric(y, "y")
-        if B.is_tensor(X):
+        if B.is_tensor(X) or is_lazy_array(X) or B.is_dask(X):
             X = validate_X(self, X, reset=True)
+            self._check_lazy_input(X)
             if self._classifier:
                 y = column_or_1d(y, warn=True)
             else:
@@ -554,6 +573,41 @@ class _KernelPathEstimator(BaseEstimator):
         self._device = dev
         self.device_ = str(dev)
         return B.to_device(X, dev, B.dtype_of(X)), y, sample_weight
+
+    #: Whether the estimator fits on a dask array (its operator's products on the workers).
+    _takes_dask = False
+
+    def _check_lazy_input(self, X: Any) -> None:
+        """Refuse a dask array where the estimator has no distributed implementation."""
+        if B.is_dask(X) and not self._takes_dask:
+            raise TypeError(
+                f"{type(self).__name__} does not take dask arrays: NystromRegressor / "
+                "NystromClassifier (direct and CG, λ and m paths), NYTRO and "
+                "RandomFeatures estimators fit on a cluster; compute X into memory "
+                "(X.compute()) or read it from disk as a row source (kernelpath.data)"
+            )
+
+    def _dask_predict(self, X: Any, method: str) -> Any:
+        """``method`` of a dask array, lazily, chunk by chunk on the workers (a dask array
+        out, chunked like X's rows)."""
+        from ..distributed import dask_predict
+
+        check_is_fitted(self)
+        validate_X(self, X, reset=False)
+        return dask_predict(self, X, method, None)
+
+    def _in_memory(self, X: Any, budget: int, why: str) -> Any:
+        """X loaded into memory where the method needs it whole (``why``), if it fits."""
+        if not B.is_lazy(X):
+            return X
+        need = int(np.prod(X.shape)) * np.dtype(X.dtype).itemsize
+        if need > budget:
+            raise ValueError(
+                f"{type(self).__name__} {why}: X ({need / 1e9:.2f} GB) does not fit "
+                f"memory_budget={budget / 1e9:.2f} GB; for data larger than memory use "
+                "NystromRegressor / NystromClassifier, NYTRO, RandomFeatures or SGM"
+            )
+        return np.ascontiguousarray(np.asarray(X))
 
     def _predict_input(self, X: Any) -> Any:
         """X validated and on the device predictions compute on: ``device`` when it is
@@ -638,11 +692,16 @@ class _KernelPathEstimator(BaseEstimator):
         n_tr = len(tr)
         n_va = 0 if va is None else len(va)
         share = n_tr / (n_tr + n_va)
+        if B.is_lazy(X):
+            # data read from disk: the budget covers the n-sized vectors of the fit too
+            # (targets, centered targets, weights, predictions), the operators get the rest
+            k = getattr(self, "_n_outputs_fit", 1)
+            budget = max(budget - N_VECTORS * 8 * k * (n_tr + n_va), 2**20)
         Xtr = B.take_rows(X, tr)
-        op = KernelOperator(Xtr, centers, self.kernel_, max(int(budget * share), 2**20))
+        op = make_operator(Xtr, centers, self.kernel_, max(int(budget * share), 2**20))
         vop = None
         if va is not None:
-            vop = KernelOperator(
+            vop = make_operator(
                 B.take_rows(X, va), centers, self.kernel_, max(int(budget * (1 - share)), 2**20)
             )
         return op, vop
@@ -662,6 +721,7 @@ class _KernelPathEstimator(BaseEstimator):
         sel, grid = self._centers(B.take_rows(X, tr), params)
         self._center_info = sel
         self._last_centers = sel.points
+        self._n_outputs_fit = Y.shape[1]
         op, vop = self._operators(X, tr, va, sel.points, params["budget"])
         val = None
         if vop is not None and va is not None:

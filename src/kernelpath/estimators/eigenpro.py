@@ -126,6 +126,8 @@ class _EigenProBase(_KernelPathEstimator):
         D = params["n_features"]
         self._fmap = None
         if D is None:
+            # the kernel model's centers are its training points
+            Xtr = self._in_memory(Xtr, budget, "(kernel mode) keeps every training point")
             Xs = B.take_rows(Xtr, sub)
             K_s = np.asarray(KernelOperator(Xs, Xs, self.kernel_, budget).center_gram())
             es = kernel_eigensystem(K_s, q, params["damping"])

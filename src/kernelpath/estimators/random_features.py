@@ -29,6 +29,7 @@ AUTO_MAX_FEATURES = 2000
 
 
 class _RandomFeaturesBase(_KernelPathEstimator):
+    _takes_dask = True
     _family = "random_features"
     _size_param = "n_features"
 

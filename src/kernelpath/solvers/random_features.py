@@ -108,7 +108,14 @@ class FeatureOperator:
 def rff_operator(
     fmap: RandomFourierFeatures, X: np.ndarray, n_features: int, normalize: bool = True
 ) -> FeatureOperator:
-    """``FeatureOperator`` of the first ``n_features`` random features of ``fmap``."""
+    """``FeatureOperator`` of the first ``n_features`` random features of ``fmap`` (over
+    the chunks of a dask array: ``distributed.DaskFeatureOperator``)."""
+    if B.is_dask(X):
+        from ..distributed import DaskFeatureOperator
+
+        return DaskFeatureOperator(  # type: ignore[return-value]
+            lambda A: fmap.transform_first(A, n_features, normalize=normalize), X, n_features
+        )
     return FeatureOperator(
         lambda A: fmap.transform_first(A, n_features, normalize=normalize), X, n_features
     )
@@ -125,7 +132,7 @@ def indexed_features(
         for s, e in row_blocks(len(X), n_features):
             cache[s:e] = B.to_numpy(transform(X[s:e]), FACTOR_DTYPE)
         return lambda idx: cache[idx]  # type: ignore[no-any-return]
-    return lambda idx: B.to_numpy(transform(B.take_rows(X, idx)), FACTOR_DTYPE)
+    return lambda idx: B.to_numpy(transform(B.rows_in_memory(X, idx)), FACTOR_DTYPE)
 
 
 def feature_moments(
@@ -142,6 +149,10 @@ def feature_moments(
     G : ndarray of shape (D, D)
     b : ndarray of shape (D, k)
     """
+    if B.is_dask(X):  # summed over the chunks, on the workers
+        from ..distributed import dask_feature_moments
+
+        return dask_feature_moments(fmap, X, n_features, as_2d(Y), weights)
     dev = B.array_device(X)
     Y2 = B.to_device(as_2d(Y), dev, FACTOR_DTYPE)
     G = B.zeros((n_features, n_features), X, FACTOR_DTYPE)

@@ -1,0 +1,195 @@
+"""Fits on dask arrays: on a LocalCluster of two worker processes, and on dask's local
+scheduler, equal to the fit in this process; the kernel work runs on the workers; a worker
+killed in the middle of a fit does not change the result."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import numpy as np
+import pytest
+
+import kernelpath as kp
+from kernelpath.distributed import DaskKernelOperator
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+N, D, CHUNK = 4000, 5, 500
+
+
+def _problem() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((N, D))
+    return X, np.sin(X.sum(axis=1) / 2) + 0.1 * rng.standard_normal(N)
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    c = distributed.Client(cluster)
+    yield c
+    c.close()
+    cluster.close()
+
+
+def _rel(a, b):
+    return float(np.abs(np.asarray(a) - np.asarray(b)).max() / np.abs(np.asarray(b)).max())
+
+
+CASES = {
+    "cg-path": lambda: kp.NystromRegressor(
+        n_centers=200, penalty=[1e-1, 1e-2, 1e-3], random_state=0, max_iter=12
+    ),
+    # a narrow kernel: K_mm well conditioned (the closed forms go through K_mm^(-1/2), which
+    # amplifies the rounding of any summation order by its condition number)
+    "direct": lambda: kp.NystromRegressor(
+        kp.Gaussian(0.8), n_centers=200, solver="direct", penalty=[1e-2, 1e-3], random_state=0
+    ),
+    "m-path": lambda: kp.NystromRegressor(
+        kp.Gaussian(0.8), n_centers=[20, 100, 200], penalty=[1e-2, 1e-3], random_state=0
+    ),
+    "nytro": lambda: kp.NYTRORegressor(n_centers=200, random_state=0, max_iter=25),
+    "rf": lambda: kp.RandomFeaturesRegressor(n_features=200, random_state=0),
+    "leverage-centers": lambda: kp.NystromRegressor(
+        n_centers=100, centers="approximate-leverage", penalty=1e-3, random_state=0, max_iter=8
+    ),
+    "classifier": lambda: kp.NystromClassifier(
+        n_centers=150, penalty=[1e-2, 1e-3], random_state=0, max_iter=10
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_cluster_fit_equals_in_process_fit(client, case):
+    X, y = _problem()
+    if case == "classifier":
+        y = np.where(y > 0.3, "a", np.where(y < -0.3, "b", "c"))
+    Xd = da.from_array(X, chunks=(CHUNK, D))
+    yd = da.from_array(y, chunks=CHUNK)
+    a = CASES[case]().fit(X, y)
+    b = CASES[case]().fit(Xd, yd)
+    if case == "classifier":
+        assert _rel(b.decision_function(X), a.decision_function(X)) <= 1e-10
+        pred = b.predict(Xd)
+        assert isinstance(pred, da.Array)
+        np.testing.assert_array_equal(pred.compute(), a.predict(X))
+        return
+    # the predictions (the coefficients of a small penalty amplify the rounding of the
+    # chunk sums' other order in ill-conditioned directions that predictions do not see)
+    assert _rel(b.predict(X), a.predict(X)) <= 1e-10
+    pred = b.predict(Xd)
+    assert isinstance(pred, da.Array) and pred.chunks[0] == Xd.chunks[0]
+    assert _rel(pred.compute(), a.predict(X)) <= 1e-10
+
+
+def test_the_kernel_work_runs_on_the_workers(client):
+    X, y = _problem()
+    Xd = da.from_array(X, chunks=(CHUNK, D))
+    t, c = 10, len(Xd.chunks[0])
+    est = kp.NystromRegressor(
+        n_centers=200,
+        penalty=1e-3,
+        max_iter=t,
+        tol=0.0,
+        n_iter_no_change=None,
+        validation_fraction=0.0,
+        random_state=0,
+    )
+    with distributed.get_task_stream(client) as ts:
+        est.fit(Xd, y)
+    kernel_tasks = [r for r in ts.data if "_apply" in str(r["key"])]
+    workers = {r["worker"] for r in kernel_tasks}
+    assert len(kernel_tasks) >= t * c
+    assert workers <= set(client.scheduler_info()["workers"]) and len(workers) == 2
+
+
+def test_local_scheduler_without_a_client(monkeypatch):
+    import kernelpath.distributed as kd
+
+    monkeypatch.setattr(kd, "active_client", lambda: None)  # as if no Client existed
+    X, y = _problem()
+    Xd = da.from_array(X, chunks=(CHUNK, D))
+    a = kp.NystromRegressor(n_centers=100, penalty=1e-3, random_state=0, max_iter=8).fit(X, y)
+    b = kp.NystromRegressor(n_centers=100, penalty=1e-3, random_state=0, max_iter=8).fit(Xd, y)
+    assert _rel(b.coef_, a.coef_) <= 1e-10
+
+
+def test_a_worker_killed_mid_fit(client, monkeypatch):
+    X, y = _problem()
+    Xd = da.from_array(X, chunks=(CHUNK, D))
+    make = lambda: kp.NystromRegressor(  # noqa: E731
+        n_centers=200,
+        penalty=1e-3,
+        max_iter=10,
+        tol=0.0,
+        n_iter_no_change=None,
+        validation_fraction=0.0,
+        random_state=0,
+    )
+    ref = make().fit(X, y)
+    pids = client.run(os.getpid)
+    victim = next(iter(pids.values()))
+    calls = {"n": 0}
+    original = DaskKernelOperator.fused
+
+    def fused(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] == 2:  # after the first pass: kill a worker process outright
+            os.kill(victim, signal.SIGKILL)
+        return out
+
+    monkeypatch.setattr(DaskKernelOperator, "fused", fused)
+    est = make().fit(Xd, y)
+    assert calls["n"] >= 3
+    assert _rel(est.predict(X), ref.predict(X)) <= 1e-10
+    client.wait_for_workers(2, timeout=60)
+
+
+class _BlockKernelpath(distributed.WorkerPlugin):
+    """Makes ``import kernelpath`` fail on a worker, as on a worker without the package."""
+
+    def setup(self, worker):  # noqa: D401
+        import sys
+
+        class Blocker:
+            def find_spec(self, name, path=None, target=None):
+                if name == "kernelpath" or name.startswith("kernelpath."):
+                    raise ImportError("No module named 'kernelpath'")
+                return None
+
+        for key in [k for k in sys.modules if k == "kernelpath" or k.startswith("kernelpath.")]:
+            del sys.modules[key]
+        sys.meta_path.insert(0, Blocker())
+
+
+def test_workers_without_the_package_are_named():
+    X, y = _problem()
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        c.register_plugin(_BlockKernelpath())
+        with pytest.raises(RuntimeError, match="cannot (import|run) kernelpath"):
+            kp.NystromRegressor(n_centers=50, random_state=0).fit(
+                da.from_array(X, chunks=(CHUNK, D)), y
+            )
+
+
+def test_bad_dask_input():
+    X, y = _problem()
+    with pytest.raises(ValueError, match="chunked along features"):
+        kp.NystromRegressor().fit(da.from_array(X, chunks=(CHUNK, 2)), y)
+    Xu = da.from_array(X, chunks=(CHUNK, D))
+    Xu = Xu[da.from_array(y, chunks=CHUNK) > 0]
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        kp.NystromRegressor().fit(Xu, y[y > 0])
+    for est in (kp.KRLSRegressor(), kp.SGMRegressor(), kp.EigenProRegressor()):
+        with pytest.raises(TypeError, match="does not take dask arrays"):
+            est.fit(da.from_array(X, chunks=(CHUNK, D)), y)
