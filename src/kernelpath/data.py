@@ -170,8 +170,12 @@ class RowSource:
         idx = np.asarray(idx, dtype=np.int64).ravel()
         if idx.size and (np.any(np.diff(idx) <= 0) or idx[0] < 0 or idx[-1] >= len(self)):
             raise ValueError(f"{self.name}: a subset needs increasing row indices in range")
-        if idx.size == len(self):
+        if idx.size == len(self):  # increasing and in range: every row
             return self
+        return self._view(idx)
+
+    def _view(self, idx: np.ndarray) -> RowSource:
+        """The rows ``idx`` (checked: increasing, in range, not all)."""
         return _SubsetSource(self, idx)
 
     def __getitem__(self, key: Any) -> np.ndarray:
@@ -243,12 +247,7 @@ class _SubsetSource(RowSource):
     def take(self, idx: Any) -> np.ndarray:
         return self.base.take(self.idx[np.asarray(idx, dtype=np.int64)])
 
-    def subset(self, idx: Any) -> RowSource:
-        idx = np.asarray(idx, dtype=np.int64).ravel()
-        if idx.size == len(self) and (idx.size == 0 or np.all(np.diff(idx) == 1)):
-            return self
-        if idx.size and (np.any(np.diff(idx) <= 0) or idx[0] < 0 or idx[-1] >= len(self)):
-            raise ValueError(f"{self.name}: a subset needs increasing row indices in range")
+    def _view(self, idx: np.ndarray) -> RowSource:
         return _SubsetSource(self.base, self.idx[idx])
 
     def check_unchanged(self) -> None:

@@ -116,6 +116,9 @@ def check_workers(client: Any) -> None:
 
 
 def _sum(*parts: Any) -> Any:
+    """The sum of arrays, or of tuples of arrays (elementwise)."""
+    if isinstance(parts[0], tuple):
+        return tuple(_sum(*group) for group in zip(*parts, strict=True))
     out = parts[0].copy()
     for p in parts[1:]:
         out += p
@@ -123,6 +126,7 @@ def _sum(*parts: Any) -> Any:
 
 
 def _tree_sum(parts: list[Any]) -> Any:
+    """The sum of delayed parts, ``SPLIT_EVERY`` per task."""
     delayed = _dask().delayed
     while len(parts) > 1:
         parts = [
@@ -417,10 +421,6 @@ def _chunk_moments(xb: np.ndarray, fmap: Any, D: int, Y: np.ndarray, w: Any) -> 
     return feature_moments(fmap, np.ascontiguousarray(xb), D, Y, w)
 
 
-def _add_pairs(*parts: Any) -> tuple[Any, Any]:
-    return _sum(*[p[0] for p in parts]), _sum(*[p[1] for p in parts])
-
-
 def dask_feature_moments(
     fmap: Any, X: Any, n_features: int, Y: np.ndarray, weights: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -435,12 +435,7 @@ def dask_feature_moments(
         dask.delayed(_chunk_moments, pure=True)(xb, fmap, n_features, yp, wp)
         for xb, yp, wp in zip(chunks.parts, ys, ws, strict=True)
     ]
-    while len(parts) > 1:
-        parts = [
-            dask.delayed(_add_pairs, pure=True)(*parts[i : i + SPLIT_EVERY])
-            for i in range(0, len(parts), SPLIT_EVERY)
-        ]
-    G, b = _compute(parts[0])[0]
+    G, b = _compute(_tree_sum(parts))[0]
     return (G + G.T) / 2, b
 
 

@@ -131,7 +131,7 @@ def _max_sq_norm(X: RowSource, budget: int) -> float:
         for s in range(0, len(base), rows):
             Xb = base.read(s, s + rows).astype(np.float64, copy=False)
             if len(Xb):
-                cached = max(cached, float(np.einsum("ij,ij->i", Xb, Xb).max()))
+                cached = max(cached, float(B.sq_norms(Xb).max()))
         base._max_sq_norm = cached  # type: ignore[union-attr]
     return float(cached)
 
