@@ -36,6 +36,8 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "out_of_core.json"
 D = 20
 BLOCK = 125_000
+# worker log lines that report memory pressure (spilling, pausing, restarts)
+WORKER_MEMORY_WORDS = ("spill", "paus", "unmanaged memory", "memory limit", "terminat", "restart")
 
 
 def write_data(folder: Path, n: int) -> None:
@@ -98,6 +100,17 @@ def _estimator(budget: str) -> Any:
     )
 
 
+def _worker_memory(dask_worker: Any) -> dict[str, int]:
+    """A worker's resident memory and the bytes it has spilled to disk in all."""
+    import psutil
+
+    metrics = getattr(dask_worker.data, "cumulative_metrics", {})
+    written = sum(
+        v for (label, unit), v in metrics.items() if "disk-write" in str(label) and unit == "bytes"
+    )
+    return {"rss": psutil.Process().memory_info().rss, "spilled": int(written)}
+
+
 def worker(mode: str, folder: Path) -> dict[str, Any]:
     """One fit; returns time, peak memory and the coefficients' file."""
     base = _rss()
@@ -136,7 +149,7 @@ def worker(mode: str, folder: Path) -> dict[str, Any]:
         X = da.from_zarr(str(folder / "X.zarr"))
         y = np.load(folder / "y.npy")
         budget = "256MB"
-    base = max(base, _rss()) if mode == "memory" else base
+    base = _rss()  # after loading (memory) or opening the data and starting the cluster
     t = threading.Thread(target=sample, daemon=True)
     t.start()
     est = _estimator(budget)
@@ -146,9 +159,18 @@ def worker(mode: str, folder: Path) -> dict[str, Any]:
     stop.set()
     t.join()
     if client is not None:
-        logs = client.run(lambda: __import__("psutil").Process().memory_info().rss)
-        extra["worker_rss_end_mb"] = {k: v / 1e6 for k, v in logs.items()}
+        logs = client.run(_worker_memory)
+        extra["worker_rss_end_mb"] = [v["rss"] / 1e6 for v in logs.values()]
+        extra["worker_spilled_mb"] = [v["spilled"] / 1e6 for v in logs.values()]
         extra["workers_at_end"] = len(logs)
+        text = " ".join(msg for w in client.get_worker_logs().values() for _, msg in w)
+        extra["worker_paused"] = "paused" in text.lower()
+        extra["worker_memory_log_lines"] = [
+            msg[:200]
+            for w in client.get_worker_logs().values()
+            for _, msg in w
+            if any(k in msg.lower() for k in WORKER_MEMORY_WORDS)
+        ][:4]
         client.close()
         cluster.close()
     coef = np.asarray(est.coef_)
@@ -157,9 +179,34 @@ def worker(mode: str, folder: Path) -> dict[str, Any]:
         "mode": mode,
         "time": sec,
         "peak_rss_mb": (peak[0] - base) / 1e6,
-        "cached_fraction": None,
+        "peak_rss_total_mb": peak[0] / 1e6,
         **extra,
     }
+
+
+def summarize(runs: dict[str, list[dict[str, Any]]], folder: Path, n: int) -> dict[str, Any]:
+    """Medians of the fits so far, written to ``results/out_of_core.json``."""
+    modes = [m for m, rs in runs.items() if rs]
+    ref = np.load(folder / "coef_memory.npy") if "memory" in modes else None
+    result: dict[str, Any] = {"n": n, "d": D, "m": 2000, "iterations": 20, "modes": {}}
+    for m in modes:
+        rs = runs[m]
+        times = [r["time"] for r in rs]
+        med = rs[int(np.argsort(times)[len(times) // 2])]
+        entry = {**med, "times": times}
+        if ref is not None:
+            c = np.load(folder / f"coef_{m}.npy")
+            entry["max_rel_coef_diff_vs_memory"] = float(np.abs(c - ref).max() / np.abs(ref).max())
+        result["modes"][m] = entry
+    if "memory" in result["modes"]:
+        tm = result["modes"]["memory"]["time"]
+        for m in result["modes"]:
+            result["modes"][m]["time_ratio_vs_memory"] = result["modes"][m]["time"] / tm
+    OUT.parent.mkdir(exist_ok=True)
+    old = json.loads(OUT.read_text()) if OUT.exists() else {}
+    old[f"n={n}"] = result
+    OUT.write_text(json.dumps(old, indent=2) + "\n")
+    return result
 
 
 def main() -> int:
@@ -185,24 +232,8 @@ def main() -> int:
             out = subprocess.run(cmd, check=True, capture_output=True, text=True)
             runs[m].append(json.loads(out.stdout.strip().splitlines()[-1]))
             print(m, runs[m][-1], flush=True)
-    ref = np.load(folder / "coef_memory.npy") if "memory" in modes else None
-    result: dict[str, Any] = {"n": a.n, "d": D, "m": 2000, "iterations": 20, "modes": {}}
-    for m, rs in runs.items():
-        times = [r["time"] for r in rs]
-        med = rs[int(np.argsort(times)[len(times) // 2])]
-        entry = {**med, "times": times}
-        if ref is not None:
-            c = np.load(folder / f"coef_{m}.npy")
-            entry["max_rel_coef_diff_vs_memory"] = float(np.abs(c - ref).max() / np.abs(ref).max())
-        result["modes"][m] = entry
-    if "memory" in result["modes"]:
-        tm = result["modes"]["memory"]["time"]
-        for m in result["modes"]:
-            result["modes"][m]["time_ratio_vs_memory"] = result["modes"][m]["time"] / tm
-    OUT.parent.mkdir(exist_ok=True)
-    old = json.loads(OUT.read_text()) if OUT.exists() else {}
-    old[f"n={a.n}"] = result
-    OUT.write_text(json.dumps(old, indent=2) + "\n")
+            summarize(runs, folder, a.n)  # kept after every fit: a stopped run leaves its rounds
+    result = summarize(runs, folder, a.n)
     print(json.dumps(result, indent=2))
     return 0
 
