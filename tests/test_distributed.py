@@ -193,3 +193,39 @@ def test_bad_dask_input():
     for est in (kp.KRLSRegressor(), kp.SGMRegressor(), kp.EigenProRegressor()):
         with pytest.raises(TypeError, match="does not take dask arrays"):
             est.fit(da.from_array(X, chunks=(CHUNK, D)), y)
+
+
+def test_a_task_gets_its_share_of_the_worker_budget(monkeypatch):
+    """memory_budget is per worker: two threads of one worker run two tasks at once, each
+    with half of it (and the local scheduler's tasks share the process's budget)."""
+    import kernelpath.distributed as kd
+    from kernelpath import _backend as B
+
+    seen: list[tuple[int, int]] = []
+    original = kd.KernelOperator.__init__
+
+    def init(self, X, centers, kernel, memory_budget=None, *args, **kwargs):
+        seen.append((len(X), memory_budget))
+        original(self, X, centers, kernel, memory_budget, *args, **kwargs)
+
+    monkeypatch.setattr(kd.KernelOperator, "__init__", init)
+    X, _ = _problem()
+    Xd = da.from_array(X, chunks=(CHUNK, D))
+    centers, v = X[:50], np.ones(50)
+    expected = kd.KernelOperator(X, centers, kp.Gaussian(1.0), 2**26).fused(v)
+    budget = 2**26
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster),
+    ):
+        seen.clear()
+        got = DaskKernelOperator(Xd, centers, kp.Gaussian(1.0), budget, cache=False).fused(v)
+        assert _rel(got, expected) <= 1e-12
+        assert {b for rows, b in seen if rows == CHUNK} == {budget // 2}
+    monkeypatch.setattr(kd, "active_client", lambda: None)
+    seen.clear()
+    got = DaskKernelOperator(Xd, centers, kp.Gaussian(1.0), budget, cache=False).fused(v)
+    assert _rel(got, expected) <= 1e-12
+    assert {b for rows, b in seen if rows == CHUNK} == {budget // B.n_threads()}

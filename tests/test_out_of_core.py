@@ -124,6 +124,10 @@ def test_read_table_parquet_and_csv(tmp_path):
         assert Xs.shape == (2500, 4) and ys is not None and len(ys) == 2500
         est = kp.NystromRegressor(n_centers=100, random_state=0, max_iter=10).fit(Xs, ys)
         np.testing.assert_allclose(est.predict(Xs), ref.predict(X), rtol=1e-9, atol=1e-11)
+        assert list(est.feature_names_in_) == ["f0", "f1", "f2", "f3"]
+        swapped, _ = read_table(tmp_path / name, target=None, columns=["f1", "f0", "f2", "f3"])
+        with pytest.raises(ValueError, match="differ from those seen at fit"):
+            est.predict(swapped)
     Xs, _ = read_table(tmp_path / "t.parquet", target="price", columns=["f2", "f0"])
     np.testing.assert_array_equal(np.asarray(Xs), X[:, [2, 0]])
     with pytest.raises(ValueError, match="target: no column 'cost'"):
@@ -183,7 +187,20 @@ def test_write_predictions_formats_and_atomicity(tmp_path, h5file):
     np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), old)
     with pytest.raises(ValueError, match="infinity"):
         write_predictions(est, np.full((10, 6), np.inf), tmp_path / "missing.npy")
+    # bad arguments, each named, before anything is written
+    for kwargs, err, match in [
+        ({"block_rows": "100"}, TypeError, "block_rows"),
+        ({"block_rows": 2.5}, TypeError, "block_rows"),
+        ({"block_rows": 0}, ValueError, "block_rows"),
+        ({"method": "score"}, ValueError, "method"),
+        ({"dataset": ""}, TypeError, "dataset"),
+    ]:
+        with pytest.raises(err, match=match):
+            write_predictions(est, X, tmp_path / "missing.npy", **kwargs)
+    with pytest.raises(ValueError, match="2-D"):
+        write_predictions(est, X[:, 0], tmp_path / "missing.npy")
     assert not (tmp_path / "missing.npy").exists()
+    assert sorted(os.listdir(tmp_path)) == before
 
 
 def test_a_file_that_changes_during_the_fit_is_an_error(tmp_path, monkeypatch):

@@ -190,6 +190,9 @@ def validate_X(estimator: Any, X: Any, reset: bool) -> Any:
         if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
             raise ValueError(f"X must be a non-empty 2-D array, got shape {tuple(X.shape)}")
         _record_features(estimator, int(X.shape[1]), reset)
+        names = getattr(X, "feature_names", None)
+        if names is not None:
+            _record_names(estimator, names, reset)
         return X
     if not is_tensor(X):
         check_numeric(X, "X")
@@ -209,6 +212,19 @@ def _record_features(estimator: Any, d: int, reset: bool) -> None:
         raise ValueError(
             f"X has {d} features, but {type(estimator).__name__} is expecting "
             f"{estimator.n_features_in_} features as input."
+        )
+
+
+def _record_names(estimator: Any, names: list[str], reset: bool) -> None:
+    """Record (fit) or check (predict) ``feature_names_in_`` of a table's columns."""
+    if reset:
+        estimator.feature_names_in_ = np.asarray(names, dtype=object)
+        return
+    fitted = getattr(estimator, "feature_names_in_", None)
+    if fitted is not None and list(fitted) != list(names):
+        raise ValueError(
+            f"X's columns {list(names)} differ from those seen at fit, "
+            f"{list(fitted)} (names and order must match)"
         )
 
 

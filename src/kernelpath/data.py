@@ -23,6 +23,7 @@ file has not changed since it was opened (size, modification time and inode):
 
 from __future__ import annotations
 
+import numbers
 import os
 import shutil
 import tempfile
@@ -90,6 +91,9 @@ class RowSource:
         (a source of labels, ``numeric=False``, keeps the stored dtype).
     name : str
         How errors name the data ("X", "y" or a file).
+    feature_names : list of str or None
+        The column names of a table's features (``read_table``): an estimator fitted on
+        the source records them as ``feature_names_in_``.
     """
 
     shape: tuple[int, ...]
@@ -97,6 +101,7 @@ class RowSource:
     name: str
     numeric: bool = True
     path: str | None = None
+    feature_names: list[str] | None = None
 
     def __init__(self) -> None:
         self._fp = _fingerprint(self.path)
@@ -233,6 +238,7 @@ class _SubsetSource(RowSource):
         self.base, self.idx = base, idx
         self.shape = (len(idx), *base.shape[1:])
         self.dtype, self.name, self.numeric = base.dtype, base.name, base.numeric
+        self.feature_names = base.feature_names
         self._fp = None  # the base checks its file
 
     def read(self, start: int, stop: int) -> np.ndarray:
@@ -438,6 +444,7 @@ def _read_parquet(
         if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
             raise ValueError(f"columns: feature column {c!r} of {path} is not numeric ({t})")
     X = ParquetSource(path, feats, "X")
+    X.feature_names = list(feats)
     y = None
     if target is not None:
         t = schema.field(target).type
@@ -499,6 +506,7 @@ def _read_csv(
     finally:
         os.unlink(tmp)  # the mapping keeps the data until the arrays are freed
     X = ArraySource(mm[:, : len(feats)], "X")
+    X.feature_names = list(feats)
     y: RowSource | None = None
     if target is not None:
         if numeric_target:
@@ -543,7 +551,9 @@ def write_predictions(
         ``path``.
     """
     if method not in ("predict", "decision_function", "predict_proba", "transform"):
-        raise ValueError(f"method must be predict, decision_function or transform, got {method!r}")
+        raise ValueError(
+            f"method must be predict, decision_function, predict_proba or transform, got {method!r}"
+        )
     fn = getattr(model, method, None)
     if fn is None:
         raise TypeError(f"model: {type(model).__name__} has no method {method!r}")
@@ -551,15 +561,21 @@ def write_predictions(
     suffix = FsPath(out).suffix.lower()
     if suffix not in (".npy", ".h5", ".hdf5", ".zarr", ".csv"):
         raise ValueError(f"path: write .npy, .h5, .hdf5, .zarr or .csv, got {out!r}")
+    if not isinstance(dataset, str) or not dataset:
+        raise TypeError(f"dataset must be a non-empty string, got {dataset!r}")
     src = as_source(X) if is_lazy_array(X) or isinstance(X, np.memmap) else None
     arr = None if src is not None else np.asarray(X)
-    n = len(src) if src is not None else len(arr)  # type: ignore[arg-type]
-    d = src.shape[1] if src is not None else arr.shape[1]  # type: ignore[union-attr]
+    shape = src.shape if src is not None else arr.shape  # type: ignore[union-attr]
+    if len(shape) != 2:
+        raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {tuple(shape)}")
+    n, d = int(shape[0]), int(shape[1])
     if block_rows is None:
         block_rows = max(1, (64 * 1024**2) // max(1, 8 * d))
+    elif isinstance(block_rows, bool) or not isinstance(block_rows, numbers.Integral):
+        raise TypeError(f"block_rows must be a positive integer or None, got {block_rows!r}")
     block_rows = int(block_rows)
     if block_rows < 1:
-        raise ValueError(f"block_rows must be a positive integer, got {block_rows}")
+        raise ValueError(f"block_rows must be a positive integer or None, got {block_rows}")
     folder = os.path.dirname(os.path.abspath(out))
     tmp = tempfile.mkdtemp(prefix=".kernelpath-", dir=folder) if suffix == ".zarr" else None
     if tmp is None:

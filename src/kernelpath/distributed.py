@@ -15,7 +15,8 @@ What travels where:
   on the workers once and reused by every product;
 - back to the client: m x k sums, or (``matvec``, ``diag``) n-sized results; never X.
 
-Memory. ``memory_budget`` is per worker. When K_nm fits in ``CACHE_FRACTION`` of the budgets
+Memory. ``memory_budget`` is per worker, shared by its threads (each running task gets
+its share). When K_nm fits in ``CACHE_FRACTION`` of the budgets
 of all the workers (and half their memory limits), each chunk's block is computed once and
 kept on its worker (persisted); otherwise every product recomputes the blocks from the
 chunks (read again from their source). A lost worker's chunks are recomputed from the graph.
@@ -64,6 +65,23 @@ def active_client() -> Any:
         return get_client()
     except ValueError:
         return None
+
+
+def _threads_here() -> int:
+    """Tasks that can run at once where this task runs: the threads of its Dask worker, or
+    (dask's local scheduler) the threads ``_compute`` gives it."""
+    try:
+        from distributed import get_worker
+
+        return max(1, int(get_worker().state.nthreads))
+    except (ImportError, ValueError):
+        return B.n_threads()
+
+
+def _task_budget(budget: int) -> int:
+    """A task's share of the per-worker ``memory_budget``: the worker's threads run one
+    task each, and their blocks together stay inside the budget."""
+    return max(budget // _threads_here(), 2**20)
 
 
 def _worker_version() -> str:
@@ -144,6 +162,7 @@ def _chunk_operator(
     xb = np.ascontiguousarray(xb, dtype=centers.dtype)
     if not np.isfinite(xb).all():
         raise ValueError("X contains NaN or infinity")
+    budget = _task_budget(budget)
     if persist:
         need = int(len(xb) * len(centers) * centers.dtype.itemsize / CACHE_FRACTION) + 2**21
         op = KernelOperator(xb, centers, kernel, max(budget, need), cache=True, n_jobs=1)
@@ -194,7 +213,7 @@ def _compute(*objs: Any) -> Any:
     if active_client() is not None:
         return dask.compute(*objs)
     with threadpool_limits(limits=1, user_api="blas"):
-        return dask.compute(*objs, scheduler="threads")
+        return dask.compute(*objs, scheduler="threads", num_workers=B.n_threads())
 
 
 class DaskKernelOperator:
@@ -305,7 +324,9 @@ class DaskKernelOperator:
             if self.client is not None:
                 self._ops = list(dask.persist(*built))
             else:
-                self._ops = list(dask.persist(*built, scheduler="threads"))
+                self._ops = list(
+                    dask.persist(*built, scheduler="threads", num_workers=B.n_threads())
+                )
         return self._ops if self._ops is not None else self.chunks.parts
 
     def _tasks(self, method: str, per_chunk: list[tuple[Any, ...]], **kwargs: Any) -> list[Any]:
