@@ -139,8 +139,13 @@ class Path:
             raise IndexError(f"index {index!r} is outside the path of shape {self.shape}")
         if idx in self._stored:
             return self._stored[idx]
-        if not np.isfinite(self.train_error[idx]) or self._coef_fn is None:
+        if not np.isfinite(self.train_error[idx]):
             raise IndexError(f"point {idx} was not reached (stopped early)")
+        if self._coef_fn is None:
+            raise IndexError(
+                f"the coefficients of point {idx} are not kept: a path loaded from a model "
+                "file keeps those of its chosen point (refit for the others)"
+            )
         return self._coef_fn(idx)
 
     def __len__(self) -> int:
