@@ -333,6 +333,8 @@ def save(model: Any, path: str | os.PathLike[str]) -> str:
     """
     from safetensors.numpy import save as st_save
 
+    from .data import default_mode
+
     enc = _Encoder()
     name = _class_name(model, enc.registry)
     if name is None or name in ("kernelpath.Path", "kernelpath.CenterSelection"):
@@ -369,6 +371,7 @@ def save(model: Any, path: str | os.PathLike[str]) -> str:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        default_mode(tmp)
         os.replace(tmp, out)
     except BaseException:
         if os.path.exists(tmp):
