@@ -23,6 +23,8 @@ from .._backend import resolve_memory_budget
 from .._validation import (
     check_float,
     check_int,
+    check_labels,
+    check_magnitude,
     check_numeric,
     check_penalty,
     check_size,
@@ -576,6 +578,9 @@ class _KernelPathEstimator(BaseEstimator):
                 multi_output=not self._classifier,
                 y_numeric=not self._classifier,
             )
+            check_magnitude(X)
+        if self._classifier:
+            check_labels(y)
         self._device = dev
         self.device_ = str(dev)
         return B.to_device(X, dev, B.dtype_of(X)), y, sample_weight
