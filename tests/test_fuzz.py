@@ -216,3 +216,48 @@ def test_semiparametric_checks_the_feature_count():
             method(Xa[:, :3])
     with pytest.raises(ValueError, match="X has 3 features"):
         sp.partial_fit(Xa[:5, :3], tau[:5])
+
+
+BAD_CALLS = [
+    (lambda X, y: kp.NystromFeatures(n_components=0).fit(X), ValueError, "n_components"),
+    (lambda X, y: kp.NystromFeatures(kernel="nope").fit(X), ValueError, "kernel"),
+    (lambda X, y: kp.NystromFeatures(n_components=5).transform(X), NotFittedError, "fit"),
+    (
+        lambda X, y: kp.NystromFeatures(n_components=5).fit(X).transform(X[:, :2]),
+        ValueError,
+        "X has 2 features",
+    ),
+    (lambda X, y: kp.RecursiveRLS(penalty=-1).partial_fit(X, y), ValueError, "penalty"),
+    (lambda X, y: kp.RecursiveRLS(forgetting=0).partial_fit(X, y), ValueError, "forgetting"),
+    (lambda X, y: kp.RecursiveRLS().partial_fit(X, y[:5]), ValueError, "numbers of samples"),
+    (lambda X, y: kp.RecursiveRLS().predict(X), NotFittedError, "fit"),
+    (
+        lambda X, y: kp.RecursiveRLS().partial_fit(X, y).predict(X[:, :2]),
+        ValueError,
+        "X has 2 features",
+    ),
+    (
+        lambda X, y: kp.RecursiveRLS().partial_fit(X, np.where(y > 0, "a", "b")),
+        TypeError,
+        "y must contain numbers",
+    ),
+    (lambda X, y: kp.leverage_scores(X, kp.Gaussian(1.0), 0.0), ValueError, "penalty"),
+    (lambda X, y: kp.leverage_scores(X, "nope", 1e-3), ValueError, "kernel"),
+    (
+        lambda X, y: kp.leverage_scores(X, kp.Gaussian(1.0), 1e-3, "approximate", n_samples=-3),
+        ValueError,
+        "n_samples",
+    ),
+    (
+        lambda X, y: kp.effective_dimension(X, kp.Gaussian(1.0), 1e-3, random_state="x"),
+        TypeError,
+        "random_state",
+    ),
+    (lambda X, y: kp.effective_dimension(X[:0], kp.Gaussian(1.0), 1e-3), ValueError, "X"),
+]
+
+
+@pytest.mark.parametrize("call, error, words", BAD_CALLS, ids=range(len(BAD_CALLS)))
+def test_feature_maps_online_and_leverage_bad_input(call, error, words):
+    with pytest.raises(error, match=words):
+        call(X0, Y0)
