@@ -261,3 +261,36 @@ BAD_CALLS = [
 def test_feature_maps_online_and_leverage_bad_input(call, error, words):
     with pytest.raises(error, match=words):
         call(X0, Y0)
+
+
+@settings(
+    max_examples=_DEEP or 20,
+    derandomize=not _DEEP,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(
+    text=st.text(alphabet=st.sampled_from(list("ab,y\n0123456789.-e \"nan")), max_size=300),
+    argv=st.lists(
+        st.sampled_from(["--target", "y", "a", "--model", "krls", "rf", "--penalty", "x",
+                         "1e-3", "--n-centers", "0", "--task", "classification", "--sigma",
+                         "-1", "--set", "tol=1", "--columns", "a,b"]),
+        max_size=6,
+    ),
+)  # fmt: skip
+def test_cli_fit_on_arbitrary_files(tmp_path_factory, text, argv):
+    """Whatever the file and options: exit 0 with a model, or one error line and exit 1 or
+    2 (argparse); never an exception."""
+    from kernelpath.cli import main
+
+    folder = tmp_path_factory.mktemp("cli")
+    data = folder / "d.csv"
+    data.write_text(text)
+    try:
+        code = main(["fit", str(data), "-o", str(folder / "m.kp"), "--quiet", *argv])
+    except SystemExit as exc:  # argparse's usage errors
+        assert exc.code == 2
+        return
+    assert code in (0, 1)
+    assert (folder / "m.kp").exists() == (code == 0)
