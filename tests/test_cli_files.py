@@ -192,6 +192,11 @@ def test_inspect_and_plot(files, capsys):
         (["evaluate", "{d}/m.kp", "{d}/cls.parquet", "--target", "label"], "this task"),
         (["predict", "{d}/m.kp", "{d}/cls.parquet", "-o", "{d}/p.txt"], "path:"),
         (["predict", "{d}/m.kp", "{d}/bad_rows.csv", "-o", "{d}/p.csv"], "NaN"),
+        (["predict", "{d}/m.kp", "{d}/narrow.npy", "-o", "{d}/p.csv"], "X has 3 features"),
+        (["predict", "{d}/m.kp", "{d}/narrow.csv", "-o", "{d}/p.csv"], "no column ['d']"),
+        (["fit", "{d}/empty.csv", "--target", "price"], "no data rows"),
+        (["inspect", "{d}/missing.kp"], "no such model file"),
+        (["evaluate", "{d}/m.kp", "{d}/test.csv"], "--target"),
     ],
 )
 def test_user_errors_are_one_line(files, capsys, argv, message):
@@ -204,6 +209,9 @@ def test_user_errors_are_one_line(files, capsys, argv, message):
     bad = pd.read_csv(d / "test.csv")
     bad.loc[150, "b"] = np.nan
     bad.to_csv(d / "bad_rows.csv", index=False)
+    np.save(d / "narrow.npy", X[:10, :3])
+    bad[["a", "b", "c"]].to_csv(d / "narrow.csv", index=False)
+    (d / "empty.csv").write_text("a,b,price\n")
     before = set(os.listdir(d))
     code, _, err = _run(capsys, *[a.format(d=d) for a in argv])
     assert code == 1

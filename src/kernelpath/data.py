@@ -468,6 +468,8 @@ def _read_csv(
         raise ValueError(f"path: cannot read {path} as CSV: {exc}") from exc
     names = list(reader.schema.names)
     feats = _choose_columns(names, target, columns, path)
+    if all(pa.types.is_null(reader.schema.field(c).type) for c in names):
+        raise ValueError(f"path: {path} has no data rows")
     for c in feats:
         t = reader.schema.field(c).type
         if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
