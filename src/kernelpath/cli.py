@@ -170,6 +170,7 @@ def _read_data(
     if not os.path.exists(path):
         raise UserError(f"no such file {path!r}")
     suffix = _suffix(path)
+    X: Any
     y: Any = None
     if suffix in TABLES:
         in_file = target if target_file is None else None

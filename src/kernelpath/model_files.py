@@ -249,7 +249,7 @@ class _Decoder:
             raise ModelFileError(
                 f"the model file names the class {name!r}, which is not one kernelpath loads"
             )
-        out = cls.__new__(cls)
+        out: Any = object.__new__(cls)  # no constructor runs
         self.objects[int(v["id"])] = out
         state = {str(k): self.value(x) for k, x in v["state"].items()}
         for attr, default in _TRANSIENT.get(name, {}).items():
@@ -261,7 +261,7 @@ class _Decoder:
         if "_map" in _rebuilt_by(cls) and "features" in state and "n_features_in_" in state:
             from .online import as_feature_map
 
-            out._map = as_feature_map(state["features"], None)
+            out._map = as_feature_map(state["features"], None)  # type: ignore[arg-type]
         return out
 
 

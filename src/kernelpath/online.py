@@ -585,10 +585,11 @@ class SemiparametricRegressor(BaseEstimator):
         Y = _rows(_host(y), "y")
         if len(Y) != len(X2):
             raise ValueError(f"X and y have different numbers of samples: {len(X2)} and {len(Y)}")
-        if hasattr(self, "parametric_") and X2.shape[1] != self.n_features_in_:
+        fitted_d = getattr(self, "n_features_in_", None)
+        if hasattr(self, "parametric_") and X2.shape[1] != fitted_d:
             raise ValueError(
                 f"X has {X2.shape[1]} features, but {type(self).__name__} is fitted with "
-                f"{self.n_features_in_}"
+                f"{fitted_d}"
             )
         P = self._phi(X2)
         if P.shape[1] != Y.shape[1]:
