@@ -588,8 +588,7 @@ class SemiparametricRegressor(BaseEstimator):
         fitted_d = getattr(self, "n_features_in_", None)
         if hasattr(self, "parametric_") and X2.shape[1] != fitted_d:
             raise ValueError(
-                f"X has {X2.shape[1]} features, but {type(self).__name__} is fitted with "
-                f"{fitted_d}"
+                f"X has {X2.shape[1]} features, but {type(self).__name__} is fitted with {fitted_d}"
             )
         P = self._phi(X2)
         if P.shape[1] != Y.shape[1]:
