@@ -173,6 +173,20 @@ def test_online_learners(X, y, penalty):
 
 
 @FUZZ
+@given(X=bad_matrices, y=st.one_of(bad_matrices, st.none()))
+def test_semiparametric(X, y):
+    from kernelpath.datasets import make_arm_dynamics
+
+    Xa, tau, reg, _ = make_arm_dynamics(30, random_state=0)
+    target = tau if y is None else y
+    fresh = kp.SemiparametricRegressor(reg, n_features=10, random_state=0)
+    _refused_or_sane(lambda: fresh.fit(X, target), None)
+    sp = kp.SemiparametricRegressor(reg, n_features=10, random_state=0).fit(Xa, tau)
+    _refused_or_sane(lambda: sp.predict(X), _finite)
+    _refused_or_sane(lambda: sp.partial_fit(X, target), None)
+
+
+@FUZZ
 @given(X=bad_matrices, penalty=st.one_of(floats, st.integers(-2, 2), st.text(max_size=2)))
 def test_leverage_functions(X, penalty):
     _refused_or_sane(lambda: kp.leverage_scores(X, kp.Gaussian(1.0), penalty), _finite)
