@@ -551,7 +551,15 @@ class SemiparametricRegressor(BaseEstimator):
         return hasattr(self, "parametric_")
 
     def _phi(self, X: np.ndarray) -> np.ndarray:
-        P = np.asarray(self.regressor(X), dtype=np.float64)
+        if not callable(self.regressor):
+            raise TypeError(f"regressor must be callable, got {type(self.regressor).__name__}")
+        try:
+            P = np.asarray(self.regressor(X), dtype=np.float64)
+        except (ValueError, TypeError, IndexError) as exc:
+            raise ValueError(
+                f"regressor failed on X of shape {X.shape} (does X have the features it "
+                f"expects?): {type(exc).__name__}: {exc}"
+            ) from exc
         if P.ndim != 3 or len(P) != len(X):
             raise ValueError(
                 f"regressor must return an array of shape (n, T, p), got {P.shape} for "
