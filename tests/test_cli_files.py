@@ -187,7 +187,7 @@ def test_inspect_and_plot(files, capsys):
         (["fit", "{d}/text.csv", "--target", "price"], "not numeric"),
         (["fit", "{d}/nan.csv", "--target", "price"], "NaN"),
         (["fit", "{d}/train.csv", "--target", "price", "--set", "bogus=1"], "no parameter 'bogus'"),
-        (["fit", "{d}/train.csv", "--target", "price", "--kernel", "rbf"], "--kernel"),
+        (["fit", "{d}/train.csv", "--target", "price", "--kernel", "spline"], "--kernel"),
         (["predict", "{d}/train.csv", "{d}/train.csv", "-o", "{d}/p.csv"], "model file"),
         (["evaluate", "{d}/m.kp", "{d}/cls.parquet", "--target", "label"], "this task"),
         (["predict", "{d}/m.kp", "{d}/cls.parquet", "-o", "{d}/p.txt"], "path:"),

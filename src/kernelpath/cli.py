@@ -262,23 +262,18 @@ def _number_or_name(text: str) -> Any:
 
 
 def _kernel(name: str, sigma: str | None) -> Any:
-    import kernelpath as kp
+    """``--kernel`` (a name of ``kernels.make_kernel``) with ``--sigma`` for the radial ones."""
+    from .kernels import make_kernel
 
-    kinds = {
-        "gaussian": kp.Gaussian,
-        "laplacian": kp.Laplacian,
-        "matern": kp.Matern,
-        "cauchy": kp.Cauchy,
-        "polynomial": kp.Polynomial,
-        "linear": kp.Linear,
-    }
-    if name not in kinds:
-        raise UserError(f"--kernel must be one of {', '.join(kinds)}, got {name!r}")
+    try:
+        kernel = make_kernel(name)
+    except ValueError as exc:
+        raise UserError(f"--{exc}") from None
     if sigma is None:
         return name
-    if name in ("polynomial", "linear"):
+    if not hasattr(kernel, "sigma"):
         raise UserError(f"--sigma: the {name} kernel has no width")
-    return kinds[name](sigma=_number_or_name(sigma))
+    return type(kernel)(sigma=_number_or_name(sigma))
 
 
 def _parse_value(text: str) -> Any:
