@@ -96,3 +96,11 @@ def test_check_estimator():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         check_estimator(RandomFourierFeatures(Gaussian(1.0), 20))
+
+
+def test_check_estimator_nystrom_features():
+    from kernelpath import NystromFeatures
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        check_estimator(NystromFeatures(Gaussian(1.0), n_components=10, random_state=0))

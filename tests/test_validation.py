@@ -195,10 +195,50 @@ def test_predict_checks_features():
         est.predict(np.zeros((3, 5)))
 
 
+UNITS = {
+    "": 1,
+    "B": 1,
+    "kB": 10**3,
+    "KiB": 2**10,
+    "MB": 10**6,
+    "MiB": 2**20,
+    "GB": 10**9,
+    "GiB": 2**30,
+    "TB": 10**12,
+    "TiB": 2**40,
+}
+
+
 @FAST
-@given(st.one_of(st.integers(1024**2, 10**12), st.sampled_from(["1GB", "512MB", "2GiB", "1.5e9"])))
-def test_memory_budget_parsing(value):
-    assert resolve_memory_budget(value) >= 1024**2
+@given(
+    st.floats(1.0, 5000.0, allow_nan=False).map(lambda v: round(v, 3)),
+    st.sampled_from(["MB", "MiB", "GB", "GiB", "TB"]),
+    st.sampled_from(["", " "]),
+)
+def test_memory_budget_parsing(number, unit, space):
+    """A number and a unit: exactly that many bytes (decimal and binary units)."""
+    text = f"{number}{space}{unit}"
+    want = int(float(number) * UNITS[unit])
+    if want < 1024**2:
+        with pytest.raises(ValueError, match="at least 1 MiB"):
+            resolve_memory_budget(text)
+    else:
+        assert resolve_memory_budget(text) == want
+
+
+def test_memory_budget_parsing_examples():
+    assert resolve_memory_budget("1GB") == 10**9
+    assert resolve_memory_budget("512MB") == 512 * 10**6
+    assert resolve_memory_budget("2GiB") == 2 * 2**30
+    assert resolve_memory_budget("1.5e9") == 1_500_000_000
+    assert resolve_memory_budget(2**20) == 2**20
+    assert resolve_memory_budget(3.5e9) == 3_500_000_000
+    for bad in ("100kB", 1000, "-1GB", "lots", "1 parsec", float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="memory_budget"):
+            resolve_memory_budget(bad)
+    for bad in (True, [1], b"1GB"):
+        with pytest.raises(TypeError, match="memory_budget"):
+            resolve_memory_budget(bad)
 
 
 def test_no_nan_model_on_constant_targets():

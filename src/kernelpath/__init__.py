@@ -24,6 +24,7 @@ from .estimators import (
 from .features import NystromFeatures, RandomFourierFeatures
 from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Linear, Matern, Polynomial
 from .leverage import effective_dimension, leverage_scores
+from .model_files import ModelFileError, load, save
 from .online import IncrementalRLSClassifier, RecursiveRLS, SemiparametricRegressor
 from .operators import KernelOperator
 from .path import Path
@@ -63,6 +64,9 @@ __all__ = [
     "LeverageCenters",
     "SqueakCenters",
     "read_table",
+    "save",
+    "load",
+    "ModelFileError",
     "write_predictions",
     "__version__",
 ]

@@ -413,6 +413,10 @@ def resolve_memory_budget(memory_budget: Any, device: Device | None = None) -> i
         )
     if not np.isfinite(value) or value < 1024**2:
         raise ValueError(f"memory_budget must be at least 1 MiB, got {memory_budget!r}")
+    if value > 2**60:
+        raise ValueError(
+            f"memory_budget must be at most 1 EiB (2**60 bytes), got {memory_budget!r}"
+        )
     return int(value)
 
 

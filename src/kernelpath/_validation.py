@@ -121,7 +121,44 @@ def check_rows(X: Any, name: str = "X", one_sample: bool = False) -> np.ndarray:
         raise ValueError(f"{name} must be {kind}, got shape {A.shape}")
     if not np.all(np.isfinite(A)):
         raise ValueError(f"{name} contains NaN or infinity")
+    check_magnitude(A, name)
     return np.ascontiguousarray(A)
+
+
+def check_labels(y: Any, name: str = "y") -> None:
+    """Class labels: no missing values (None, NaN) and not a mix of text and numbers
+    (which cannot be sorted into ``classes_``)."""
+    a = np.asarray(y)
+    if a.dtype.kind == "f":
+        if not np.isfinite(a).all():
+            raise ValueError(f"{name} contains a missing label (NaN or infinity)")
+        return
+    if a.dtype.kind != "O":
+        return
+    kinds = set()
+    for i, v in enumerate(a.ravel()):
+        if v is None or (isinstance(v, (float, np.floating)) and not np.isfinite(v)):
+            raise ValueError(f"{name} contains a missing label ({v!r} at position {i})")
+        kinds.add("text" if isinstance(v, (str, bytes, np.str_)) else "number")
+    if len(kinds) > 1:
+        raise TypeError(f"{name} mixes text and numeric labels: use one type for the classes")
+
+
+def check_magnitude(A: Any, name: str = "X") -> None:
+    """Refuse values so large that squared norms and distances of rows overflow the
+    dtype (kernel blocks would hold NaN): |x| <= sqrt(max / (4 d))."""
+    from ._backend import is_tensor, to_numpy
+
+    if A.shape[0] == 0 or A.shape[1] == 0:
+        return
+    big = float(to_numpy(abs(A).max())) if is_tensor(A) else float(np.abs(A).max())
+    dtype = np.dtype(str(A.dtype).replace("torch.", ""))
+    limit = float(np.sqrt(np.finfo(dtype).max / (4 * A.shape[1])))
+    if big > limit:
+        raise ValueError(
+            f"{name} has values up to {big:.3g}: squared distances of rows overflow {dtype} "
+            f"(|x| must stay below {limit:.3g}); rescale the features"
+        )
 
 
 def check_size(value: Any, name: str) -> int | str | np.ndarray:
@@ -196,8 +233,11 @@ def validate_X(estimator: Any, X: Any, reset: bool) -> Any:
         return X
     if not is_tensor(X):
         check_numeric(X, "X")
-        return validate_data(estimator, X, reset=reset, dtype=[np.float64, np.float32])
+        X = validate_data(estimator, X, reset=reset, dtype=[np.float64, np.float32])
+        check_magnitude(X)
+        return X
     X = check_tensor_rows(X, "X")
+    check_magnitude(X)
     _record_features(estimator, int(X.shape[1]), reset)
     return X
 

@@ -28,6 +28,7 @@ import os
 import shutil
 import tempfile
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path as FsPath
@@ -467,6 +468,8 @@ def _read_csv(
         raise ValueError(f"path: cannot read {path} as CSV: {exc}") from exc
     names = list(reader.schema.names)
     feats = _choose_columns(names, target, columns, path)
+    if all(pa.types.is_null(reader.schema.field(c).type) for c in names):
+        raise ValueError(f"path: {path} has no data rows")
     for c in feats:
         t = reader.schema.field(c).type
         if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
@@ -525,6 +528,7 @@ def write_predictions(
     method: str = "predict",
     block_rows: int | None = None,
     dataset: str = "predictions",
+    header: Sequence[str] | None = None,
 ) -> str:
     """Write ``model.<method>(X)`` blockwise into an on-disk array, atomically.
 
@@ -539,11 +543,13 @@ def write_predictions(
     X : array-like, row source, memmap, h5py dataset or zarr array of shape (n, d)
     path : path-like
         ``.npy`` (NumPy), ``.h5`` / ``.hdf5`` (HDF5 dataset ``dataset``), ``.zarr`` (a zarr
-        array) or ``.csv`` (one column per output, no header).
+        array) or ``.csv`` (one column per output; a header line when ``header`` is given).
     method : {"predict", "decision_function", "predict_proba", "transform"}
     block_rows : int or None
     dataset : str
         The HDF5 dataset's name.
+    header : sequence of str or None
+        Column names written as the first line of a ``.csv`` (one per output).
 
     Returns
     -------
@@ -563,6 +569,11 @@ def write_predictions(
         raise ValueError(f"path: write .npy, .h5, .hdf5, .zarr or .csv, got {out!r}")
     if not isinstance(dataset, str) or not dataset:
         raise TypeError(f"dataset must be a non-empty string, got {dataset!r}")
+    if header is not None:
+        if isinstance(header, str) or not all(isinstance(h, str) for h in header):
+            raise TypeError(f"header must be a sequence of column names, got {header!r}")
+        if suffix != ".csv":
+            raise ValueError(f"header: only a .csv output has a header line, got {out!r}")
     src = as_source(X) if is_lazy_array(X) or isinstance(X, np.memmap) else None
     arr = None if src is not None else np.asarray(X)
     shape = src.shape if src is not None else arr.shape  # type: ignore[union-attr]
@@ -576,6 +587,7 @@ def write_predictions(
     block_rows = int(block_rows)
     if block_rows < 1:
         raise ValueError(f"block_rows must be a positive integer or None, got {block_rows}")
+    names_checked = _check_names(model, src)
     folder = os.path.dirname(os.path.abspath(out))
     tmp = tempfile.mkdtemp(prefix=".kernelpath-", dir=folder) if suffix == ".zarr" else None
     if tmp is None:
@@ -586,9 +598,14 @@ def write_predictions(
         for s in range(0, n, block_rows):
             e = min(n, s + block_rows)
             rows = src.read(s, e) if src is not None else arr[s:e]  # type: ignore[index]
-            P = np.asarray(fn(rows))
+            with warnings.catch_warnings():  # the source's names were checked above
+                if names_checked:
+                    warnings.filterwarnings("ignore", "X does not have valid feature names")
+                P = np.asarray(fn(rows))
             if writer is None:
                 writer = _Writer(tmp, suffix, (n, *P.shape[1:]), P.dtype, dataset)
+                if header is not None:
+                    writer.header(list(header), 1 if P.ndim == 1 else P.shape[1])
             writer.write(s, e, P)
         if writer is None:
             raise ValueError("X has no rows")
@@ -603,6 +620,21 @@ def write_predictions(
             os.unlink(tmp)
         raise
     return out
+
+
+def _check_names(model: Any, src: RowSource | None) -> bool:
+    """Whether a table's columns were checked against the model's ``feature_names_in_``
+    (then its blocks, plain arrays, are predicted without scikit-learn's name warning)."""
+    fitted = getattr(model, "feature_names_in_", None)
+    names = getattr(src, "feature_names", None)
+    if fitted is None or names is None:
+        return False
+    if list(fitted) != list(names):
+        raise ValueError(
+            f"X's columns {list(names)} differ from those seen at fit, {list(fitted)} "
+            "(names and order must match)"
+        )
+    return True
 
 
 class _Writer:
@@ -634,6 +666,11 @@ class _Writer:
             self.fh = open(path, "w")  # noqa: SIM115
             self.arr = None
 
+    def header(self, names: list[str], width: int) -> None:
+        if len(names) != width:
+            raise ValueError(f"header: {len(names)} names for {width} output columns")
+        self.fh.write(",".join(names) + "\n")
+
     def write(self, s: int, e: int, P: np.ndarray) -> None:
         if self.arr is not None:
             self.arr[s:e] = P
@@ -651,8 +688,17 @@ class _Writer:
             self.fh = None
 
 
+def default_mode(path: str, is_dir: bool = False) -> None:
+    """Give a file made by ``tempfile`` (mode 0600) the permissions a new file gets (0666,
+    or 0777 for a folder, less the umask), before it is renamed into place."""
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(path, (0o777 if is_dir else 0o666) & ~mask)
+
+
 def _replace(tmp: str, out: str, is_dir: bool) -> None:
     """Rename ``tmp`` onto ``out`` (a folder: the old one moved aside first, removed after)."""
+    default_mode(tmp, is_dir)
     if not is_dir or not os.path.exists(out):
         os.replace(tmp, out)
         return

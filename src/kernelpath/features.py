@@ -193,6 +193,7 @@ class RandomFourierFeatures(_DenseTransformer):
         X = validate_X(self, X, reset=True)
         D = check_int(self.n_features, "n_features", 1)
         assert D is not None
+        resolve_memory_budget(self.memory_budget)  # checked now, used by transform
         if not isinstance(self.orthogonal, (bool, np.bool_)):
             raise TypeError(f"orthogonal must be a bool, got {self.orthogonal!r}")
         rng = make_rng(self.random_state)

@@ -62,6 +62,14 @@ def _rows(X: Any, name: str = "X") -> np.ndarray:
     return B.to_numpy(check_rows(X, name, one_sample=True), np.float64)
 
 
+def _check_labels(labels: np.ndarray, name: str) -> None:
+    """Class labels must be values, not missing ones: NaN (which is not equal to itself)
+    or None would become a new class at every sample."""
+    for i, v in enumerate(labels):
+        if v is None or (isinstance(v, (float, np.floating)) and not np.isfinite(v)):
+            raise ValueError(f"{name} contains a missing label ({v!r} at position {i})")
+
+
 def _host(a: Any) -> Any:
     """Targets or labels as NumPy (tensors copied to the host)."""
     return B.to_numpy(a) if B.is_tensor(a) else a
@@ -385,6 +393,7 @@ class IncrementalRLSClassifier(BaseEstimator):
             raise ValueError(
                 f"X and y have different numbers of samples: {len(X2)} and {np.shape(y)}"
             )
+        _check_labels(labels, "y")
         if not hasattr(self, "factors_"):
             self._start(X2)
         elif X2.shape[1] != self.n_features_in_:
@@ -393,7 +402,9 @@ class IncrementalRLSClassifier(BaseEstimator):
                 f"{self.n_features_in_}"
             )
         if classes is not None:
-            for label in np.atleast_1d(np.asarray(_host(classes), dtype=object)):
+            declared = np.atleast_1d(np.asarray(_host(classes), dtype=object))
+            _check_labels(declared, "classes")
+            for label in declared:
                 self._class_index(label)
         Z = np.asarray(self._map(X2), dtype=np.float64)
         every = self.validation_every
@@ -540,7 +551,15 @@ class SemiparametricRegressor(BaseEstimator):
         return hasattr(self, "parametric_")
 
     def _phi(self, X: np.ndarray) -> np.ndarray:
-        P = np.asarray(self.regressor(X), dtype=np.float64)
+        if not callable(self.regressor):
+            raise TypeError(f"regressor must be callable, got {type(self.regressor).__name__}")
+        try:
+            P = np.asarray(self.regressor(X), dtype=np.float64)
+        except (ValueError, TypeError, IndexError) as exc:
+            raise ValueError(
+                f"regressor failed on X of shape {X.shape} (does X have the features it "
+                f"expects?): {type(exc).__name__}: {exc}"
+            ) from exc
         if P.ndim != 3 or len(P) != len(X):
             raise ValueError(
                 f"regressor must return an array of shape (n, T, p), got {P.shape} for "
@@ -574,6 +593,11 @@ class SemiparametricRegressor(BaseEstimator):
         Y = _rows(_host(y), "y")
         if len(Y) != len(X2):
             raise ValueError(f"X and y have different numbers of samples: {len(X2)} and {len(Y)}")
+        fitted_d = getattr(self, "n_features_in_", None)
+        if hasattr(self, "parametric_") and X2.shape[1] != fitted_d:
+            raise ValueError(
+                f"X has {X2.shape[1]} features, but {type(self).__name__} is fitted with {fitted_d}"
+            )
         P = self._phi(X2)
         if P.shape[1] != Y.shape[1]:
             raise ValueError(f"regressor gives {P.shape[1]} outputs, y has {Y.shape[1]}")
@@ -590,6 +614,7 @@ class SemiparametricRegressor(BaseEstimator):
                     f"got {self.initial_parameters!r}"
                 )
             self._prior = prior
+            self.n_features_in_ = X2.shape[1]
             self.parametric_ = RecursiveRLS(penalty=self.parametric_penalty)
             self.parametric_.partial_fit(P[0], Y[0] - P[0] @ prior)
             y_hat0 = np.einsum("ntp,p->nt", P, self.parameters_)
@@ -629,6 +654,11 @@ class SemiparametricRegressor(BaseEstimator):
         """ŷ = Φ(x) π̂ alone, shape (n_samples, T)."""
         check_is_fitted(self)
         X2 = _rows(X)
+        if X2.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X2.shape[1]} features, but {type(self).__name__} is fitted with "
+                f"{self.n_features_in_}"
+            )
         return B.like_input(np.einsum("ntp,p->nt", self._phi(X2), self.parameters_), X)
 
     def predict(self, X: Any) -> np.ndarray:
@@ -638,6 +668,7 @@ class SemiparametricRegressor(BaseEstimator):
         ----------
         X : array-like of shape (d,) or (n_samples, d)
         """
+        check_is_fitted(self)
         X2 = _rows(X)
         y_hat = self.predict_parametric(X2)
         delta = self.correction_.predict(self._normalized(X2, y_hat))

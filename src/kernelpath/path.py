@@ -139,8 +139,13 @@ class Path:
             raise IndexError(f"index {index!r} is outside the path of shape {self.shape}")
         if idx in self._stored:
             return self._stored[idx]
-        if not np.isfinite(self.train_error[idx]) or self._coef_fn is None:
+        if not np.isfinite(self.train_error[idx]):
             raise IndexError(f"point {idx} was not reached (stopped early)")
+        if self._coef_fn is None:
+            raise IndexError(
+                f"the coefficients of point {idx} are not kept: a path loaded from a model "
+                "file keeps those of its chosen point (refit for the others)"
+            )
         return self._coef_fn(idx)
 
     def __len__(self) -> int:
@@ -191,19 +196,36 @@ class Path:
             "scoring": self.scoring,
         }
 
-    def plot(self, ax: Any = None, param: str | None = None) -> Any:
-        """Plot training and validation error along the path (needs matplotlib).
+    def plot(self, ax: Any = None, param: str | None = None, kind: str = "auto") -> Any:
+        """Plot the error along the path (needs matplotlib). Returns the matplotlib Axes.
 
-        For a 2-D path (λ x iterations) one validation curve per λ is drawn against the
-        iterations. Returns the matplotlib Axes.
+        Parameters
+        ----------
+        ax : matplotlib Axes or None
+        param : str or None
+            The parameter on the x axis of the curves (default: the last one).
+        kind : {"auto", "curves", "heatmap"}
+            "curves": training and validation error against ``param`` (for a 2-D path such
+            as λ x iterations, one validation curve per λ; over kernels, the best error of
+            each width). "heatmap": the validation error over two grid parameters, the
+            (m, λ), (D, λ) and (σ, λ) grids (the smallest over any other axis, such as the
+            iterations), the chosen point marked. "auto": a heat map for those grids, curves
+            otherwise.
         """
         try:
             import matplotlib.pyplot as plt
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError("Path.plot needs matplotlib: pip install kernelpath[plot]") from exc
+        if kind not in ("auto", "curves", "heatmap"):
+            raise ValueError(f"kind must be 'auto', 'curves' or 'heatmap', got {kind!r}")
         if ax is None:
             _, ax = plt.subplots()
         names = self.param_names
+        grid = self._grid_axes()
+        if kind == "heatmap" or (kind == "auto" and param is None and grid is not None):
+            if grid is None:
+                raise ValueError(f"a heat map needs two grid parameters; this path is over {names}")
+            return self._plot_heatmap(ax, *grid)
         if param is None and names[0] in ("sigma", "kernel") and len(names) > 1:
             return self._plot_kernel_axis(ax, names[0])
         x_name = param or names[-1]
@@ -225,6 +247,48 @@ class Path:
         ax.set_xlabel(x_name)
         ax.set_ylabel("error")
         ax.legend(fontsize="small")
+        return ax
+
+    def _grid_axes(self) -> tuple[int, int] | None:
+        """The two axes of a grid of models (not iteration counts) with a penalty axis: the
+        (m, λ), (D, λ) and (σ, λ) paths; None for other paths."""
+        names = self.param_names
+        if "penalty" not in names or len(names) < 2:
+            return None
+        steps = ("n_iter", "n_epochs", "n_passes")
+        others = [i for i, n in enumerate(names) if n not in steps and n != "penalty"]
+        if not others or names[others[0]] == "kernel":
+            return None
+        return others[0], names.index("penalty")
+
+    def _plot_heatmap(self, ax: Any, row: int, col: int) -> Any:
+        """Validation error (the smallest over the other axes) on the (row, col) grid."""
+        errs = self.val_error if self.val_error is not None else self.train_error
+        other = tuple(a for a in range(errs.ndim) if a not in (row, col))
+        with np.errstate(all="ignore"):
+            E = np.fmin.reduce(errs, axis=other) if other else errs
+        if row > col:
+            E = E.T
+        rname, cname = self.param_names[row], self.param_names[col]
+
+        def values(axis: int, name: str) -> np.ndarray:
+            v = np.moveaxis(np.asarray(self.params[name], dtype=float), axis, 0)
+            return v.reshape(v.shape[0], -1)[:, 0]
+
+        rv, cv = values(row, rname), values(col, cname)
+        image = ax.imshow(np.log10(E), aspect="auto", origin="lower", cmap="viridis")
+        ax.set_yticks(range(len(rv)), [f"{v:.3g}" for v in rv])
+        ax.set_xticks(range(len(cv)), [f"{v:.2g}" for v in cv], rotation=90)
+        ax.scatter(
+            [self.best_index[col]], [self.best_index[row]], marker="*", s=150, color="red",
+            label="chosen",
+        )  # fmt: skip
+        ax.set_xlabel(cname)
+        ax.set_ylabel(rname)
+        has_val = self.val_error is not None
+        label = f"log10 validation {self.scoring}" if has_val else "log10 training error"
+        ax.figure.colorbar(image, ax=ax, label=label)
+        ax.legend(fontsize="small", loc="upper right")
         return ax
 
     def _plot_kernel_axis(self, ax: Any, name: str) -> Any:

@@ -66,6 +66,11 @@ _COMMON_DOC = """
         GPU, else as None. Outputs follow the input: a tensor in gives a tensor on its
         device, NumPy in gives NumPy. PyTorch is optional (``pip install
         "kernelpath[torch]"``). On CUDA ``memory_budget`` is device memory.
+    verbose : int, default=0
+        0: silent. 1: a line on stderr per stage of the fit (iterations, epochs or passes,
+        at about every tenth step) with the best validation error so far and the time;
+        2: a line per step. The same reports go to the ``kernelpath`` logger at DEBUG
+        level whatever ``verbose`` is.
 """
 
 _ATTR_DOC = """
@@ -191,6 +196,7 @@ class _KRLSBase(_KernelPathEstimator):
         memory_budget: Any = None,
         random_state: Any = None,
         device: Any = None,
+        verbose: int = 0,
     ) -> None:
         self.kernel = kernel
         self.penalty = penalty
@@ -202,6 +208,7 @@ class _KRLSBase(_KernelPathEstimator):
         self.memory_budget = memory_budget
         self.random_state = random_state
         self.device = device
+        self.verbose = verbose
 
     def _method(self) -> str:
         return check_choice(self.filter, "filter", FILTERS)
@@ -227,6 +234,7 @@ class _NystromBase(_KernelPathEstimator):
         memory_budget: Any = None,
         random_state: Any = None,
         device: Any = None,
+        verbose: int = 0,
     ) -> None:
         self.kernel = kernel
         self.penalty = penalty
@@ -242,6 +250,7 @@ class _NystromBase(_KernelPathEstimator):
         self.memory_budget = memory_budget
         self.random_state = random_state
         self.device = device
+        self.verbose = verbose
 
     def _method(self) -> str:
         return check_choice(self.solver, "solver", ("direct", "cg"))
@@ -266,6 +275,7 @@ class _NYTROBase(_NystromBase):
         memory_budget: Any = None,
         random_state: Any = None,
         device: Any = None,
+        verbose: int = 0,
     ) -> None:
         super().__init__(
             kernel=kernel,
@@ -282,6 +292,7 @@ class _NYTROBase(_NystromBase):
             memory_budget=memory_budget,
             random_state=random_state,
             device=device,
+            verbose=verbose,
         )
 
     def _method(self) -> str:

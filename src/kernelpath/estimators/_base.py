@@ -23,6 +23,8 @@ from .._backend import resolve_memory_budget
 from .._validation import (
     check_float,
     check_int,
+    check_labels,
+    check_magnitude,
     check_numeric,
     check_penalty,
     check_size,
@@ -34,6 +36,7 @@ from ..data import is_lazy_array
 from ..kernels import Kernel, kernel_candidates
 from ..operators import KernelOperator, make_operator
 from ..path import Path, mean_over_folds, stack_paths
+from ..progress import verbose_reporter
 from ..selection import check_cv, cv_folds, holdout_split
 from ..solvers import exact_path, incremental_nystrom_path, iterative_path, nystrom_direct_path
 from ..solvers._common import Validation
@@ -197,6 +200,11 @@ class _KernelPathEstimator(BaseEstimator):
         -------
         self
         """
+        verbose = check_int(getattr(self, "verbose", 0), "verbose", 0)
+        with verbose_reporter(type(self).__name__, int(verbose or 0)):
+            return self._fit(X, y, sample_weight)
+
+    def _fit(self, X: Any, y: Any, sample_weight: Any) -> Any:
         X, y, sample_weight = self._validate_fit_input(X, y, sample_weight)
         n = X.shape[0]
         params = self._check_params(n)
@@ -570,6 +578,9 @@ class _KernelPathEstimator(BaseEstimator):
                 multi_output=not self._classifier,
                 y_numeric=not self._classifier,
             )
+            check_magnitude(X)
+        if self._classifier:
+            check_labels(y)
         self._device = dev
         self.device_ = str(dev)
         return B.to_device(X, dev, B.dtype_of(X)), y, sample_weight

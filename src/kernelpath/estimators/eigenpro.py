@@ -58,6 +58,7 @@ class _EigenProBase(_KernelPathEstimator):
         memory_budget: Any = None,
         random_state: Any = None,
         device: Any = None,
+        verbose: int = 0,
     ) -> None:
         self.kernel = kernel
         self.n_epochs = n_epochs
@@ -75,6 +76,7 @@ class _EigenProBase(_KernelPathEstimator):
         self.memory_budget = memory_budget
         self.random_state = random_state
         self.device = device
+        self.verbose = verbose
 
     # ------------------------------------------------------------------ checks
     def _check_params(self, n: int) -> dict[str, Any]:
@@ -256,7 +258,8 @@ _EP_DOC = """
     n_features : int or None, default=None
         None: kernel EigenPro (coefficients on the training points). A number D: EigenPro
         on D random Fourier features (primal).
-    validation_fraction, cv, n_iter_no_change, tol, refit, memory_budget, random_state :
+    validation_fraction, cv, n_iter_no_change, tol, refit, memory_budget, random_state, device,
+    verbose :
         As for the other estimators; the refit keeps the chosen number of epochs.
 
     Attributes

@@ -45,6 +45,7 @@ class _RandomFeaturesBase(_KernelPathEstimator):
         memory_budget: Any = None,
         random_state: Any = None,
         device: Any = None,
+        verbose: int = 0,
     ) -> None:
         self.kernel = kernel
         self.penalty = penalty
@@ -56,6 +57,7 @@ class _RandomFeaturesBase(_KernelPathEstimator):
         self.memory_budget = memory_budget
         self.random_state = random_state
         self.device = device
+        self.verbose = verbose
 
     def _method(self) -> str:
         return "eigh"
@@ -191,6 +193,8 @@ _RF_DOC = """
     memory_budget : int, str or None, default=None
     random_state : int, Generator or None, default=None
         Seeds the split, the bandwidth heuristic and the features.
+    device, verbose :
+        As for NystromRegressor.
 
     Attributes
     ----------

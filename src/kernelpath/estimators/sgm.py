@@ -66,6 +66,7 @@ class _SGMBase(_KernelPathEstimator):
         memory_budget: Any = None,
         random_state: Any = None,
         device: Any = None,
+        verbose: int = 0,
     ) -> None:
         self.kernel = kernel
         self.loss = loss
@@ -86,6 +87,7 @@ class _SGMBase(_KernelPathEstimator):
         self.memory_budget = memory_budget
         self.random_state = random_state
         self.device = device
+        self.verbose = verbose
 
     def _check_params(self, n: int) -> dict[str, Any]:
         p: dict[str, Any] = {
@@ -270,7 +272,8 @@ _SGM_DOC = """
         weights); with the hinge and logistic losses on unbalanced classes the model needs
         it (ijcnn1, 20,000 points, 500 features: 12.2% error without, 7.6% with, 8.9% for
         LinearSVC).
-    validation_fraction, cv, n_iter_no_change, tol, refit, memory_budget, random_state :
+    validation_fraction, cv, n_iter_no_change, tol, refit, memory_budget, random_state, device,
+    verbose :
         As for the other estimators; the refit keeps the chosen step size and passes.
 
     Attributes

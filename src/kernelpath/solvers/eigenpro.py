@@ -43,6 +43,7 @@ from .._backend import FACTOR_DTYPE
 from ..kernels import Kernel
 from ..operators import KernelOperator
 from ..path import Path
+from ..progress import report
 from ..selection import EarlyStopping
 from ._common import Validation, as_2d
 
@@ -215,6 +216,8 @@ def sgd_path(
                 break
         else:
             stored = {(epoch,): coef.copy()}
+        best_val = {} if val_err is None else {"best_val": float(np.nanmin(val_err[: epoch + 1]))}
+        report("epochs", epoch + 1, n_epochs, **best_val)
     last = int(np.flatnonzero(np.isfinite(train))[-1])
     if (last,) not in stored:
         stored[(last,)] = coef.copy()

@@ -45,6 +45,7 @@ from .._backend import FACTOR_DTYPE
 from ..linalg import NystromFactor, nu_method_coefficients, spectral_filter, top_eigenvalue
 from ..operators import KernelOperator
 from ..path import Path, lex_argmin
+from ..progress import report
 from ..selection import EarlyStopping, penalty_grid
 from ._common import Validation, as_2d, weights_or_ones
 from .nystrom import center_factor
@@ -105,6 +106,7 @@ class _Bookkeeping:
         tol: float,
     ) -> None:
         self.P = P
+        self.max_iter = max_iter
         self.validation = validation
         window = n_iter_no_change if validation is not None else None
         self.stopper = EarlyStopping(P, window, tol)
@@ -119,6 +121,14 @@ class _Bookkeeping:
     @property
     def active(self) -> np.ndarray:
         return self.stopper.active & ~self.converged
+
+    def report(self, stage: str, t: int) -> None:
+        """Tell the progress listeners that iteration ``t`` is done (with the best
+        validation error so far and the penalties still iterating)."""
+        info: dict[str, float | int] = {"active": int(self.active.sum())}
+        if self.validation is not None and np.isfinite(self.val_err[:, :t]).any():
+            info["best_val"] = float(np.nanmin(self.val_err[:, :t]))
+        report(stage, t, self.max_iter, **info)
 
     def record_validation(self, t: int, act: np.ndarray, F: np.ndarray, k: int) -> np.ndarray:
         """Score predictions ``F`` (n_val, n_active * k) of iterate t; return the mask of
@@ -290,6 +300,7 @@ def _gradient_path(
         norms = np.linalg.norm(beta[:, cols], axis=0)
         col_conv = np.linalg.norm(delta, axis=0) <= tol * np.where(norms > 0, norms, 1.0)
         book.converged[act] |= col_conv.reshape(-1, k).all(axis=1)
+        book.report(method, t)
 
     if pending.any():  # train error of each penalty's last iterate
         cols = np.flatnonzero(np.repeat(pending, k))
@@ -518,6 +529,7 @@ def _krylov_path(
             if mine.size:
                 cols = (mine[:, None] * k + np.arange(k)[None, :]).ravel()
                 newest[a] = _orthonormalize(precond[a](resid[:, cols]), V)
+        book.report("cg", t)
     best_t = book.best_iterations()
     params, train_err, val_err, val_loss, T = book.finish(lam)
     sizes_arr = np.asarray(sizes + [V.shape[1]] * (T - len(sizes)), dtype=int)

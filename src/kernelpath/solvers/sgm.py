@@ -27,6 +27,7 @@ import numpy as np
 
 from .._backend import FACTOR_DTYPE
 from ..path import Path
+from ..progress import report
 from ..selection import EarlyStopping
 from ._common import Validation, as_2d
 
@@ -165,6 +166,9 @@ def sgm_path(
             active &= stopper.active
         for r in run:  # every reached point is kept (S x passes weight vectors)
             stored[(int(r), p)] = model[r].copy()
+        seen = val_err[:, : p + 1] if val_err is not None else None
+        best = {"best_val": float(np.nanmin(seen))} if seen is not None else {}
+        report("passes", p + 1, n_passes, active=int(active.sum()), **best)
     steps_grid, pass_grid = np.meshgrid(eta, np.arange(1, n_passes + 1), indexing="ij")
     return Path(
         {"step_size": steps_grid, "n_passes": pass_grid},

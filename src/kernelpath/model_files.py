@@ -1,0 +1,514 @@
+"""Model files: ``save(model, path)`` and ``load(path)`` without pickle.
+
+A model file is a safetensors file: the arrays of the fitted model (centers, coefficients,
+the random features' frequencies, the online learners' Cholesky factors, the path's
+errors) as raw tensors, and a JSON header that describes everything else (format version,
+library version, the public class name, the parameters, every fitted attribute, the path
+summary), with a SHA-256 checksum of the header and of every array.
+
+Loading parses the header with ``json`` and the arrays with safetensors (neither executes
+anything), then rebuilds the objects the header names, and only those on an allowlist of
+kernelpath's own classes (and scikit-learn's ``LabelBinarizer``): an object is created
+without calling its constructor, and its attributes are set to the decoded values. No
+class, function or module named by a file outside the allowlist is ever touched, so a
+crafted file cannot run code; a damaged one (a flipped byte, a truncated file, an edited
+header) fails its checksum or its parse and is refused with ``ModelFileError``.
+
+What is code cannot be stored: a user-defined ``Kernel`` subclass, a callable passed as
+``features``, or any object outside the allowlist is refused at ``save`` with a
+``TypeError`` naming the attribute. ``SemiparametricRegressor``'s ``regressor`` (the user's
+physical model) is left out of the file and passed back to ``load``::
+
+    kp.save(model, "arm.kp")
+    model = kp.load("arm.kp", regressor=inverse_dynamics)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["save", "load", "ModelFileError", "FORMAT_VERSION"]
+
+#: The layout of the header; a file of another format version is refused.
+FORMAT_VERSION = 1
+#: What the header's ``format`` entry says.
+FORMAT_NAME = "kernelpath-model"
+
+
+class ModelFileError(ValueError):
+    """A file that is not a kernelpath model file, is damaged, or comes from an
+    incompatible version."""
+
+
+# --------------------------------------------------------------------------- the allowlist
+def _registry() -> dict[str, type]:
+    """The classes a model file may name, by the name the file uses."""
+    from sklearn.preprocessing import LabelBinarizer
+
+    import kernelpath as kp
+
+    from ._backend import Device
+    from .centers import CenterSelection
+
+    out: dict[str, type] = {}
+    for name in kp.__all__:
+        obj = getattr(kp, name)
+        if (
+            isinstance(obj, type)
+            and name not in ("KernelOperator", "Kernel")
+            and not issubclass(obj, BaseException)
+        ):
+            out[f"kernelpath.{name}"] = obj
+    out["kernelpath.Device"] = Device
+    out["kernelpath.CenterSelection"] = CenterSelection
+    out["sklearn.preprocessing.LabelBinarizer"] = LabelBinarizer
+    return out
+
+
+def _class_name(obj: Any, registry: dict[str, type]) -> str | None:
+    cls = type(obj)
+    for name, c in registry.items():
+        if c is cls:
+            return name
+    return None
+
+
+#: Attributes that are caches or handles of a live fit: not stored, reset on load.
+_TRANSIENT: dict[str, dict[str, Any]] = {
+    "kernelpath.Path": {"_coef_fn": None},
+    "kernelpath.RandomFourierFeatures": {"_on_device": dict},
+    "kernelpath.IncrementalRLSClassifier": {"_W_cache": dict},
+}
+#: Attributes rebuilt after loading from what was stored (the map of the online learners'
+#: ``features``).
+_REBUILT = ("_map",)
+#: Parameters that hold the user's code: left out of the file, passed back to ``load``.
+_USER_CODE = {"kernelpath.SemiparametricRegressor": ("regressor",)}
+
+
+# --------------------------------------------------------------------------- encoding
+class _Encoder:
+    """Turns a model into a JSON-able tree and a dict of arrays."""
+
+    def __init__(self) -> None:
+        self.registry = _registry()
+        self.tensors: dict[str, np.ndarray] = {}
+        self._array_keys: dict[int, str] = {}
+        self._objects: dict[int, int] = {}
+        self._keep: list[Any] = []  # keeps ids unique while encoding
+
+    def array(self, a: np.ndarray, where: str) -> Any:
+        if a.dtype.kind in "biuf" and a.dtype.byteorder in "=<|":
+            key = self._array_keys.get(id(a))
+            if key is None:
+                key = f"a{len(self.tensors)}"
+                self._array_keys[id(a)] = key
+                self._keep.append(a)
+                self.tensors[key] = np.ascontiguousarray(a)
+            return {"$array": key}
+        if a.dtype.kind in "biuf":
+            return self.array(a.astype(a.dtype.newbyteorder("=")), where)
+        if a.dtype.kind in "UO":
+            items = [self.value(v, f"{where}[{i}]") for i, v in enumerate(a.ravel().tolist())]
+            return {"$items": items, "kind": a.dtype.kind, "shape": list(a.shape)}
+        raise TypeError(f"{where}: arrays of dtype {a.dtype} cannot be stored in a model file")
+
+    def value(self, v: Any, where: str) -> Any:
+        from . import _backend as B
+
+        if v is None or isinstance(v, (bool, str)):
+            return v
+        if isinstance(v, int):
+            return v
+        if isinstance(v, float):
+            return v if math.isfinite(v) else {"$float": repr(v)}
+        if isinstance(v, np.generic):
+            if v.dtype.kind not in "biufU":
+                raise TypeError(f"{where}: a {v.dtype} scalar cannot be stored in a model file")
+            return {"$scalar": v.dtype.str, "value": self.value(v.item(), where)}
+        if isinstance(v, np.ndarray):
+            return self.array(v, where)
+        if B.is_tensor(v):
+            return self.array(B.to_numpy(v), where)
+        if isinstance(v, list):
+            return [self.value(x, f"{where}[{i}]") for i, x in enumerate(v)]
+        if isinstance(v, tuple):
+            return {"$tuple": [self.value(x, f"{where}[{i}]") for i, x in enumerate(v)]}
+        if isinstance(v, dict):
+            if all(isinstance(k, str) for k in v):
+                return {"$dict": {k: self.value(x, f"{where}[{k!r}]") for k, x in v.items()}}
+            return {
+                "$pairs": [
+                    [self.value(k, f"{where} key"), self.value(x, f"{where}[{k!r}]")]
+                    for k, x in v.items()
+                ]
+            }
+        return self.obj(v, where)
+
+    def obj(self, v: Any, where: str) -> Any:
+        from .kernels import Kernel
+
+        name = _class_name(v, self.registry)
+        if name is None:
+            if isinstance(v, Kernel):
+                raise TypeError(
+                    f"{where} is a user-defined Kernel subclass ({type(v).__name__}): a model "
+                    "file keeps no code; use one of kernelpath's kernels (Gaussian, "
+                    "Laplacian, Matern, Cauchy, Polynomial, Linear)"
+                )
+            if callable(v):
+                raise TypeError(
+                    f"{where} is a function ({getattr(v, '__name__', type(v).__name__)}): a "
+                    "model file keeps no code; use a kernelpath feature map or transformer"
+                )
+            raise TypeError(
+                f"{where}: a {type(v).__module__}.{type(v).__qualname__} cannot be stored in "
+                "a model file (only kernelpath's own classes can)"
+            )
+        ref = self._objects.get(id(v))
+        if ref is not None:
+            return {"$ref": ref}
+        ref = len(self._objects)
+        self._objects[id(v)] = ref
+        self._keep.append(v)
+        skip = set(_TRANSIENT.get(name, {})) | set(_USER_CODE.get(name, ())) | set(_REBUILT)
+        attrs = dict(vars(v))
+        if name == "kernelpath.Path":  # the chosen point's coefficients travel with the path
+            attrs["_stored"] = {**v._stored, v.best_index: _host_array(v.coef())}
+        state = {k: self.value(x, f"{where}.{k}") for k, x in attrs.items() if k not in skip}
+        return {"$object": name, "id": ref, "state": state}
+
+
+class _Decoder:
+    """Rebuilds a model from the JSON tree and the arrays, naming only allowlisted classes."""
+
+    def __init__(self, tensors: dict[str, np.ndarray], user_code: dict[str, Any]) -> None:
+        self.registry = _registry()
+        self.tensors = tensors
+        self.user_code = user_code
+        self.objects: dict[int, Any] = {}
+        self.used_code: set[str] = set()
+
+    def value(self, v: Any) -> Any:
+        if v is None or isinstance(v, (bool, str, int, float)):
+            return v
+        if isinstance(v, list):
+            return [self.value(x) for x in v]
+        if not isinstance(v, dict) or len(v) == 0:
+            raise ModelFileError(f"unexpected entry in the model header: {str(v)[:80]}")
+        if "$array" in v:
+            key = v["$array"]
+            if key not in self.tensors:
+                raise ModelFileError(f"the header names an array {key!r} the file does not hold")
+            return self.tensors[key]
+        if "$float" in v:
+            if v["$float"] not in ("nan", "inf", "-inf"):
+                raise ModelFileError(f"bad float {v['$float']!r} in the model header")
+            return float(v["$float"])
+        if "$scalar" in v:
+            dtype = np.dtype(str(v["$scalar"]))
+            if dtype.kind not in "biufU":
+                raise ModelFileError(f"bad scalar type {v['$scalar']!r} in the model header")
+            return dtype.type(self.value(v["value"]))
+        if "$items" in v:
+            kind = "U" if v.get("kind") == "U" else "O"
+            items = [self.value(x) for x in v["$items"]]
+            shape = tuple(int(s) for s in v["shape"])
+            if kind == "U":
+                return np.asarray(items, dtype=str).reshape(shape)
+            out = np.empty(len(items), dtype=object)
+            out[:] = items
+            return out.reshape(shape)
+        if "$tuple" in v:
+            return tuple(self.value(x) for x in v["$tuple"])
+        if "$dict" in v:
+            return {str(k): self.value(x) for k, x in v["$dict"].items()}
+        if "$pairs" in v:
+            return {_hashable(self.value(k)): self.value(x) for k, x in v["$pairs"]}
+        if "$ref" in v:
+            ref = v["$ref"]
+            if ref not in self.objects:
+                raise ModelFileError(f"the header refers to object {ref!r} before defining it")
+            return self.objects[ref]
+        if "$object" in v:
+            return self.obj(v)
+        raise ModelFileError(f"unexpected entry in the model header: {str(v)[:80]}")
+
+    def obj(self, v: dict[str, Any]) -> Any:
+        name = v["$object"]
+        cls = self.registry.get(name)
+        if cls is None:
+            raise ModelFileError(
+                f"the model file names the class {name!r}, which is not one kernelpath loads"
+            )
+        out: Any = object.__new__(cls)  # no constructor runs
+        self.objects[int(v["id"])] = out
+        state = {str(k): self.value(x) for k, x in v["state"].items()}
+        for attr, default in _TRANSIENT.get(name, {}).items():
+            state[attr] = default() if callable(default) else default
+        for attr in _USER_CODE.get(name, ()):
+            state[attr] = self.user_code.get(attr)
+            self.used_code.add(attr)
+        out.__dict__.update(state)
+        if "_map" in _rebuilt_by(cls) and "features" in state and "n_features_in_" in state:
+            from .online import as_feature_map
+
+            out._map = as_feature_map(state["features"], None)  # type: ignore[arg-type]
+        return out
+
+
+def _host_array(a: Any) -> np.ndarray:
+    from . import _backend as B
+
+    return np.asarray(B.to_numpy(a))
+
+
+def _rebuilt_by(cls: type) -> tuple[str, ...]:
+    from .online import IncrementalRLSClassifier, RecursiveRLS
+
+    return ("_map",) if issubclass(cls, (RecursiveRLS, IncrementalRLSClassifier)) else ()
+
+
+def _hashable(k: Any) -> Any:
+    if isinstance(k, list):
+        return tuple(_hashable(x) for x in k)
+    return k
+
+
+# --------------------------------------------------------------------------- checksum
+def _checksum(header: dict[str, str], tensors: dict[str, np.ndarray]) -> str:
+    """SHA-256 of the header's entries (but the checksum) and of every array's name,
+    dtype, shape and bytes."""
+    h = hashlib.sha256()
+    body = {k: v for k, v in header.items() if k != "checksum"}
+    h.update(json.dumps(body, sort_keys=True).encode())
+    for key in sorted(tensors):
+        a = np.ascontiguousarray(tensors[key])
+        h.update(f"\0{key}\0{a.dtype.str}\0{a.shape}\0".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _version() -> str:
+    from . import __version__
+
+    return str(__version__)
+
+
+def _compatible(written_by: str) -> bool:
+    """Files load in the kernelpath release series that wrote them (same major.minor): the
+    fitted attributes they describe are those of that series."""
+    return written_by.split(".")[:2] == _version().split(".")[:2]
+
+
+# --------------------------------------------------------------------------- public
+def save(model: Any, path: str | os.PathLike[str]) -> str:
+    """Write a fitted (or unfitted) kernelpath estimator or online learner to ``path``.
+
+    Parameters
+    ----------
+    model : kernelpath estimator, feature map or online learner
+    path : path-like
+        The file to write (conventionally ``.kp``). Written to a temporary file in the
+        same folder and renamed into place: never half-written.
+
+    Returns
+    -------
+    str
+        ``path``.
+
+    Raises
+    ------
+    TypeError
+        The model holds code (a user-defined ``Kernel`` subclass, a function as
+        ``features``) or an object kernelpath cannot store; the message names it.
+    """
+    from safetensors.numpy import save as st_save
+
+    from .data import default_mode
+
+    enc = _Encoder()
+    name = _class_name(model, enc.registry)
+    if name is None or name in ("kernelpath.Path", "kernelpath.CenterSelection"):
+        raise TypeError(
+            f"model must be a kernelpath estimator, feature map or online learner, got "
+            f"{type(model).__module__}.{type(model).__qualname__}"
+        )
+    tree = enc.value(model, "model")
+    params = {}
+    if hasattr(model, "get_params"):
+        skip = _USER_CODE.get(name, ())
+        params = {
+            k: enc.value(v, f"model.{k}")
+            for k, v in model.get_params(deep=False).items()
+            if k not in skip
+        }
+    header = {
+        "format": FORMAT_NAME,
+        "format_version": str(FORMAT_VERSION),
+        "kernelpath_version": _version(),
+        "class": name,
+        "params": json.dumps(params, sort_keys=True),
+        "summary": json.dumps(_summary(model), sort_keys=True),
+        "model": json.dumps(tree, allow_nan=False),  # in encoding order: refs after defs
+        "user_code": json.dumps(list(_USER_CODE.get(name, ()))),
+    }
+    header["checksum"] = _checksum(header, enc.tensors)
+    data = st_save(enc.tensors, metadata=header)
+    out = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(out))
+    fd, tmp = tempfile.mkstemp(prefix=".kernelpath-", suffix=".kp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        default_mode(tmp)
+        os.replace(tmp, out)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return out
+
+
+def _summary(model: Any) -> dict[str, Any]:
+    """What a reader of the header wants at a glance (informative; ``model`` is what loads)."""
+    out: dict[str, Any] = {}
+    for attr in ("n_features_in_", "n_samples_seen_", "device_"):
+        if hasattr(model, attr):
+            out[attr] = _plain(getattr(model, attr))
+    if hasattr(model, "feature_names_in_"):
+        out["feature_names_in_"] = [str(c) for c in model.feature_names_in_]
+    if hasattr(model, "classes_"):
+        out["classes_"] = [_plain(c) for c in np.asarray(model.classes_).tolist()]
+    kernel = getattr(model, "kernel_", None)
+    if kernel is not None:
+        out["kernel_"] = repr(kernel)
+    for attr in ("centers_", "coef_"):
+        a = getattr(model, attr, None)
+        if a is not None and hasattr(a, "shape"):
+            out[f"{attr}shape"] = list(a.shape)
+    if hasattr(model, "center_strategy_"):
+        out["center_strategy_"] = str(model.center_strategy_)
+    path = getattr(model, "path_", None)
+    if path is not None:
+        out["path"] = {
+            "params": list(path.param_names),
+            "shape": list(path.shape),
+            "scoring": path.scoring,
+            "best_index": list(path.best_index),
+            "best_params": {k: _plain(v) for k, v in path.best_params.items()},
+            "best_val_error": _plain(path.best_val_error),
+        }
+    return out
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return repr(v)
+    return v if isinstance(v, (bool, int, float, str)) or v is None else repr(v)
+
+
+def load(path: str | os.PathLike[str], **user_code: Callable[..., Any]) -> Any:
+    """Read a model written by ``save``.
+
+    Parameters
+    ----------
+    path : path-like
+    **user_code
+        The parts of the model that are code and were left out of the file:
+        ``regressor=f`` for a ``SemiparametricRegressor``.
+
+    Returns
+    -------
+    The model, as it was saved (its predictions are identical, bit for bit, on the same
+    machine and library version; an online learner continues its stream).
+
+    Raises
+    ------
+    ModelFileError
+        The file is not a kernelpath model, is damaged (checksum, truncation, parse), or
+        was written by an incompatible version.
+    ValueError
+        Code the model needs (``regressor``) was not passed, or was passed for a model
+        that has none.
+    """
+    from safetensors import SafetensorError
+    from safetensors.numpy import load as st_load
+
+    p = os.fspath(path)
+    try:
+        with open(p, "rb") as fh:
+            data = fh.read()
+    except FileNotFoundError:
+        raise ValueError(f"path: no such file {p!r}") from None
+    except OSError as exc:
+        raise ValueError(f"path: cannot read {p!r}: {exc.strerror or exc}") from None
+    try:
+        tensors = st_load(data)
+        header = _header(data)
+    except (SafetensorError, ValueError, UnicodeDecodeError, OverflowError) as exc:
+        raise ModelFileError(
+            f"{p} is not a readable kernelpath model file (damaged or truncated): {exc}"
+        ) from None
+    if header.get("format") != FORMAT_NAME:
+        raise ModelFileError(f"{p} is not a kernelpath model file (no 'format' entry)")
+    if header.get("checksum") != _checksum(header, tensors):
+        raise ModelFileError(
+            f"{p} is damaged: its checksum does not match its contents (a changed byte, or "
+            "an edited header)"
+        )
+    written = header.get("kernelpath_version", "?")
+    if header.get("format_version") != str(FORMAT_VERSION) or not _compatible(written):
+        raise ModelFileError(
+            f"{p} was written by kernelpath {written} (model format "
+            f"{header.get('format_version')}); this is kernelpath {_version()} (format "
+            f"{FORMAT_VERSION}): load it with kernelpath {'.'.join(written.split('.')[:2])}.x, "
+            "or refit"
+        )
+    needs = set(json.loads(header.get("user_code", "[]")))
+    extra = set(user_code) - needs
+    if extra:
+        raise ValueError(
+            f"load got {sorted(extra)}, but a {header['class']} file needs "
+            + (f"only {sorted(needs)}" if needs else "no code")
+        )
+    missing = [k for k in sorted(needs) if user_code.get(k) is None]
+    if missing:
+        raise ValueError(
+            f"a {header['class']} keeps its {missing[0]} (the user's code) out of the file: "
+            f"pass it back, load(path, {missing[0]}=f)"
+        )
+    for k in needs:
+        if not callable(user_code[k]):
+            raise TypeError(f"{k} must be callable, got {type(user_code[k]).__name__}")
+    try:
+        tree = json.loads(header["model"])
+        model = _Decoder(tensors, dict(user_code)).value(tree)
+    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
+        if isinstance(exc, ModelFileError):
+            raise
+        raise ModelFileError(f"{p}: the model header is not valid: {exc}") from None
+    if _class_name(model, _registry()) != header["class"]:
+        raise ModelFileError(f"{p}: the header's class and its model differ")
+    return model
+
+
+def _header(data: bytes) -> dict[str, str]:
+    """The metadata of a safetensors buffer (already checked by safetensors' own parser)."""
+    n = int.from_bytes(data[:8], "little")
+    meta = json.loads(data[8 : 8 + n].decode("utf-8")).get("__metadata__") or {}
+    if not isinstance(meta, dict):
+        raise ValueError("no metadata")
+    return {str(k): str(v) for k, v in meta.items()}

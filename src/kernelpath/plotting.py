@@ -1,0 +1,140 @@
+"""Plots (needs matplotlib: ``pip install "kernelpath[plot]"``).
+
+- ``Path.plot`` (in ``path.py``): the error along a path, curves or a heat map of the (m, λ),
+  (D, λ) and (σ, λ) grids;
+- ``plot_leverage``: ridge leverage scores against the data;
+- ``prequential_errors`` and ``plot_learning_curve``: an online learner's error on each
+  batch of a stream before it learns that batch (test, then update).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _backend as B
+from ._validation import check_int, check_rows
+
+__all__ = ["plot_leverage", "prequential_errors", "plot_learning_curve"]
+
+
+def _axes(ax: Any) -> Any:
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError('plots need matplotlib: pip install "kernelpath[plot]"') from exc
+    if ax is None:
+        _, ax = plt.subplots()
+    return ax
+
+
+def plot_leverage(
+    X: Any, scores: Any, features: tuple[int, int] | int = (0, 1), ax: Any = None
+) -> Any:
+    """Leverage scores against the data: a scatter of two features coloured by the score
+    (one feature, or one-dimensional data: the score against it).
+
+    Parameters
+    ----------
+    X : array-like of shape (n, d)
+    scores : array-like of shape (n,)
+        ``leverage_scores(X, ...)`` or an estimator's ``center_scores_`` with its rows.
+    features : int or (int, int), default=(0, 1)
+        The column(s) drawn.
+    ax : matplotlib Axes or None
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    X2 = check_rows(B.to_numpy(X))
+    tau = np.asarray(B.to_numpy(scores), dtype=float)
+    if tau.shape != (len(X2),):
+        raise ValueError(f"scores must have shape ({len(X2)},), got {tau.shape}")
+    cols = (features,) if isinstance(features, (int, np.integer)) else tuple(features)
+    if X2.shape[1] == 1:
+        cols = (0,)
+    if len(cols) not in (1, 2) or any(not 0 <= int(c) < X2.shape[1] for c in cols):
+        raise ValueError(
+            f"features must be one or two columns of X's {X2.shape[1]}, got {features}"
+        )
+    ax = _axes(ax)
+    if len(cols) == 1:
+        ax.scatter(X2[:, cols[0]], tau, s=6)
+        ax.set_xlabel(f"feature {cols[0]}")
+        ax.set_ylabel("leverage score")
+        ax.set_yscale("log")
+        return ax
+    order = np.argsort(tau)  # high scores drawn last, on top
+    points = ax.scatter(
+        X2[order, cols[0]], X2[order, cols[1]], c=np.log10(tau[order]), s=6, cmap="viridis"
+    )
+    ax.figure.colorbar(points, ax=ax, label="log10 leverage score")
+    ax.set_xlabel(f"feature {cols[0]}")
+    ax.set_ylabel(f"feature {cols[1]}")
+    return ax
+
+
+def prequential_errors(learner: Any, X: Any, y: Any, batch_size: int = 50) -> dict[str, Any]:
+    """Test-then-update over a stream: each batch is predicted by the learner as it stands,
+    then learned (``partial_fit``). The first batch is only learned.
+
+    Parameters
+    ----------
+    learner : RecursiveRLS, IncrementalRLSClassifier or SemiparametricRegressor (or any
+        estimator with ``partial_fit`` and ``predict``)
+    X : array-like of shape (n, d)
+    y : array-like of shape (n,) or (n, k)
+    batch_size : int, default=50
+
+    Returns
+    -------
+    dict
+        ``seen``: samples learned before each scored batch; ``error``: its RMSE (regression)
+        or error rate (labels); ``metric``: "rmse" or "error_rate".
+    """
+    b = check_int(batch_size, "batch_size", 1)
+    assert b is not None
+    X2 = check_rows(B.to_numpy(X))
+    Y = np.asarray(B.to_numpy(y))
+    if len(Y) != len(X2):
+        raise ValueError(f"X and y have different numbers of samples: {len(X2)} and {len(Y)}")
+    from sklearn.base import is_classifier
+
+    from .online import IncrementalRLSClassifier
+
+    labels = (
+        Y.dtype.kind in "OUSb"
+        or is_classifier(learner)
+        or isinstance(learner, IncrementalRLSClassifier)
+    )
+    seen, errors = [], []
+    for s in range(0, len(X2), b):
+        xb, yb = X2[s : s + b], Y[s : s + b]
+        if s > 0:
+            pred = np.asarray(B.to_numpy(learner.predict(xb)))
+            if labels:
+                errors.append(float(np.mean(pred != yb)))
+            else:
+                diff = pred.reshape(yb.shape).astype(float) - yb.astype(float)
+                errors.append(float(np.sqrt(np.mean(diff**2))))
+            seen.append(s)
+        learner.partial_fit(xb, yb)
+    return {
+        "seen": np.asarray(seen),
+        "error": np.asarray(errors),
+        "metric": "error_rate" if labels else "rmse",
+    }
+
+
+def plot_learning_curve(curve: dict[str, Any], ax: Any = None, label: str | None = None) -> Any:
+    """Draw ``prequential_errors``'s result: the error of each batch against the samples
+    learned before it."""
+    ax = _axes(ax)
+    ax.plot(curve["seen"], curve["error"], label=label)
+    ax.set_xlabel("samples learned")
+    ax.set_ylabel(curve["metric"].replace("_", " ") + " on the next batch")
+    if label is not None:
+        ax.legend(fontsize="small")
+    return ax

@@ -1,0 +1,252 @@
+"""The command line on files: fit / predict / evaluate / inspect against the library called
+directly, every input format, and user errors as one line on stderr with exit status 1."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import kernelpath as kp
+from kernelpath.cli import main
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("pyarrow")
+
+
+@pytest.fixture()
+def files(tmp_path):
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((1200, 4))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(1200)
+    df = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    df["price"] = y
+    df.iloc[:1000].to_csv(tmp_path / "train.csv", index=False)
+    df.iloc[1000:].to_csv(tmp_path / "test.csv", index=False)
+    lab = df.drop(columns="price")
+    lab["label"] = np.where(y > 0.2, "up", "down")
+    lab.to_parquet(tmp_path / "cls.parquet")
+    return tmp_path, X, y
+
+
+def _run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+FIT = ["--n-centers", "80", "--seed", "0", "--quiet", "--no-progress"]
+
+
+def test_fit_predict_evaluate_match_the_library(files, capsys):
+    d, X, y = files
+    code, out, _ = _run(capsys, "fit", d / "train.csv", "--target", "price", "-o", d / "m.kp", *FIT)
+    assert code == 0 and out.strip() == str(d / "m.kp")
+    ref = kp.NystromRegressor(n_centers=80, random_state=0).fit(
+        pd.DataFrame(X[:1000], columns=list("abcd")), y[:1000]
+    )
+    model = kp.load(d / "m.kp")
+    Xt = pd.DataFrame(X[1000:], columns=list("abcd"))
+    np.testing.assert_allclose(model.predict(Xt), ref.predict(Xt), rtol=1e-12)
+    assert list(model.feature_names_in_) == list("abcd")
+
+    code, _, _ = _run(capsys, "predict", d / "m.kp", d / "test.csv", "-o", d / "p.csv", "--quiet")
+    assert code == 0
+    pred = pd.read_csv(d / "p.csv")
+    assert list(pred.columns) == ["prediction"]
+    np.testing.assert_array_equal(pred["prediction"].to_numpy(), model.predict(Xt))
+
+    code, out, _ = _run(
+        capsys, "evaluate", d / "m.kp", d / "test.csv", "--target", "price", "--json"
+    )
+    assert code == 0
+    scores = json.loads(out)
+    p, t = model.predict(Xt), y[1000:]
+    assert scores["rows"] == 200
+    assert scores["rmse"] == pytest.approx(np.sqrt(np.mean((p - t) ** 2)), rel=1e-12)
+    assert scores["mae"] == pytest.approx(np.mean(np.abs(p - t)), rel=1e-12)
+    r2 = 1 - np.sum((p - t) ** 2) / np.sum((t - t.mean()) ** 2)
+    assert scores["r2"] == pytest.approx(r2, rel=1e-12)
+
+
+def test_classification_is_chosen_for_labels(files, capsys):
+    d, X, y = files
+    code, _, _ = _run(capsys, "fit", d / "cls.parquet", "--target", "label", "-o", d / "c.kp", *FIT)
+    assert code == 0
+    model = kp.load(d / "c.kp")
+    assert isinstance(model, kp.NystromClassifier) and list(model.classes_) == ["down", "up"]
+    code, out, _ = _run(
+        capsys, "evaluate", d / "c.kp", d / "cls.parquet", "--target", "label", "--json"
+    )
+    scores = json.loads(out)
+    truth = np.where(y > 0.2, "up", "down")
+    X = pd.DataFrame(X, columns=list("abcd"))
+    pred = model.predict(X)
+    assert scores["accuracy"] == pytest.approx(np.mean(pred == truth), rel=1e-12)
+    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+
+    assert scores["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(truth, pred))
+    assert scores["auc"] == pytest.approx(roc_auc_score(truth == "up", model.decision_function(X)))
+    code, _, _ = _run(
+        capsys,
+        "predict",
+        d / "c.kp",
+        d / "cls.parquet",
+        "-o",
+        d / "s.csv",
+        "--method",
+        "decision_function",
+        "--quiet",
+    )
+    assert code == 0
+    scores = pd.read_csv(d / "s.csv")
+    assert list(scores.columns) == ["score_up"]
+    np.testing.assert_array_equal(scores["score_up"].to_numpy(), model.decision_function(X))
+    code, _, err = _run(
+        capsys,
+        "predict",
+        d / "c.kp",
+        d / "cls.parquet",
+        "-o",
+        d / "p.csv",
+        "--method",
+        "predict_proba",
+    )
+    assert code == 1 and "has no predict_proba" in err
+
+
+def test_other_formats(files, capsys):
+    d, X, y = files
+    np.save(d / "X.npy", X)
+    np.save(d / "y.npy", y)
+    np.savez(d / "data.npz", X=X, y=y)
+    from sklearn.datasets import dump_svmlight_file
+
+    dump_svmlight_file(X, np.where(y > 0, 1.0, -1.0), str(d / "data.svm"))
+    runs = [
+        ("X.npy", ["--target-file", d / "y.npy"], kp.NystromRegressor),
+        ("data.npz", [], kp.NystromRegressor),
+        ("data.svm", [], kp.NystromClassifier),  # ±1 labels: classification
+    ]
+    for name, extra, cls in runs:
+        code, _, err = _run(capsys, "fit", d / name, *extra, "-o", d / "f.kp", *FIT)
+        assert code == 0, err
+        model = kp.load(d / "f.kp")
+        assert type(model) is cls
+        code, _, err = _run(capsys, "predict", d / "f.kp", d / name, "-o", d / "f.npy", "--quiet")
+        assert code == 0, err
+        np.testing.assert_array_equal(np.load(d / "f.npy"), model.predict(X))
+    code, _, _ = _run(
+        capsys,
+        "fit",
+        d / "X.npy",
+        "--target-file",
+        d / "y.npy",
+        "--task",
+        "regression",
+        "--model",
+        "rf",
+        "--n-features",
+        "50",
+        "-o",
+        d / "r.kp",
+        "--seed",
+        "0",
+        "--quiet",
+    )
+    assert code == 0 and isinstance(kp.load(d / "r.kp"), kp.RandomFeaturesRegressor)
+    assert kp.load(d / "r.kp").n_features == 50
+
+
+def test_inspect_and_plot(files, capsys):
+    d, _, _ = files
+    _run(capsys, "fit", d / "train.csv", "--target", "price", "-o", d / "m.kp", *FIT)
+    model = kp.load(d / "m.kp")
+    code, out, _ = _run(capsys, "inspect", d / "m.kp", "--plot", d / "path.png")
+    assert code == 0
+    assert "model: kernelpath.NystromRegressor" in out
+    chosen = ", ".join(
+        f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}"
+        for k, v in model.best_params_.items()
+    )
+    assert f"chosen point: {chosen} (index {model.path_.best_index})" in out
+    assert f"centers: {len(model.centers_)} (uniform)" in out
+    d_eff = kp.effective_dimension(model.centers_, model.kernel_, model.penalty_)[0]
+    assert f"on the centers: {d_eff:.4g}" in out
+    assert (d / "path.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["fit", "{d}/train.csv", "--target", "cost"], "no column 'cost'"),
+        (["fit", "{d}/missing.csv", "--target", "price"], "no such file"),
+        (["fit", "{d}/train.csv"], "--target"),
+        (["fit", "{d}/text.csv", "--target", "price"], "not numeric"),
+        (["fit", "{d}/nan.csv", "--target", "price"], "NaN"),
+        (["fit", "{d}/train.csv", "--target", "price", "--set", "bogus=1"], "no parameter 'bogus'"),
+        (["fit", "{d}/train.csv", "--target", "price", "--kernel", "spline"], "--kernel"),
+        (["predict", "{d}/train.csv", "{d}/train.csv", "-o", "{d}/p.csv"], "model file"),
+        (["evaluate", "{d}/m.kp", "{d}/cls.parquet", "--target", "label"], "this task"),
+        (["predict", "{d}/m.kp", "{d}/cls.parquet", "-o", "{d}/p.txt"], "path:"),
+        (["predict", "{d}/m.kp", "{d}/bad_rows.csv", "-o", "{d}/p.csv"], "NaN"),
+        (["predict", "{d}/m.kp", "{d}/narrow.npy", "-o", "{d}/p.csv"], "X has 3 features"),
+        (["predict", "{d}/m.kp", "{d}/narrow.csv", "-o", "{d}/p.csv"], "no column ['d']"),
+        (["fit", "{d}/empty.csv", "--target", "price"], "no data rows"),
+        (["inspect", "{d}/missing.kp"], "no such model file"),
+        (["evaluate", "{d}/m.kp", "{d}/test.csv"], "--target"),
+    ],
+)
+def test_user_errors_are_one_line(files, capsys, argv, message):
+    d, X, y = files
+    _run(capsys, "fit", d / "train.csv", "--target", "price", "-o", d / "m.kp", *FIT)
+    with open(d / "text.csv", "w") as fh:
+        fh.write("a,b,price\n1,x,2\n3,y,4\n")
+    with open(d / "nan.csv", "w") as fh:
+        fh.write("a,b,price\n1,2,3\n4,5,\n6,7,8\n")
+    bad = pd.read_csv(d / "test.csv")
+    bad.loc[150, "b"] = np.nan
+    bad.to_csv(d / "bad_rows.csv", index=False)
+    np.save(d / "narrow.npy", X[:10, :3])
+    bad[["a", "b", "c"]].to_csv(d / "narrow.csv", index=False)
+    (d / "empty.csv").write_text("a,b,price\n")
+    before = set(os.listdir(d))
+    code, _, err = _run(capsys, *[a.format(d=d) for a in argv])
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in err
+    assert lines[0].startswith(f"kernelpath {argv[0]}: error: ")
+    assert set(os.listdir(d)) == before  # nothing half-written
+
+
+def test_demo_rejects_a_negative_seed(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["demo", "--seed", "-1"])
+    assert exc.value.code == 2
+    assert "--seed must be a non-negative integer" in capsys.readouterr().err
+
+
+def test_progress_bar_reports_iterations(files, capsys):
+    d, _, _ = files
+    code, _, err = _run(
+        capsys,
+        "fit",
+        d / "train.csv",
+        "--target",
+        "price",
+        "-o",
+        d / "m.kp",
+        "--n-centers",
+        "80",
+        "--max-iter",
+        "7",
+        "--seed",
+        "0",
+        "--progress",
+        "--set",
+        "n_iter_no_change=null",
+    )
+    assert code == 0
+    assert "fit: cg" in err and "7/7" in err

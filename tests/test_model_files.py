@@ -1,0 +1,266 @@
+"""Model files: every estimator, feature map and online learner round-trips bit for bit;
+an online learner continues its stream; damaged, edited or foreign files are refused; no
+file, however crafted, makes ``load`` run code."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import kernelpath as kp
+from kernelpath.model_files import FORMAT_NAME, _checksum, _header
+
+safetensors = pytest.importorskip("safetensors.numpy")
+
+
+def _data(n=240, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+    labels = np.where(y > 0.3, "a", np.where(y < -0.3, "b", "c"))
+    return X, y, labels
+
+
+MODELS = {
+    "krls": (lambda: kp.KRLSRegressor(), "y"),
+    "krls-classifier": (lambda: kp.KRLSClassifier(), "labels"),
+    "nystrom-cg": (lambda: kp.NystromRegressor(n_centers=30, random_state=0), "y"),
+    "nystrom-direct-m-path": (
+        lambda: kp.NystromRegressor(n_centers=[10, 30], solver="direct", random_state=0),
+        "y",
+    ),
+    "nystrom-leverage": (
+        lambda: kp.NystromRegressor(n_centers=30, centers="approximate-leverage", random_state=0),
+        "y",
+    ),
+    "nystrom-classifier": (lambda: kp.NystromClassifier(n_centers=30, random_state=0), "labels"),
+    "nytro": (lambda: kp.NYTRORegressor(n_centers=30, random_state=0), "y"),
+    "nytro-classifier": (lambda: kp.NYTROClassifier(n_centers=30, random_state=0), "labels"),
+    "rf": (lambda: kp.RandomFeaturesRegressor(n_features=30, random_state=0), "y"),
+    "rf-classifier": (
+        lambda: kp.RandomFeaturesClassifier(n_features=30, random_state=0),
+        "labels",
+    ),
+    "sgm": (lambda: kp.SGMRegressor(random_state=0), "y"),
+    "sgm-classifier": (lambda: kp.SGMClassifier(random_state=0), "labels"),
+    "eigenpro": (lambda: kp.EigenProRegressor(random_state=0), "y"),
+    "eigenpro-classifier": (lambda: kp.EigenProClassifier(random_state=0), "labels"),
+    "kernel-list": (
+        lambda: kp.NystromRegressor(
+            [kp.Gaussian(0.5), kp.Laplacian(1.0), kp.Matern(1.0, nu=1.5)],
+            n_centers=30,
+            random_state=0,
+        ),
+        "y",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_round_trip_predicts_bit_for_bit(tmp_path, name):
+    make, target = MODELS[name]
+    X, y, labels = _data()
+    est = make().fit(X, y if target == "y" else labels)
+    path = kp.save(est, tmp_path / "model.kp")
+    back = kp.load(path)
+    assert type(back) is type(est)
+    assert back.get_params().keys() == est.get_params().keys()
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+    if hasattr(est, "decision_function"):
+        np.testing.assert_array_equal(back.decision_function(X), est.decision_function(X))
+    assert back.best_params_ == est.best_params_
+    np.testing.assert_array_equal(back.path_.val_error, est.path_.val_error)
+    assert back.path_.best_index == est.path_.best_index
+    np.testing.assert_array_equal(back.path_.coef(), est.path_.coef())
+    if target == "labels":
+        np.testing.assert_array_equal(back.classes_, est.classes_)
+
+
+def test_the_header_describes_the_model(tmp_path):
+    X, y, _ = _data()
+    est = kp.NystromRegressor(kp.Gaussian(1.5), n_centers=30, random_state=0).fit(X, y)
+    kp.save(est, tmp_path / "m.kp")
+    header = _header((tmp_path / "m.kp").read_bytes())
+    assert header["format"] == FORMAT_NAME and header["format_version"] == "1"
+    assert header["kernelpath_version"] == kp.__version__
+    assert header["class"] == "kernelpath.NystromRegressor"
+    assert json.loads(header["params"])["n_centers"] == 30
+    summary = json.loads(header["summary"])
+    assert summary["kernel_"] == repr(est.kernel_)
+    assert summary["centers_shape"] == [30, 3] and summary["n_features_in_"] == 3
+    assert summary["path"]["best_index"] == list(est.path_.best_index)
+
+
+def test_feature_maps_and_unfitted_estimators(tmp_path):
+    X, y, _ = _data()
+    for fm in (
+        kp.RandomFourierFeatures(kp.Gaussian(1.0), 20, random_state=0),
+        kp.NystromFeatures(n_components=20, random_state=0),
+    ):
+        fm.fit(X)
+        back = kp.load(kp.save(fm, tmp_path / "f.kp"))
+        np.testing.assert_array_equal(back.transform(X), fm.transform(X))
+    est = kp.NystromRegressor(n_centers=17, penalty=1e-3, random_state=3)
+    back = kp.load(kp.save(est, tmp_path / "u.kp"))
+    assert back.get_params() == est.get_params()
+    np.testing.assert_array_equal(back.fit(X, y).predict(X), est.fit(X, y).predict(X))
+
+
+def test_feature_names_are_kept(tmp_path):
+    pd = pytest.importorskip("pandas")
+    X, y, _ = _data()
+    df = pd.DataFrame(X, columns=["speed", "load", "temp"])
+    est = kp.NystromRegressor(n_centers=20, random_state=0).fit(df, y)
+    back = kp.load(kp.save(est, tmp_path / "m.kp"))
+    assert list(back.feature_names_in_) == ["speed", "load", "temp"]
+    np.testing.assert_array_equal(back.predict(df), est.predict(df))
+
+
+@pytest.mark.parametrize("kind", ["rls", "rls-features", "rlsc"])
+def test_online_learners_continue_their_stream(tmp_path, kind):
+    X, y, labels = _data(300)
+    make = {
+        "rls": lambda: kp.RecursiveRLS(1e-2),
+        "rls-features": lambda: kp.RecursiveRLS(
+            1e-2, kp.RandomFourierFeatures(kp.Gaussian(1.0), 40, random_state=0)
+        ),
+        "rlsc": lambda: kp.IncrementalRLSClassifier(),
+    }[kind]
+    t = labels if kind == "rlsc" else y
+    a, b = make(), make()
+    a.partial_fit(X[:150], t[:150])
+    b.partial_fit(X[:150], t[:150])
+    kp.save(b, tmp_path / "mid.kp")
+    b = kp.load(tmp_path / "mid.kp")
+    for s in range(150, 300, 50):  # both see the rest of the stream
+        a.partial_fit(X[s : s + 50], t[s : s + 50])
+        b.partial_fit(X[s : s + 50], t[s : s + 50])
+    np.testing.assert_array_equal(b.predict(X), a.predict(X))
+    assert b.n_samples_seen_ == a.n_samples_seen_ == 300 if hasattr(a, "n_samples_seen_") else True
+
+
+def test_semiparametric_gets_its_regressor_back(tmp_path):
+    from kernelpath.datasets import make_arm_dynamics
+
+    X, tau, reg, _ = make_arm_dynamics(300, random_state=0)
+    sp = kp.SemiparametricRegressor(reg, n_features=50, random_state=0).fit(X[:200], tau[:200])
+    kp.save(sp, tmp_path / "sp.kp")
+    with pytest.raises(ValueError, match="regressor=f"):
+        kp.load(tmp_path / "sp.kp")
+    back = kp.load(tmp_path / "sp.kp", regressor=reg)
+    assert back.regressor is reg
+    np.testing.assert_array_equal(back.predict(X), sp.predict(X))
+    sp.partial_fit(X[200:], tau[200:])
+    back.partial_fit(X[200:], tau[200:])
+    np.testing.assert_array_equal(back.predict(X), sp.predict(X))
+    with pytest.raises(ValueError, match="needs no code"):
+        kp.load(kp.save(kp.RecursiveRLS(), tmp_path / "r.kp"), regressor=reg)
+
+
+def test_code_is_refused_at_save(tmp_path):
+    X, y, _ = _data()
+
+    class MyKernel(kp.Gaussian):
+        pass
+
+    est = kp.NystromRegressor(MyKernel(1.0), n_centers=20, random_state=0).fit(X, y)
+    with pytest.raises(TypeError, match="user-defined Kernel subclass"):
+        kp.save(est, tmp_path / "k.kp")
+    rls = kp.RecursiveRLS(features=lambda A: np.hstack([A, A**2])).partial_fit(X, y)
+    with pytest.raises(TypeError, match="model.features is a function"):
+        kp.save(rls, tmp_path / "f.kp")
+    with pytest.raises(TypeError, match="model must be a kernelpath estimator"):
+        kp.save({"coef": np.ones(3)}, tmp_path / "d.kp")
+    assert sorted(os.listdir(tmp_path)) == []  # nothing written, not even a temporary file
+
+
+def _small_file(tmp_path):
+    X, y, _ = _data(100)
+    est = kp.NystromRegressor(n_centers=10, penalty=1e-3, max_iter=3, random_state=0).fit(X, y)
+    return est, kp.save(est, tmp_path / "m.kp")
+
+
+def test_every_flipped_byte_and_every_truncation_is_refused(tmp_path):
+    _, path = _small_file(tmp_path)
+    raw = open(path, "rb").read()
+    q = tmp_path / "bad.kp"
+    rng = np.random.default_rng(0)
+    for i in range(len(raw)):  # every byte, a random bit
+        b = bytearray(raw)
+        b[i] ^= 1 << int(rng.integers(8))
+        q.write_bytes(bytes(b))
+        with pytest.raises(kp.ModelFileError):
+            kp.load(q)
+    for k in range(0, len(raw), 37):
+        q.write_bytes(raw[:k])
+        with pytest.raises(kp.ModelFileError):
+            kp.load(q)
+    q.write_bytes(b"not a model at all")
+    with pytest.raises(kp.ModelFileError):
+        kp.load(q)
+    with pytest.raises(ValueError, match="no such file"):
+        kp.load(tmp_path / "missing.kp")
+
+
+def _rewrite(src, dst, edit, fix_checksum):
+    """A file with its header edited by ``edit(header)``, re-signed or not."""
+    tensors = safetensors.load(open(src, "rb").read())
+    header = _header(open(src, "rb").read())
+    edit(header)
+    if fix_checksum:
+        header["checksum"] = _checksum(header, tensors)
+    dst.write_bytes(safetensors.save(tensors, metadata=header))
+    return dst
+
+
+def test_edited_headers(tmp_path):
+    est, path = _small_file(tmp_path)
+    X, _, _ = _data(100)
+
+    def change_penalty(h):
+        tree = json.loads(h["model"])
+        tree["state"]["penalty"] = 0.5
+        h["model"] = json.dumps(tree)
+
+    with pytest.raises(kp.ModelFileError, match="checksum"):
+        kp.load(_rewrite(path, tmp_path / "e.kp", change_penalty, fix_checksum=False))
+    # a file rewritten consistently loads as the model it describes
+    back = kp.load(_rewrite(path, tmp_path / "c.kp", change_penalty, fix_checksum=True))
+    assert back.penalty == 0.5
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+
+    def newer(h):
+        h["kernelpath_version"] = "9.0.0"
+
+    with pytest.raises(kp.ModelFileError, match="written by kernelpath 9.0.0"):
+        kp.load(_rewrite(path, tmp_path / "v.kp", newer, fix_checksum=True))
+
+
+_NYS = "kernelpath.NystromRegressor"
+CRAFTED = [
+    {"$object": "builtins.eval", "id": 0, "state": {}},
+    {"$object": "os.system", "id": 0, "state": {}},
+    {"$object": "subprocess.Popen", "id": 0, "state": {"args": ["touch", "PWNED"]}},
+    {"$object": _NYS, "id": 0, "state": {"k": {"$ref": 7}}},
+    {"$object": _NYS, "id": 0, "state": {"k": {"__reduce__": 1}}},
+    {"$object": _NYS, "id": 0, "state": {"k": {"$scalar": "O", "value": 1}}},
+    {"$object": _NYS, "id": 0, "state": {"k": {"$array": "zzz"}}},
+]
+
+
+@pytest.mark.parametrize("tree", CRAFTED, ids=range(len(CRAFTED)))
+def test_crafted_files_run_no_code(tmp_path, monkeypatch, tree):
+    """Consistently signed files that name other classes, or hold a pickle-like entry: refused
+    before anything outside the allowlist is touched."""
+    _, path = _small_file(tmp_path)
+    monkeypatch.chdir(tmp_path)
+
+    def craft(h):
+        h["model"] = json.dumps(tree)
+
+    with pytest.raises(kp.ModelFileError):
+        kp.load(_rewrite(path, tmp_path / "x.kp", craft, fix_checksum=True))
+    assert not (tmp_path / "PWNED").exists()

@@ -1,0 +1,81 @@
+"""Progress reports: silent by default; verbose= lines on stderr; the kernelpath logger."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import kernelpath as kp
+from kernelpath.progress import listening
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((800, 8))
+    return X, np.sin(X[:, 0]) + 0.1 * rng.standard_normal(800)
+
+
+def _nystrom(**kw):
+    return kp.NystromRegressor(
+        kp.Gaussian(1.0),
+        n_centers=40,
+        max_iter=12,
+        n_iter_no_change=None,
+        tol=0.0,
+        random_state=0,
+        **kw,
+    )
+
+
+def test_silent_by_default(capsys):
+    X, y = _data()
+    _nystrom().fit(X, y)
+    out, err = capsys.readouterr()
+    assert out == "" and err == ""
+
+
+def test_reports_follow_the_iterations():
+    X, y = _data()
+    seen = []
+    with listening(lambda stage, done, total, info: seen.append((stage, done, total, info))):
+        est = _nystrom().fit(X, y)
+    T = est.path_.shape[1]  # the iterations CG ran (fewer when its Krylov space is exhausted)
+    assert T >= 5
+    assert [s[:3] for s in seen] == [("cg", t, 12) for t in range(1, T + 1)]
+    # the reported best validation error is the path's
+    assert seen[-1][3]["best_val"] == pytest.approx(np.nanmin(est.path_.val_error))
+    seen.clear()
+    with listening(lambda stage, done, total, info: seen.append((stage, done, total))):
+        kp.EigenProRegressor(n_epochs=4, n_iter_no_change=None, random_state=0).fit(X, y)
+        kp.SGMRegressor(n_passes=3, n_iter_no_change=None, random_state=0).fit(X, y)
+    assert [s for s in seen if s[0] == "epochs"] == [("epochs", e, 4) for e in range(1, 5)]
+    assert [s for s in seen if s[0] == "passes"] == [("passes", p, 3) for p in range(1, 4)]
+
+
+def test_verbose_levels(capsys):
+    X, y = _data()
+    ep = kp.EigenProRegressor(n_epochs=30, n_iter_no_change=None, random_state=0, verbose=1)
+    ep.fit(X, y)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0].startswith("[EigenProRegressor") and "epochs 1/30" in lines[0]
+    assert "epochs 30/30" in lines[-2] and lines[-1].endswith("done")
+    assert 5 <= len(lines) <= 13  # about every tenth epoch
+    T = _nystrom().fit(X, y).path_.shape[1]
+    capsys.readouterr()
+    _nystrom(verbose=2).fit(X, y)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == T + 1  # every iteration, then done
+    with pytest.raises(ValueError, match="verbose"):
+        _nystrom(verbose=-1).fit(X, y)
+    with pytest.raises(TypeError, match="verbose"):
+        _nystrom(verbose="loud").fit(X, y)
+
+
+def test_the_logger_gets_the_reports(caplog):
+    X, y = _data()
+    with caplog.at_level(logging.DEBUG, logger="kernelpath"):
+        _nystrom().fit(X, y)
+    msgs = [r.getMessage() for r in caplog.records if r.name == "kernelpath"]
+    assert msgs[0].startswith("cg 1/12") and len(msgs) >= 5
