@@ -273,7 +273,8 @@ def _kernel(name: str, sigma: str | None) -> Any:
         return name
     if not hasattr(kernel, "sigma"):
         raise UserError(f"--sigma: the {name} kernel has no width")
-    return type(kernel)(sigma=_number_or_name(sigma))
+    radial: Any = type(kernel)  # Gaussian, Laplacian, Matern or Cauchy: they take sigma
+    return radial(sigma=_number_or_name(sigma))
 
 
 def _parse_value(text: str) -> Any:
