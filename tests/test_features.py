@@ -85,7 +85,7 @@ def test_bad_arguments_are_named(rng):
         RandomFourierFeatures(Gaussian(1.0), 0).fit(X)
     with pytest.raises(TypeError, match="orthogonal"):
         RandomFourierFeatures(Gaussian(1.0), 4, orthogonal="yes").fit(X)
-    f = RandomFourierFeatures(Gaussian(1.0), 1000, memory_budget="1MB").fit(X)
+    f = RandomFourierFeatures(Gaussian(1.0), 1000, memory_budget="2MB").fit(X)
     with pytest.raises(ValueError, match="memory_budget"):
         f.transform(rng.standard_normal((1000, 2)))
     with pytest.raises(ValueError, match="features"):
