@@ -106,10 +106,11 @@ def main() -> int:
         print("library", lib[-1], "cli", cli[-1], flush=True)
     med = lambda rs, k: float(np.median([r[k] for r in rs]))  # noqa: E731
     lib_work = med(lib, "fit") + med(lib, "predict")
-    same = np.array_equal(
-        np.loadtxt(folder / "lib_pred.csv", skiprows=1),
-        np.loadtxt(folder / "cli_pred.csv", skiprows=1),
-    )
+    # the last round's predictions: equal up to the order of the operator's sums (its
+    # cache-or-stream decision is measured in each process, so blocks may differ)
+    lib_pred = np.loadtxt(folder / "lib_pred.csv", skiprows=1)
+    cli_pred = np.loadtxt(folder / "cli_pred.csv", skiprows=1)
+    diff = float(np.abs(lib_pred - cli_pred).max() / np.abs(lib_pred).max())
     result = {
         "n": a.n,
         "rounds": a.rounds,
@@ -119,7 +120,7 @@ def main() -> int:
         "cli_wall_s": med(cli, "wall"),
         "cli_overhead_fraction_of_fit_and_predict": (med(cli, "wall") - med(lib, "wall"))
         / lib_work,
-        "same_predictions": bool(same),
+        "max_rel_prediction_diff": diff,
         "runs": {"library": lib, "cli": cli},
     }
     OUT.parent.mkdir(exist_ok=True)
