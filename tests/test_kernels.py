@@ -112,7 +112,7 @@ def test_bad_kernel_parameters(make, match):
 
 def test_kernel_type_errors():
     with pytest.raises(TypeError, match="sigma"):
-        K.Gaussian(sigma=[1.0])
+        K.Gaussian(sigma={"width": 1.0})  # a list or array is one width per feature
     with pytest.raises(TypeError, match="kernel"):
         K.make_kernel(3.0)
 

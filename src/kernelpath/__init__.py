@@ -5,6 +5,7 @@ regularization path; kernelpath computes whole paths for about the price of one 
 picks the best point on validation data.
 """
 
+from .ard import learn_widths
 from .centers import LeverageCenters, SqueakCenters, UniformCenters
 from .data import read_table, write_predictions
 from .estimators import (
@@ -60,6 +61,7 @@ __all__ = [
     "SemiparametricRegressor",
     "leverage_scores",
     "effective_dimension",
+    "learn_widths",
     "UniformCenters",
     "LeverageCenters",
     "SqueakCenters",

@@ -87,7 +87,8 @@ def sample_frequencies(
     assert isinstance(kernel, SUPPORTED_KERNELS)  # narrows the type for what follows
     if orthogonal and not isinstance(kernel, Gaussian):
         raise ValueError(f"orthogonal=True needs the Gaussian kernel, got {kernel!r}")
-    sigma = float(kernel.sigma)  # resolved: a number
+    # resolved: a number, or one width per feature (frequencies divided per feature)
+    sigma: Any = kernel.widths(d) if kernel.per_feature else float(kernel.sigma)
     r_dir, r_scale, r_phase = _streams(random_state)
     D = n_features
     if orthogonal:
@@ -108,7 +109,10 @@ def sample_frequencies(
         else:
             nu = 0.5 if isinstance(kernel, Laplacian) else float(kernel.nu)
             scale = np.sqrt(2.0 * nu / r_scale.chisquare(2.0 * nu, size=D))
-        omega = Z * (scale / sigma)[:, None]
+        if kernel.per_feature:
+            omega = Z * scale[:, None] / sigma[None, :]
+        else:
+            omega = Z * (scale / sigma)[:, None]
     phase = r_phase.uniform(0.0, 2.0 * np.pi, size=D)
     return omega, phase
 

@@ -9,6 +9,11 @@ Every kernel is a small parameter object with
 - ``K.candidates(X, random_state)`` -> the kernels a fit searches: ``[K.resolve(X)]``, or for
   ``sigma="auto"`` the grid of widths ``AUTO_WIDTH_FACTORS`` times the median distance.
 
+Radial kernels take one width ``sigma`` or one per feature (a 1-D array, the ecosystem's
+"ARD" convention): then ``r^2 = sum_l (x_l - z_l)^2 / sigma_l^2`` and the kernel is its unit-width
+form of ``r``. The per-feature weights ``1 / sigma_l^2`` are folded into the prepared centers
+and into the squared norms of the rows (``K.sq_norms``), so the data are never rescaled.
+
 Distance-based kernels compute ``||x - z||^2 = ||x||^2 + ||z||^2 - 2 <x, z>`` with one matrix
 product and clip it at zero, so rounding never produces a negative squared distance. The
 transforms are applied in place on the distance block, so a block costs one n x m buffer.
@@ -113,7 +118,10 @@ class Kernel:
         return f"{type(self).__name__}({args})"
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self.get_params() == other.get_params()  # type: ignore[attr-defined]
+        if type(self) is not type(other):
+            return False
+        mine, theirs = self.get_params(), other.get_params()  # type: ignore[attr-defined]
+        return mine.keys() == theirs.keys() and all(_same_param(mine[k], theirs[k]) for k in mine)
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, tuple(map(repr, self.get_params().values()))))
@@ -168,9 +176,33 @@ class Kernel:
     def needs_norms(self) -> bool:
         return self.distance_based
 
+    def sq_norms(self, X: Any) -> Any:
+        """The squared row norms a block of X needs (weighted by 1 / sigma_l^2 for a radial
+        kernel with one width per feature), shape ``(len(X),)``."""
+        return B.sq_norms(X)
+
+    def max_feature_weight(self) -> float:
+        """The largest weight ``sq_norms`` gives a feature (a bound of the weighted norms by
+        the plain ones)."""
+        return 1.0
+
+
+def _same_param(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        if isinstance(a, str) or isinstance(b, str):
+            return False
+        return bool(np.array_equal(np.asarray(a), np.asarray(b)))
+    return bool(a == b)
+
+
+def _is_width_vector(s: Any) -> bool:
+    return isinstance(s, (list, tuple, np.ndarray))
+
 
 class _RadialKernel(Kernel):
-    """k(x, z) = phi(||x - z||^2) with a bandwidth ``sigma`` (number, "median" or "auto").
+    """k(x, z) = phi(||x - z||^2) with a bandwidth ``sigma``: a number, one positive width per
+    feature (1-D array), "median", "auto" (a grid of widths searched by a fit) or "ard" (one
+    width per feature learned by a fit, ``kernelpath.learn_widths``).
 
     Blocks are computed as ``phi`` of ``s * ||x - z||^2`` where the scale ``s`` is folded into
     one augmented matrix product ``[X, ||x||^2, 1] @ [-2 s Z, s, s ||z||^2].T``, then clipped
@@ -196,26 +228,103 @@ class _RadialKernel(Kernel):
     def _check(self) -> None:
         s = self.sigma
         if isinstance(s, str):
-            if s not in ("median", "auto"):
-                raise ValueError(f"sigma must be a positive number, 'median' or 'auto', got {s!r}")
+            if s not in ("median", "auto", "ard"):
+                raise ValueError(
+                    f"sigma must be a positive number, an array of them (one per feature), "
+                    f"'median', 'auto' or 'ard', got {s!r}"
+                )
+        elif _is_width_vector(s):
+            self._check_widths(s)
         elif isinstance(s, bool) or not isinstance(s, (int, float, np.integer, np.floating)):
             raise TypeError(
-                f"sigma must be a positive number, 'median' or 'auto', got {s!r} (one width "
-                "for all features; for a path over widths give a sequence of kernels)"
+                f"sigma must be a positive number, a 1-D array of them (one per feature), "
+                f"'median', 'auto' or 'ard', got {s!r} (for a path over widths give a sequence "
+                "of kernels)"
             )
         elif not (np.isfinite(s) and s > 0):
             raise ValueError(f"sigma must be a positive finite number, got {s!r}")
 
-    def _sigma(self) -> float:
+    @staticmethod
+    def _check_widths(s: Any) -> None:
+        try:
+            arr = np.asarray(s, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"sigma: the per-feature widths must be numbers, got {s!r}") from None
+        if arr.ndim != 1 or arr.size == 0:
+            raise ValueError(
+                f"sigma: per-feature widths are a non-empty 1-D array, got shape {arr.shape}"
+            )
+        if np.asarray(s).dtype == bool:
+            raise TypeError("sigma: the per-feature widths must be numbers, got booleans")
+        if not (np.isfinite(arr).all() and (arr > 0).all()):
+            raise ValueError(
+                f"sigma: every per-feature width must be positive and finite, got {s!r}"
+            )
+
+    @property
+    def per_feature(self) -> bool:
+        """Whether ``sigma`` is one width per feature."""
+        return _is_width_vector(self.sigma)
+
+    def widths(self, n_features: int | None = None) -> np.ndarray:
+        """The widths as a float64 array: one per feature for ``n_features`` (a single width
+        repeated), or the per-feature array (checked against ``n_features`` when given)."""
         if isinstance(self.sigma, str):
+            self._sigma()  # raises: not resolved
+        if self.per_feature:
+            w = np.asarray(self.sigma, dtype=np.float64)
+            if n_features is not None and len(w) != n_features:
+                raise ValueError(
+                    f"sigma has {len(w)} widths (one per feature) but X has {n_features} features"
+                )
+            return w
+        return np.full(1 if n_features is None else n_features, float(self.sigma))
+
+    def _sigma(self) -> float:
+        """The width that ``_scale`` and ``_transform`` use: ``sigma``, or 1 when the widths
+        are per feature (then they are folded into the distances)."""
+        if isinstance(self.sigma, str):
+            if self.sigma == "ard":
+                raise ValueError(
+                    f"{type(self).__name__}(sigma='ard'): the widths are learned by an "
+                    "estimator's fit or kernelpath.learn_widths, not usable as they are"
+                )
             raise ValueError(
                 f"{type(self).__name__}(sigma={self.sigma!r}) must be resolved on data first "
                 "(call kernel.resolve(X))"
             )
+        if self.per_feature:
+            return 1.0
         return float(self.sigma)
+
+    def _feature_weights(self, like: Any) -> Any:
+        """1 / sigma_l^2 on ``like``'s backend and dtype (None for one width)."""
+        if not self.per_feature:
+            return None
+        w = 1.0 / self.widths(int(like.shape[1])) ** 2
+        return B.astype(B.like_input(w, like), B.dtype_of(like))
+
+    def sq_norms(self, X: Any) -> Any:
+        w = self._feature_weights(X)
+        if w is None:
+            return B.sq_norms(X)
+        return (X * X) @ w
+
+    def max_feature_weight(self) -> float:
+        if not self.per_feature:
+            return 1.0
+        return float((1.0 / self.widths() ** 2).max())
 
     def resolve(self, X: np.ndarray, random_state: Any = None) -> Kernel:
         params = self.get_params()
+        if self.per_feature:
+            self.widths(int(X.shape[1]))  # one per feature of X
+            return type(self)(**params)
+        if params["sigma"] == "ard":
+            raise ValueError(
+                f"{type(self).__name__}(sigma='ard') has widths learned from the targets: fit "
+                "an estimator with it, or call kernelpath.learn_widths(kernel, X, y)"
+            )
         if params["sigma"] == "auto":
             raise ValueError(
                 f"{type(self).__name__}(sigma='auto') is a grid of widths, not one kernel: "
@@ -226,7 +335,7 @@ class _RadialKernel(Kernel):
         return type(self)(**params)
 
     def candidates(self, X: np.ndarray, random_state: Any = None) -> list[Kernel]:
-        if self.sigma != "auto":
+        if self.per_feature or self.sigma != "auto":
             return [self.resolve(X, random_state)]
         med = median_distance(X, random_state)
         return [self.set_width(med * f) for f in AUTO_WIDTH_FACTORS]
@@ -252,9 +361,12 @@ class _RadialKernel(Kernel):
         Z = B.astype(Z, dtype)
         s = self._scale(B.base2_exp(Z))
         if z_sq is None or B.dtype_of(z_sq) != dtype:
-            z_sq = B.sq_norms(Z)
+            z_sq = self.sq_norms(Z)
         out = B.empty((len(Z), Z.shape[1] + 2), Z, dtype)
         out[:, :-2] = Z
+        w = self._feature_weights(Z)
+        if w is not None:  # -2 <x, z>_W = -2 <x, W z>
+            out[:, :-2] *= w[None, :]
         out[:, :-2] *= -2.0 * s
         out[:, -2] = s
         out[:, -1] = s * z_sq
@@ -269,13 +381,15 @@ class _RadialKernel(Kernel):
         if self._needs_clip:
             return True
         eps = float(np.finfo(np.dtype(dtype)).eps)
-        bound = 2 * (d + 2) * eps * abs(self._scale()) * (x_sq_max + z_sq_max)
+        bound = 2 * (d + 2) * eps * abs(self._scale()) * (x_sq_max + z_sq_max)  # weighted
         return not bound <= self.CLIP_TOLERANCE
 
     def block(self, X, Z, x_sq=None, z_sq=None, prepared=None, out=None, work=None, clip=None):  # type: ignore[no-untyped-def]
         """The block; ``work`` is an optional buffer of shape (len(X), d + 2) for the
         augmented left factor (reused block after block by the operator); ``clip`` whether
         to clip the scaled squared distances to their sign (None: ``clip_needed``)."""
+        if self.per_feature:
+            self.widths(int(X.shape[1]))  # one per feature
         if prepared is None:
             prepared = self.prepare(Z, z_sq)
         # sqrt(d^2) turns the Gram trick's float32 rounding (~1e-7 ||x||^2) into distance
@@ -284,7 +398,7 @@ class _RadialKernel(Kernel):
         wdt = np.dtype(np.float64) if (self._uses_distance and in_dtype != np.float64) else in_dtype
         Xw = B.astype(X, wdt)
         if x_sq is None or B.dtype_of(x_sq) != wdt:
-            x_sq = B.sq_norms(Xw)
+            x_sq = self.sq_norms(Xw)
         if work is None or B.dtype_of(work) != wdt or work.shape[0] < len(X):
             work = B.empty((len(X), X.shape[1] + 2), Xw, wdt)
         Xa = work[: len(X)]
@@ -296,7 +410,7 @@ class _RadialKernel(Kernel):
         # matters (a square root, or a pole); exp(s d^2) of a rounding-level positive s d^2
         # is 1 + 1e-15, harmless, so the Gaussian skips this pass over the block
         if clip is None:
-            zmax = float(B.to_numpy(B.sq_norms(B.astype(Z, wdt))).max()) if len(Z) else 0.0
+            zmax = float(B.to_numpy(self.sq_norms(B.astype(Z, wdt))).max()) if len(Z) else 0.0
             xmax = float(B.to_numpy(x_sq).max()) if len(X) else 0.0
             clip = self.clip_needed(xmax, zmax, X.shape[1], wdt)
         if clip:
@@ -317,16 +431,37 @@ class _RadialKernel(Kernel):
         for exponentials in base 2)."""
         raise NotImplementedError
 
+    def width_factor(self, R2: np.ndarray) -> np.ndarray:
+        """Q = -2 phi'(r^2) from the squared scaled distances ``R2`` (NumPy, in place), where
+        k = phi(r^2) at unit width and r^2 = sum_l (x_l - z_l)^2 / sigma_l^2; then
+        dk / d log sigma_l = Q (x_l - z_l)^2 / sigma_l^2 (the widths' gradient,
+        ``KernelOperator.width_gradient``)."""
+        raise NotImplementedError
+
+
+def _exp_over_r(R2: np.ndarray) -> np.ndarray:
+    """Q = e^(-r) / r for phi = e^(-r) (0 where r = 0: there every (x_l - z_l)^2 is 0)."""
+    np.sqrt(R2, out=R2)
+    zero = R2 == 0
+    R2[zero] = 1.0
+    Q = np.exp(-R2)
+    Q /= R2
+    Q[zero] = 0.0
+    R2[...] = Q
+    return R2
+
 
 class Gaussian(_RadialKernel):
     """Gaussian kernel ``k(x, z) = exp(-||x - z||^2 / (2 sigma^2))``.
 
     Parameters
     ----------
-    sigma : float, "median" or "auto", default=1.0
-        Bandwidth; "median" uses the median pairwise distance of the training inputs;
-        "auto" makes a fit search the widths ``AUTO_WIDTH_FACTORS`` x that median (with its
-        other parameters).
+    sigma : float, array of shape (n_features,), "median", "auto" or "ard", default=1.0
+        Bandwidth; an array gives one length scale per feature
+        (``||x - z||^2`` becomes ``sum_l (x_l - z_l)^2 / sigma_l^2``); "median" uses the median
+        pairwise distance of the training inputs; "auto" makes a fit search the widths
+        ``AUTO_WIDTH_FACTORS`` x that median (with its other parameters); "ard" makes a fit
+        learn one width per feature (``kernelpath.learn_widths``).
     """
 
     _needs_clip = False  # exp of a rounding-level positive exponent is 1 + 1e-15
@@ -336,6 +471,10 @@ class Gaussian(_RadialKernel):
 
     def _transform(self, D, base2):  # type: ignore[no-untyped-def]
         return B.exp2_(D) if base2 else B.exp_(D)
+
+    def width_factor(self, R2: np.ndarray) -> np.ndarray:
+        R2 *= -0.5  # phi = exp(-r^2 / 2): Q = phi
+        return np.exp(R2, out=R2)
 
 
 class Laplacian(_RadialKernel):
@@ -351,6 +490,9 @@ class Laplacian(_RadialKernel):
         D *= -1.0 / self._sigma()
         return B.exp_(D)
 
+    def width_factor(self, R2: np.ndarray) -> np.ndarray:
+        return _exp_over_r(R2)
+
 
 class Cauchy(_RadialKernel):
     """Cauchy kernel ``k(x, z) = 1 / (1 + ||x - z||^2 / sigma^2)``."""
@@ -361,6 +503,13 @@ class Cauchy(_RadialKernel):
     def _transform(self, D, base2):  # type: ignore[no-untyped-def]
         D += 1.0
         return B.reciprocal_(D)
+
+    def width_factor(self, R2: np.ndarray) -> np.ndarray:
+        R2 += 1.0  # phi = 1 / (1 + r^2): Q = 2 / (1 + r^2)^2
+        np.reciprocal(R2, out=R2)
+        R2 *= R2
+        R2 *= 2.0
+        return R2
 
 
 class Matern(_RadialKernel):
@@ -405,6 +554,24 @@ class Matern(_RadialKernel):
         D *= poly
         return D
 
+    def width_factor(self, R2: np.ndarray) -> np.ndarray:
+        if self.nu == 0.5:
+            return _exp_over_r(R2)
+        np.sqrt(R2, out=R2)
+        if self.nu == 1.5:  # phi = (1 + a r) e^(-a r), a^2 = 3: Q = 3 e^(-a r)
+            R2 *= -(3.0**0.5)
+            np.exp(R2, out=R2)
+            R2 *= 3.0
+            return R2
+        a = 5.0**0.5  # phi = (1 + a r + a^2 r^2 / 3) e^(-a r): Q = (5 / 3)(1 + a r) e^(-a r)
+        R2 *= a
+        poly = 1.0 + R2
+        R2 *= -1.0
+        np.exp(R2, out=R2)
+        R2 *= poly
+        R2 *= 5.0 / 3.0
+        return R2
+
 
 class Polynomial(Kernel):
     """Polynomial kernel ``k(x, z) = (gamma <x, z> + coef0) ** degree``.
@@ -431,8 +598,8 @@ class Polynomial(Kernel):
         if isinstance(self.gamma, str):
             raise ValueError(
                 f"gamma must be a positive number or None, got {self.gamma!r} ('auto', a grid "
-                "of widths, is for the radial kernels' sigma; give a sequence of kernels for a "
-                "path over gamma)"
+                "of widths, and 'ard', one width per feature, are for the radial kernels' "
+                "sigma; give a sequence of kernels for a path over gamma)"
             )
         if self.gamma is not None and not (np.isfinite(self.gamma) and self.gamma > 0):
             raise ValueError(f"gamma must be positive or None, got {self.gamma!r}")

@@ -48,7 +48,7 @@ from threadpoolctl import ThreadpoolController
 from . import _backend as B
 from ._validation import check_int
 from .data import RowSource, is_source
-from .kernels import Kernel
+from .kernels import Kernel, squared_distances
 
 __all__ = ["KernelOperator", "CACHE_FRACTION", "make_operator"]
 
@@ -208,8 +208,8 @@ class KernelOperator:
         self._filled = False
         if kernel.needs_norms:
             # a source's rows are read (and their norms computed) block by block
-            self._x_sq = None if self.lazy else B.sq_norms(self.X)
-            self._c_sq = B.sq_norms(self.centers)
+            self._x_sq = None if self.lazy else kernel.sq_norms(self.X)
+            self._c_sq = kernel.sq_norms(self.centers)
         else:
             self._x_sq = self._c_sq = None
         self._prepared = kernel.prepare(self.centers, self._c_sq)
@@ -219,7 +219,7 @@ class KernelOperator:
         self._work_dtype = np.dtype(np.float64) if uses_distance else self.dtype
         # the rounding bound of the data's blocks and of K_mm's (maxima taken on the device)
         if self.lazy and kernel.needs_norms:
-            xmax = _max_sq_norm(self.X, self.budget)
+            xmax = _max_sq_norm(self.X, self.budget) * kernel.max_feature_weight()
         else:
             xmax = float(self._x_sq.max()) if self._x_sq is not None and self.n else 0.0
         cmax = float(self._c_sq.max()) if self._c_sq is not None and self.m else 0.0
@@ -275,7 +275,7 @@ class KernelOperator:
         """Rows ``s:e`` of X and their squared norms (None when the kernel needs none)."""
         if self.lazy:
             Xb = self.X.read(s, e).astype(self.dtype, copy=False)
-            return Xb, (B.sq_norms(Xb) if self.kernel.needs_norms else None)
+            return Xb, (self.kernel.sq_norms(Xb) if self.kernel.needs_norms else None)
         return self.X[s:e], (None if self._x_sq is None else self._x_sq[s:e])
 
     def _kernel_block(self, s: int, e: int, out: Any, work: Any) -> Any:
@@ -664,6 +664,43 @@ class KernelOperator:
 
         self._run(work)
         return B.to_numpy(out_q), B.to_numpy(out_l)
+
+    def width_gradient(self, left: Any, right: Any) -> np.ndarray:
+        """The derivative of sum_ij (left right^T)_ij k(x_i, c_j) along the log widths:
+
+            g_l = sum_ij (left right^T)_ij Q_ij (x_il - c_jl)^2 / sigma_l^2,
+
+        Q = ``kernel.width_factor`` (radial kernels), for left (n, k) and right (m, k). Shape
+        (n_features,) for per-feature widths, (1,) for one width (the sum over features).
+        One pass over the row blocks in float64 on the host, O(n m (d + k)): every adjoint term
+        of a Nyström objective's gradient is one such pass (``ard``)."""
+        kernel = self.kernel
+        if not hasattr(kernel, "width_factor"):
+            raise ValueError(f"kernel: {kernel!r} has no width to differentiate")
+        d = int(self.X.shape[1])
+        inv = 1.0 / kernel.widths(d)  # type: ignore[attr-defined]
+        L = np.asarray(B.to_numpy(left), dtype=np.float64).reshape(self.n, -1)
+        Rt = np.asarray(B.to_numpy(right), dtype=np.float64).reshape(self.m, -1)
+        if L.shape[1] != Rt.shape[1]:
+            raise ValueError(f"left and right need as many columns, got {L.shape}, {Rt.shape}")
+        Cs = B.to_numpy(self.centers, np.float64) * inv
+        c_sq = np.einsum("ij,ij->i", Cs, Cs)
+        Cs2 = Cs * Cs
+        rows = int(max(1, min(self.block_rows, self.budget // (8 * 3 * max(1, self.m)))))
+        g = np.zeros(d)
+        for s in range(0, self.n, rows):
+            e = min(self.n, s + rows)
+            Xs = (self._rows(s, e)[0] if self.lazy else B.to_numpy(self.X[s:e])).astype(
+                np.float64
+            ) * inv
+            x_sq = np.einsum("ij,ij->i", Xs, Xs)
+            R2 = squared_distances(Xs, Cs, x_sq, c_sq)
+            M = L[s:e] @ Rt.T
+            M *= kernel.width_factor(R2)  # type: ignore[attr-defined]
+            g += (Xs * Xs).T @ M.sum(axis=1)
+            g += Cs2.T @ M.sum(axis=0)
+            g -= 2.0 * np.einsum("ij,ij->j", Xs, M @ Cs)
+        return g if kernel.per_feature else np.array([g.sum()])  # type: ignore[attr-defined]
 
     def gram(self, weights: Any = None, native: bool = False) -> Any:
         """K_nm.T diag(w) K_nm, shape (m, m), exactly symmetric."""

@@ -3,6 +3,7 @@
 - ``Path.plot`` (in ``path.py``): the error along a path, curves or a heat map of the (m, λ),
   (D, λ) and (σ, λ) grids;
 - ``plot_leverage``: ridge leverage scores against the data;
+- ``plot_widths``: learned per-feature widths (``sigma="ard"``) as a ranking of relevance;
 - ``prequential_errors`` and ``plot_learning_curve``: an online learner's error on each
   batch of a stream before it learns that batch (test, then update).
 """
@@ -16,7 +17,7 @@ import numpy as np
 from . import _backend as B
 from ._validation import check_int, check_rows
 
-__all__ = ["plot_leverage", "prequential_errors", "plot_learning_curve"]
+__all__ = ["plot_leverage", "prequential_errors", "plot_learning_curve", "plot_widths"]
 
 
 def _axes(ax: Any) -> Any:
@@ -137,4 +138,49 @@ def plot_learning_curve(curve: dict[str, Any], ax: Any = None, label: str | None
     ax.set_ylabel(curve["metric"].replace("_", " ") + " on the next batch")
     if label is not None:
         ax.legend(fontsize="small")
+    return ax
+
+
+def plot_widths(model: Any, feature_names: Any = None, ax: Any = None) -> Any:
+    """Per-feature kernel widths as a ranking of relevance: a horizontal bar per feature of
+    its relevance ``1 / sigma_l`` (relative to the largest), most relevant on top.
+
+    Parameters
+    ----------
+    model : fitted estimator (its ``kernel_``) or a radial kernel with per-feature widths
+        (``sigma="ard"`` fits, or a kernel with an array ``sigma``).
+    feature_names : sequence of str, default=None
+        The features' names; the model's ``feature_names_in_`` when it has them, else
+        ``x0, x1, ...``.
+    ax : matplotlib Axes or None
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    kernel = getattr(model, "kernel_", model)
+    if not getattr(kernel, "per_feature", False):
+        raise ValueError(
+            f"model: needs a kernel with one width per feature (sigma='ard' or an array), "
+            f"got {kernel!r}"
+        )
+    widths = kernel.widths()
+    if feature_names is None:
+        feature_names = getattr(model, "feature_names_in_", None)
+    names = (
+        [f"x{j}" for j in range(len(widths))]
+        if feature_names is None
+        else [str(v) for v in feature_names]
+    )
+    if len(names) != len(widths):
+        raise ValueError(f"feature_names has {len(names)} names for {len(widths)} widths")
+    relevance = widths.min() / widths
+    order = np.argsort(relevance)  # barh draws the first at the bottom
+    ax = _axes(ax)
+    ax.barh(np.arange(len(widths)), relevance[order])
+    ax.set_yticks(np.arange(len(widths)))
+    ax.set_yticklabels([names[j] for j in order])
+    ax.set_xscale("log")
+    ax.set_xlabel("relevance: smallest width / width")
+    ax.set_title(f"{type(kernel).__name__}: learned widths")
     return ax

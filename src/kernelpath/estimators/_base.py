@@ -73,7 +73,9 @@ def _best_key(path: Path) -> tuple[float, float]:
 def _width_order(kernels: list[Kernel]) -> list[int] | None:
     """The candidates' positions by increasing width when they are one kernel at several
     widths (``sigma="auto"``, or a sequence of widths), else None."""
-    if len({type(k) for k in kernels}) != 1 or not all(hasattr(k, "sigma") for k in kernels):
+    if len({type(k) for k in kernels}) != 1 or not all(
+        hasattr(k, "sigma") and not getattr(k, "per_feature", False) for k in kernels
+    ):
         return None
     rest = [{n: v for n, v in k.get_params().items() if n != "sigma"} for k in kernels]
     if any(r != rest[0] for r in rest):
@@ -226,7 +228,7 @@ class _KernelPathEstimator(BaseEstimator):
             w = w * (n / w.sum())
         rng = params["rng"]
         cv = check_cv(getattr(self, "cv", "holdout"), n, y if self._classifier else None)
-        kernels = kernel_candidates(self.kernel, X, rng)
+        kernels = kernel_candidates(self._learned_kernel(X, Y, w, rng, params), X, rng)
         method = self._method()
         pen = params["penalty"]
         unused_penalty = self._family == "exact" and method in ("kols", *ITERATION_FILTERS)
@@ -293,6 +295,34 @@ class _KernelPathEstimator(BaseEstimator):
         self.penalty_ = float(best.get("penalty", 0.0))
         self.n_iter_ = int(best["n_iter"]) if "n_iter" in best else 1
         return self
+
+    def _learned_kernel(
+        self, X: Any, Y: np.ndarray, w: np.ndarray | None, rng: Any, params: dict[str, Any]
+    ) -> Any:
+        """``self.kernel``, or with ``sigma="ard"`` the kernel with one width per feature
+        learned on a subsample (``ard.learn_widths``, its report in ``ard_info_``)."""
+        kernel = self.kernel
+        items = kernel if isinstance(kernel, (list, tuple)) else [kernel]
+        is_ard = [isinstance(getattr(k, "sigma", None), str) and k.sigma == "ard" for k in items]
+        if not any(is_ard):
+            return kernel
+        if isinstance(kernel, (list, tuple)):
+            raise ValueError(
+                "kernel: sigma='ard' learns one kernel's widths; give it alone, not in a "
+                "sequence of kernels"
+            )
+        from ..ard import learn_widths
+
+        learned, self.ard_info_ = learn_widths(
+            kernel,
+            X,
+            Y,
+            sample_weight=w,
+            random_state=rng,
+            memory_budget=params["budget"],
+            return_info=True,
+        )
+        return learned
 
     # ------------------------------------------------------- search over kernels
     def _kernel_params(self, params: dict[str, Any], kernels: list[Kernel]) -> list[dict]:

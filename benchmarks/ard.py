@@ -1,0 +1,170 @@
+"""Learned per-feature widths (``sigma="ard"``) against one width (``sigma="auto"``) and
+scikit-learn's ``HistGradientBoostingRegressor`` with its defaults, on the shared regression
+sets.
+
+    python benchmarks/ard.py [--rounds 3] [--sets cpusmall,kin8nm,...]
+    python benchmarks/ard.py objective [--sets ...]      # the choice of the objective
+
+Every set: a random 80/20 train/test split (seed 0), features standardized on the training
+part, targets as they are (the first target where a set has two). kernelpath:
+``NystromRegressor(Gaussian(sigma=...), n_centers=min(1000, 0.8 n_train), random_state=0)``
+with its default CG solver and λ path. Every fit runs in a fresh process (``fit`` timed
+from the call to its return), the three methods alternating, ``--rounds`` rounds; reported:
+the median fit time, the test RMSE (of the last round) and ratios. Sets used while building
+ARD (``DEVELOPMENT``) are marked; the others were not looked at before this run.
+
+``objective``: in one process, the test RMSE of ARD with the hold-out objective
+(``cv="holdout"``) against the 3-fold mean (``cv=3``), and the learning time.
+
+Writes ``results/ard.json`` (``results/ard_objective.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE.parent.parent / "shared" / "data"
+#: name -> (file under ../shared/data, target column, separator)
+SETS: dict[str, tuple[str, Any, str]] = {
+    "cpusmall": ("cpusmall/cpu_small.csv", -1, ","),
+    "pumadyn32nh": ("pumadyn32nh/puma32H.arff", -1, "arff"),
+    "kin8nm": ("uci/kin8nm.csv", "y", ","),
+    "concrete": ("uci/concrete.csv", -1, ","),
+    "protein": ("uci/protein-structure.csv", "RMSD", ","),
+    "power-plant": ("uci/power-plant.csv", "PE", ","),
+    "naval": ("uci/naval-propulsion.csv", "comp_decay_state", ","),
+    "energy": ("uci/energy.csv", "y1", ","),
+    "wine": ("uci/wine.csv", "quality", ","),
+    "yacht": ("uci/yacht.csv", -1, ","),
+    "airfoil": ("uci/airfoil_self_noise.dat", "TARGET", "\t"),
+}
+#: the sets the objective and the defaults were chosen on
+DEVELOPMENT = ("cpusmall", "pumadyn32nh", "kin8nm", "concrete")
+METHODS = ("auto", "ard", "hgb")
+
+
+def load(name: str) -> tuple[np.ndarray, ...]:
+    import pandas as pd
+
+    path, target, sep = SETS[name]
+    full = DATA / path
+    if sep == "arff":
+        from kernelpath.datasets import load_arff
+
+        X, y = load_arff(full)
+    else:
+        if name == "cpusmall":
+            df = pd.read_csv(full, skiprows=1, header=None)
+        else:
+            df = pd.read_csv(full, sep=sep)
+        if name == "naval":  # two targets: keep the compressor's, drop the turbine's
+            df = df.drop(columns=["turb_decay_state"])
+        if name == "energy":  # two targets: keep the heating load, drop the cooling load
+            df = df.drop(columns=["y2"])
+        col = df.columns[target] if isinstance(target, int) else target
+        y = df[col].to_numpy(np.float64)
+        X = df.drop(columns=[col]).to_numpy(np.float64)
+    X = X[:, np.ptp(X, axis=0) > 0]  # constant columns (naval has two) carry nothing
+    perm = np.random.default_rng(0).permutation(len(X))
+    cut = int(0.8 * len(X))
+    tr, te = perm[:cut], perm[cut:]
+    mu, sd = X[tr].mean(0), X[tr].std(0)
+    return (X[tr] - mu) / sd, y[tr], (X[te] - mu) / sd, y[te]
+
+
+def fit_one(name: str, method: str, cv: Any = "holdout") -> dict[str, Any]:
+    Xtr, ytr, Xte, yte = load(name)
+    if method == "hgb":
+        from sklearn.ensemble import HistGradientBoostingRegressor
+
+        est: Any = HistGradientBoostingRegressor(random_state=0)
+    else:
+        import kernelpath as kp
+
+        est = kp.NystromRegressor(
+            kp.Gaussian(sigma=method), n_centers=min(1000, int(0.8 * len(Xtr))), random_state=0
+        )
+    t = time.perf_counter()
+    if method == "ard" and cv != "holdout":
+        import kernelpath as kp
+
+        learned = kp.learn_widths(kp.Gaussian("ard"), Xtr, ytr, cv=cv, random_state=0)
+        est.set_params(kernel=learned)
+    est.fit(Xtr, ytr)
+    seconds = time.perf_counter() - t
+    rmse = float(np.sqrt(np.mean((est.predict(Xte) - yte) ** 2)))
+    out = {"set": name, "method": method, "fit_s": seconds, "test_rmse": rmse}
+    if method == "ard" and hasattr(est, "ard_info_"):
+        out["ard_s"] = est.ard_info_["time"]
+        out["widths"] = [float(v) for v in est.kernel_.sigma]
+    return out
+
+
+def run_fresh(name: str, method: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "worker", name, method],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument(
+        "mode", nargs="?", default="compare", choices=["compare", "objective", "worker"]
+    )
+    ap.add_argument("args", nargs="*")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--sets", default=",".join(SETS))
+    a = ap.parse_args()
+    if a.mode == "worker":
+        print(json.dumps(fit_one(a.args[0], a.args[1])))
+        return 0
+    sets = [s for s in a.sets.split(",") if s]
+    if a.mode == "objective":
+        rows = []
+        for name in sets:
+            for cv in ("holdout", 3):
+                r = fit_one(name, "ard", cv)
+                r["cv"] = cv
+                rows.append(r)
+                print(json.dumps(r), flush=True)
+        (HERE / "results" / "ard_objective.json").write_text(json.dumps(rows, indent=2) + "\n")
+        return 0
+    out_path = HERE / "results" / "ard.json"
+    results: dict[str, Any] = json.loads(out_path.read_text()) if out_path.exists() else {}
+    for name in sets:
+        runs: dict[str, list[dict[str, Any]]] = {m: [] for m in METHODS}
+        for _ in range(a.rounds):
+            for m in METHODS:
+                runs[m].append(run_fresh(name, m))
+                print(json.dumps(runs[m][-1]), flush=True)
+        med = {m: float(np.median([r["fit_s"] for r in runs[m]])) for m in METHODS}
+        rmse = {m: runs[m][-1]["test_rmse"] for m in METHODS}
+        results[name] = {
+            "development_set": name in DEVELOPMENT,
+            "fit_s": med,
+            "test_rmse": rmse,
+            "ard_vs_auto_rmse": rmse["ard"] / rmse["auto"] - 1,
+            "ard_vs_hgb_rmse": rmse["ard"] / rmse["hgb"] - 1,
+            "ard_cost_vs_auto": med["ard"] / med["auto"],
+            "widths": runs["ard"][-1].get("widths"),
+            "runs": runs,
+        }
+        out_path.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
