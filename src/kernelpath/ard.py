@@ -36,6 +36,7 @@ from . import _backend as B
 from ._validation import check_int
 from .kernels import AUTO_WIDTH_FACTORS, Kernel, make_kernel, median_distance
 from .operators import KernelOperator
+from .selection import holdout_split
 
 __all__ = ["learn_widths", "ARD_KERNELS", "width_objective"]
 
@@ -136,10 +137,9 @@ class _Objective:
 
 
 def _folds(n: int, cv: Any, validation_fraction: float, rng: np.random.Generator) -> list:
-    perm = rng.permutation(n)
     if cv == "holdout":
-        n_va = max(1, int(round(validation_fraction * n)))
-        return [(np.sort(perm[n_va:]), np.sort(perm[:n_va]))]
+        return [holdout_split(n, validation_fraction, rng)]
+    perm = rng.permutation(n)
     parts = np.array_split(perm, cv)
     return [
         (np.sort(np.concatenate([p for j, p in enumerate(parts) if j != i])), np.sort(parts[i]))
