@@ -138,6 +138,51 @@ def test_irrelevant_features_get_wide_and_the_test_error_drops():
     assert ard.ard_info_["objective_end"] < ard.ard_info_["objective_start"]
 
 
+def test_the_guard_keeps_auto_where_the_learned_widths_lose(monkeypatch, data):
+    """Learned widths that are useless (1e-3 of the start) lose on the hold-out to the
+    "auto" widths: the fit is then the sigma="auto" fit, number for number."""
+    X, y = data
+    import kernelpath.ard as ard
+
+    seen = {}
+
+    def bad(kernel, Xs, ys, **kw):
+        seen["X"], seen["y"] = np.asarray(Xs), np.asarray(ys)
+        info = {"start": {"sigma": 1.0, "penalty": 1e-3}, "time": 0.0}
+        return kp.Gaussian(np.full(Xs.shape[1], 1e-3)), info
+
+    monkeypatch.setattr(ard, "learn_widths", bad)
+    kw = dict(n_centers=40, random_state=3)
+    fit = kp.NystromRegressor(kp.Gaussian("ard"), **kw).fit(X, y)
+    auto = kp.NystromRegressor(kp.Gaussian("auto"), **kw).fit(X, y)
+    assert fit.ard_info_["chosen"] == "start"
+    assert not fit.kernel_.per_feature and fit.kernel_ == auto.kernel_
+    np.testing.assert_array_equal(fit.predict(X), auto.predict(X))
+    # learned on the training rows only, never on the hold-out that judges them
+    np.testing.assert_array_equal(seen["X"], X[fit.train_indices_])
+    assert len(fit.train_indices_) + len(fit.validation_indices_) == len(X)
+    # the path has the learned kernel first, then the "auto" widths
+    assert fit.path_.param_names[0] == "kernel" and fit.path_.shape[0] == 12
+
+
+def test_learned_widths_win_the_guard_where_they_are_better():
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((1500, 5))
+    y = np.sin(2 * X[:, 0]) + 0.05 * rng.standard_normal(1500)
+    fit = kp.NystromRegressor(kp.Gaussian("ard"), n_centers=150, random_state=0).fit(X, y)
+    assert fit.ard_info_["chosen"] == "learned" and fit.kernel_.per_feature
+    assert fit.ard_info_["n_rows"] == len(fit.train_indices_) == 1200
+
+
+def test_without_selection_the_learned_kernel_is_used_alone(data):
+    X, y = data
+    fit = kp.NystromRegressor(
+        kp.Gaussian("ard"), n_centers=40, penalty=1e-4, validation_fraction=0, random_state=0
+    ).fit(X, y)
+    assert fit.kernel_.per_feature and fit.ard_info_["chosen"] == "learned"
+    assert fit.ard_info_["n_rows"] == len(X)
+
+
 def test_classifier_learns_widths():
     rng = np.random.default_rng(1)
     X = rng.standard_normal((600, 6))

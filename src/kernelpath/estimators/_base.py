@@ -228,7 +228,16 @@ class _KernelPathEstimator(BaseEstimator):
             w = w * (n / w.sum())
         rng = params["rng"]
         cv = check_cv(getattr(self, "cv", "holdout"), n, y if self._classifier else None)
-        kernels = kernel_candidates(self._learned_kernel(X, Y, w, rng, params), X, rng)
+        # sigma="ard": the widths are learned on the training rows (all of them without a
+        # hold-out) and the learned kernel joins the "auto" widths as the first candidate
+        # (the guard: selection keeps it only where it beats them); the "auto" part draws
+        # the same numbers as a fit with sigma="auto"
+        ard = self._wants_ard()
+        guard = ard and not (cv == "holdout" and params["validation_fraction"] == 0)
+        if ard and not guard:
+            kernels = [self._learned_kernel(X, Y, w, rng, params, None)]
+        else:
+            kernels = kernel_candidates(self._isotropic_kernel() if ard else self.kernel, X, rng)
         method = self._method()
         pen = params["penalty"]
         unused_penalty = self._family == "exact" and method in ("kols", *ITERATION_FILTERS)
@@ -270,6 +279,9 @@ class _KernelPathEstimator(BaseEstimator):
                 tr, va = holdout_split(n, params["validation_fraction"], rng, strat)
             else:
                 tr, va = np.arange(n), None
+            if guard:
+                kernels = [self._learned_kernel(X, Y, w, rng, params, tr), *kernels]
+                params["pinned"] = 1
             self.train_indices_ = tr
             self.validation_indices_ = va if va is not None else np.array([], dtype=int)
             path, sub, kparams = self._search(kernels, X, Y, w, tr, va, params, method)
@@ -280,6 +292,8 @@ class _KernelPathEstimator(BaseEstimator):
         else:
             self.train_indices_ = np.arange(n)
             self.validation_indices_ = np.array([], dtype=int)
+            if guard:
+                kernels = [self._learned_kernel(X, Y, w, rng, params, None), *kernels]
             if cv in ("loo", "gcv"):
                 path, sub, kparams = self._search_smoother(kernels, X, Y, w, params, method, cv)
                 self._set_model(sub.coef(), sub)
@@ -288,6 +302,8 @@ class _KernelPathEstimator(BaseEstimator):
                 path, sub, kparams = self._search_folds(kernels, X, Y, w, folds, params, method)
                 self._refit(X, Y, w, n, kparams, method, sub)
         self.path_ = path
+        if hasattr(self, "ard_info_"):
+            self.ard_info_["chosen"] = "learned" if self.kernel_.per_feature else "start"
         self.best_params_ = path.best_params
         if len(kernels) > 1:
             self.best_params_["kernel"] = self.kernel_
@@ -296,32 +312,63 @@ class _KernelPathEstimator(BaseEstimator):
         self.n_iter_ = int(best["n_iter"]) if "n_iter" in best else 1
         return self
 
-    def _learned_kernel(
-        self, X: Any, Y: np.ndarray, w: np.ndarray | None, rng: Any, params: dict[str, Any]
-    ) -> Any:
-        """``self.kernel``, or with ``sigma="ard"`` the kernel with one width per feature
-        learned on a subsample (``ard.learn_widths``, its report in ``ard_info_``)."""
+    def _wants_ard(self) -> bool:
+        """Whether ``kernel`` has ``sigma="ard"`` (alone: not in a sequence of kernels)."""
+        self.__dict__.pop("ard_info_", None)
         kernel = self.kernel
         items = kernel if isinstance(kernel, (list, tuple)) else [kernel]
-        is_ard = [isinstance(getattr(k, "sigma", None), str) and k.sigma == "ard" for k in items]
-        if not any(is_ard):
-            return kernel
+        if not any(isinstance(getattr(k, "sigma", None), str) and k.sigma == "ard" for k in items):
+            return False
         if isinstance(kernel, (list, tuple)):
             raise ValueError(
                 "kernel: sigma='ard' learns one kernel's widths; give it alone, not in a "
                 "sequence of kernels"
             )
-        from ..ard import learn_widths
+        return True
 
-        learned, self.ard_info_ = learn_widths(
-            kernel,
-            X,
-            Y,
-            sample_weight=w,
-            random_state=rng,
+    def _isotropic_kernel(self) -> Kernel:
+        """The ``sigma="ard"`` kernel's family with ``sigma="auto"``."""
+        return type(self.kernel)(**dict(self.kernel.get_params(), sigma="auto"))
+
+    def _learned_kernel(
+        self,
+        X: Any,
+        Y: np.ndarray,
+        w: np.ndarray | None,
+        rng: Any,
+        params: dict[str, Any],
+        rows: np.ndarray | None,
+    ) -> Kernel:
+        """The ``sigma="ard"`` kernel with one width per feature learned by
+        ``ard.learn_widths`` on a subsample of ``rows`` (all rows when None), its report in
+        ``ard_info_``. Draws from a generator spawned from ``rng`` (``rng``'s own stream
+        is left as it was)."""
+        from .. import ard
+
+        try:
+            sub_rng = rng.spawn(1)[0]
+        except (AttributeError, TypeError):  # a generator without a seed sequence
+            sub_rng = np.random.default_rng(rng.integers(2**63))
+        n = X.shape[0]
+        pool = np.arange(n) if rows is None else rows
+        if len(pool) > ard.N_SUBSAMPLE:
+            pool = np.sort(sub_rng.choice(pool, ard.N_SUBSAMPLE, replace=False))
+        if len(pool) < n:  # only these rows are read (X may be a row source)
+            Xs, Ys = B.rows_in_memory(X, pool), Y[pool]
+            ws = None if w is None else w[pool]
+        else:
+            Xs, Ys, ws = X, Y, w
+        learned, info = ard.learn_widths(
+            self.kernel,
+            Xs,
+            Ys,
+            sample_weight=ws,
+            random_state=sub_rng,
             memory_budget=params["budget"],
             return_info=True,
         )
+        info["n_rows"] = len(pool)
+        self.ard_info_ = info
         return learned
 
     # ------------------------------------------------------- search over kernels
@@ -401,18 +448,24 @@ class _KernelPathEstimator(BaseEstimator):
         K = len(kernels)
         n_tr = len(tr)
         rounds = 0
-        if K > 1 and va is not None:
+        # the first ``pinned`` kernels (learned widths) skip the screening: they are fit on
+        # all the training rows and compared with the screening's survivors
+        pinned = int(params.get("pinned", 0))
+        screened = K - pinned
+        if screened > 1 and va is not None:
             floor = self._screen_floor(n_tr, params)
-            rounds = int(np.ceil(np.log(K) / np.log(SCREEN_ETA) - 1e-9))
+            rounds = int(np.ceil(np.log(screened) / np.log(SCREEN_ETA) - 1e-9))
             while rounds and n_tr // SCREEN_ETA**rounds < floor:
                 rounds -= 1
         paths: list[Path | None] = [None] * K
         states: list[dict[str, Any]] = [{}] * K
         rows = [n_tr] * K
-        alive = list(range(K))
+        alive = list(range(pinned, K))
         screening = []
         order = tr[params["rng"].permutation(n_tr)] if rounds else tr
-        widths = _width_order(kernels)
+        widths = _width_order(kernels[pinned:])
+        if widths is not None:
+            widths = [pinned + i for i in widths]
         for r in range(rounds):
             size = n_tr // SCREEN_ETA ** (rounds - r)
             sub = np.sort(order[:size])  # nested subsamples
@@ -430,6 +483,7 @@ class _KernelPathEstimator(BaseEstimator):
                 }
             )
             alive = _survivors(alive, scores, keep, widths)
+        alive = list(range(pinned)) + alive
         for i in alive:
             paths[i], states[i] = self._fit_kernel(kernels[i], X, Y, w, tr, va, kparams[i], method)
             rows[i] = n_tr
