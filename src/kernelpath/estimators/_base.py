@@ -303,7 +303,9 @@ class _KernelPathEstimator(BaseEstimator):
                 self._refit(X, Y, w, n, kparams, method, sub)
         self.path_ = path
         if hasattr(self, "ard_info_"):
-            self.ard_info_["chosen"] = "learned" if self.kernel_.per_feature else "start"
+            self.ard_info_["chosen"] = (
+                "learned" if getattr(self.kernel_, "per_feature", False) else "start"
+            )
         self.best_params_ = path.best_params
         if len(kernels) > 1:
             self.best_params_["kernel"] = self.kernel_
