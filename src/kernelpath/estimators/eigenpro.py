@@ -22,8 +22,8 @@ from ..solvers.eigenpro import (
     step_rule,
 )
 from ..solvers.random_features import indexed_features, rff_operator
-from . import _ClassifierMixin, _RegressorMixin
 from ._base import _KernelPathEstimator
+from ._mixins import _ClassifierMixin, _RegressorMixin
 
 __all__ = ["EigenProRegressor", "EigenProClassifier", "default_subsample_size"]
 

@@ -19,8 +19,8 @@ from ..solvers.random_features import (
     rf_penalty_path,
     rff_operator,
 )
-from . import _ClassifierMixin, _RegressorMixin
 from ._base import AUTO_GRID_SIZE, _KernelPathEstimator
+from ._mixins import _ClassifierMixin, _RegressorMixin
 
 __all__ = ["RandomFeaturesRegressor", "RandomFeaturesClassifier"]
 

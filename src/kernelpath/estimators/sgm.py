@@ -15,8 +15,8 @@ from ..path import Path
 from ..solvers._common import Validation
 from ..solvers.random_features import FeatureOperator, indexed_features
 from ..solvers.sgm import LOSSES, sgm_path
-from . import _ClassifierMixin, _RegressorMixin
 from ._base import _KernelPathEstimator
+from ._mixins import _ClassifierMixin, _RegressorMixin
 
 __all__ = ["SGMRegressor", "SGMClassifier"]
 

@@ -1,0 +1,163 @@
+"""What every batch estimator shares: the regressor and classifier mixins (predict,
+decision_function, score) and the docstring parts of the common parameters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import ClassifierMixin, RegressorMixin
+from sklearn.metrics import accuracy_score, r2_score
+
+from .. import _backend as B
+
+_COMMON_DOC = """
+    kernel : str, Kernel or sequence of them, default="gaussian"
+        A Kernel instance (``kernelpath.Gaussian(sigma=2.0)``) or a name ("gaussian",
+        "laplacian", "matern", "cauchy" with ``sigma="median"``; "polynomial", "linear").
+        A sequence is a path over kernels (widths or families), searched with the other
+        parameters; a radial kernel with ``sigma="auto"`` is the 11 widths
+        ``kernels.AUTO_WIDTH_FACTORS`` x the median distance. With the hold-out, widths are
+        screened on subsamples first (successive halving).
+    validation_fraction : float in [0, 1), default=0.2
+        Fraction of the data held out to score the path and choose its best point
+        (``cv="holdout"``). 0 turns selection off and fits on all the data (then
+        ``penalty`` must be a number).
+    cv : "holdout", "loo", "gcv", int or splitter, default="holdout"
+        How the path is scored. "holdout": the ``validation_fraction`` split. "loo": exact
+        leave-one-out in closed form (λn fixed, intercept re-estimated; exact KRLS with the
+        Tikhonov filter, Nyström ``solver="direct"`` with its centers fixed, random
+        features at one D). "gcv": generalized cross-validation (the same, and the linear
+        spectral filters). An int k: k-fold (stratified for classifiers); or a
+        scikit-learn splitter (every solver). With any mode but "holdout" the model is fit
+        on all the data at the chosen point.
+    refit : bool, default=False
+        Refit on all the data at the chosen point (like GridSearchCV); by default the model
+        trained on the training part is kept (like scikit-learn's early stopping). The
+        refit keeps the chosen penalty, and the chosen iteration count for gradient descent,
+        Landweber and the ν-method (their regularization); CG runs to convergence (``tol``)
+        when the chosen point had converged, else it keeps the chosen iteration count.
+    memory_budget : int, str or None, default=None
+        Bytes the kernel blocks may take ("2GB" works); None: half of the available memory.
+    random_state : int, Generator, RandomState or None, default=None
+        Seeds the validation split, the centers and the median heuristic.
+    device : None, "auto", "cpu", "cuda", "cuda:N" or torch.device, default=None
+        Where to compute. None: where the inputs live (NumPy arrays with NumPy, torch
+        tensors with PyTorch on their device); "cpu" / "cuda" / "cuda:N": PyTorch on that
+        device, NumPy inputs moved there for the call; "auto": CUDA when PyTorch sees a
+        GPU, else as None. Outputs follow the input: a tensor in gives a tensor on its
+        device, NumPy in gives NumPy. PyTorch is optional (``pip install
+        "kernelpath[torch]"``). On CUDA ``memory_budget`` is device memory.
+    verbose : int, default=0
+        0: silent. 1: a line on stderr per stage of the fit (iterations, epochs or passes,
+        at about every tenth step) with the best validation error so far and the time;
+        2: a line per step. The same reports go to the ``kernelpath`` logger at DEBUG
+        level whatever ``verbose`` is.
+"""
+
+_ATTR_DOC = """
+    Attributes
+    ----------
+    path_ : Path
+        The regularization path with training and validation errors at every point; with
+        several kernels a leading "sigma" (one family) or "kernel" axis. k-fold:
+        ``path_.fold_errors`` and ``path_.cv_results``.
+    best_params_ : dict
+        Parameters of the chosen point (with several kernels, "kernel": the chosen one).
+    penalty_ : float
+        Chosen λ.
+    n_iter_ : int
+        Iterations of the chosen point (1 for closed forms).
+    centers_ : ndarray of shape (m, n_features)
+        Centers of the model (the training points for exact KRLS).
+    coef_ : ndarray of shape (m,) or (m, n_outputs)
+        Coefficients: f(x) = sum_j k(x, centers_j) coef_j + intercept_.
+    intercept_ : float or ndarray of shape (n_outputs,)
+        Mean of the training targets (regression) or 0 (classification).
+    kernel_ : Kernel
+        The kernel with data-dependent parameters resolved.
+    center_strategy_ : str
+        How the centers were chosen.
+    center_indices_ : ndarray of int or None
+        Rows of the training part (``X[train_indices_]``) used as centers, in draw order.
+    center_scores_ : ndarray of shape (n_train,) or None
+        The leverage scores the strategy sampled by (None for uniform or given centers).
+    center_weights_ : ndarray of shape (m,) or None
+        Sketch weights of the centers (1 / sqrt(m p_i); SQUEAK: sqrt(q_i / (q̄ p_i))).
+        Recorded only: rescaling the centers' columns does not change a Nyström model.
+    center_penalty_ : float or None
+        λ of the leverage scores.
+    train_indices_, validation_indices_ : ndarray of int
+        Rows of X used to train the path and to score it (empty without selection).
+    device_ : str
+        Where the fit computed ("numpy", "cpu" for torch-CPU, "cuda:0", ...); ``coef_``
+        and ``centers_`` live there (NumPy arrays or tensors).
+"""
+
+
+class _RegressorMixin(RegressorMixin):
+    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def predict(self, X: Any) -> Any:
+        """Predict targets.
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray or tensor of shape (n_samples,) or (n_samples, n_outputs)
+            Like X: a tensor on X's device for a tensor, else a NumPy array.
+        """
+        if B.is_dask(X):
+            return self._dask_predict(X, "predict")  # type: ignore[attr-defined]
+        return B.like_input(self._decision(X), X)  # type: ignore[attr-defined]
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """R² of the predictions (scikit-learn's ``r2_score``; tensors accepted)."""
+        pred = B.to_numpy(self.predict(X))
+        return float(r2_score(B.to_numpy(y), pred, sample_weight=_host(sample_weight)))
+
+
+def _host(a: Any) -> Any:
+    return None if a is None else B.to_numpy(a)
+
+
+class _ClassifierMixin(ClassifierMixin):
+    def decision_function(self, X: Any) -> Any:
+        """One-vs-all scores.
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray or tensor of shape (n_samples,) for two classes (positive: ``classes_[1]``),
+        else (n_samples, n_classes); like X (a dask array for a dask array).
+        """
+        if B.is_dask(X):
+            return self._dask_predict(X, "decision_function")  # type: ignore[attr-defined]
+        return B.like_input(self._decision(X), X)  # type: ignore[attr-defined]
+
+    def predict(self, X: Any) -> Any:
+        """Predict class labels, shape (n_samples,); a tensor on X's device for a tensor X
+        (when the labels are numbers); a dask array for a dask array."""
+        if B.is_dask(X):
+            return self._dask_predict(X, "predict")  # type: ignore[attr-defined]
+        scores = B.to_numpy(self._decision(X))  # type: ignore[attr-defined]
+        classes = self.classes_  # type: ignore[attr-defined]
+        if scores.ndim == 1:
+            labels = classes[(scores > 0).astype(int)]
+        else:
+            labels = classes[np.argmax(scores, axis=1)]
+        return B.like_input(labels, X)
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """Accuracy (scikit-learn's ``accuracy_score``; tensors accepted)."""
+        pred = B.to_numpy(self.predict(X))
+        return float(accuracy_score(B.to_numpy(y), pred, sample_weight=_host(sample_weight)))
