@@ -4,6 +4,7 @@ sets.
 
     python benchmarks/ard.py [--rounds 3] [--sets cpusmall,kin8nm,...]
     python benchmarks/ard.py objective [--sets ...]      # the choice of the objective
+    python benchmarks/ard.py table                       # the README table from the JSON
 
 Every set: a random 80/20 train/test split (seed 0), features standardized on the training
 part, targets as they are (the first target where a set has two). kernelpath:
@@ -126,10 +127,36 @@ def run_fresh(name: str, method: str, seed: int) -> dict[str, Any]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def table() -> str:
+    """The README's table from ``results/ard.json``."""
+    results = json.loads((HERE / "results" / "ard.json").read_text())
+    head = (
+        '| set (train rows, features) | `"auto"` RMSE | `"ard"` RMSE | ard vs auto '
+        "| learned kept | HGB RMSE | ard vs HGB | ard fit / auto fit |\n"
+        "|---|---|---|---|---|---|---|---|"
+    )
+    rows = [head]
+    for name in SETS:
+        if name not in results:
+            continue
+        r = results[name]
+        Xtr = load(name)[0]
+        dev = " (dev)" if r["development_set"] else ""
+        t, f = r["test_rmse"], r["fit_s"]
+        kept = sum(c == "learned" for c in r.get("ard_chosen", []))
+        rows.append(
+            f"| {name}{dev} ({len(Xtr):,}, {Xtr.shape[1]}) | {t['auto']:.4g} | {t['ard']:.4g} "
+            f"| {100 * r['ard_vs_auto_rmse']:+.1f}% | {kept} of {len(r.get('ard_chosen', []))} "
+            f"| {t['hgb']:.4g} | {100 * r['ard_vs_hgb_rmse']:+.1f}% "
+            f"| {f['ard']:.1f} s / {f['auto']:.1f} s = {r['ard_cost_vs_auto']:.1f}× |"
+        )
+    return "\n".join(rows)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument(
-        "mode", nargs="?", default="compare", choices=["compare", "objective", "worker"]
+        "mode", nargs="?", default="compare", choices=["compare", "objective", "worker", "table"]
     )
     ap.add_argument("args", nargs="*")
     ap.add_argument("--rounds", type=int, default=3)
@@ -137,6 +164,9 @@ def main() -> int:
     a = ap.parse_args()
     if a.mode == "worker":
         print(json.dumps(fit_one(a.args[0], a.args[1], seed=int(a.args[2]))))
+        return 0
+    if a.mode == "table":
+        print(table())
         return 0
     sets = [s for s in a.sets.split(",") if s]
     if a.mode == "objective":
