@@ -17,6 +17,10 @@ __all__ = [
     "mse",
     "error_rate",
     "EarlyStopping",
+    "SlopeStopping",
+    "RelativeDropStopping",
+    "STOPPING_RULES",
+    "make_stopper",
 ]
 
 
@@ -212,3 +216,81 @@ class EarlyStopping:
             if t - self.global_best_iter >= self.window:
                 self.active[:] = False
         return improved
+
+
+class _PerPathRule:
+    """A stopping rule applied to each path on its own error history (the rules of the
+    NYTRO paper and of its reference code). ``update`` has ``EarlyStopping``'s contract."""
+
+    def __init__(self, n_paths: int) -> None:
+        self.best = np.full(n_paths, np.inf)
+        self.active = np.ones(n_paths, dtype=bool)
+        self.history: list[list[float]] = [[] for _ in range(n_paths)]
+
+    def _stops(self, errors: list[float]) -> bool:
+        raise NotImplementedError
+
+    def update(self, t: int, errors: np.ndarray) -> np.ndarray:
+        improved = np.zeros_like(self.active)
+        for p in np.flatnonzero(self.active):
+            e = float(errors[p])
+            if e < self.best[p]:
+                improved[p] = True
+                self.best[p] = e
+            self.history[p].append(e)
+            if self._stops(self.history[p]):
+                self.active[p] = False
+        return improved
+
+
+class SlopeStopping(_PerPathRule):
+    """The NYTRO reference code's rule: fit a least-squares line to the last ``window``
+    validation errors and stop when its slope is no longer negative."""
+
+    def __init__(self, n_paths: int, window: int = 10) -> None:
+        super().__init__(n_paths)
+        self.window = int(window)
+
+    def _stops(self, errors: list[float]) -> bool:
+        if len(errors) < self.window:
+            return False
+        e = np.asarray(errors[-self.window :])
+        if not np.isfinite(e).all():
+            return True
+        return bool(np.polyfit(np.arange(self.window, dtype=float), e, 1)[0] >= 0)
+
+
+class RelativeDropStopping(_PerPathRule):
+    """The NYTRO paper's rule: stop when the relative RMSE on the validation set no longer
+    falls by ``fraction`` (5%) of its value in one iteration, i.e. at the first t with
+    RMSE_t > (1 - fraction) RMSE_{t-1}. Errors are mean squared errors (the ratio of RMSEs
+    does not depend on how the RMSE is made relative)."""
+
+    def __init__(self, n_paths: int, fraction: float = 0.05) -> None:
+        super().__init__(n_paths)
+        self.fraction = float(fraction)
+
+    def _stops(self, errors: list[float]) -> bool:
+        if len(errors) < 2:
+            return False
+        prev, cur = errors[-2], errors[-1]
+        if not (np.isfinite(prev) and np.isfinite(cur)):
+            return True
+        return bool(np.sqrt(max(cur, 0.0)) > (1.0 - self.fraction) * np.sqrt(max(prev, 0.0)))
+
+
+#: ``stopping`` of the iterative solvers: our windowed rule, the NYTRO paper's, its code's.
+STOPPING_RULES = ("window", "paper", "reference")
+
+
+def make_stopper(rule: str, n_paths: int, n_iter_no_change: int | None, tol: float) -> Any:
+    """The early-stopping rule ``rule`` for ``n_paths`` paths (``EarlyStopping`` for
+    "window"; ``RelativeDropStopping`` for "paper"; ``SlopeStopping`` over
+    ``n_iter_no_change`` (default 10) errors for "reference")."""
+    if rule == "window":
+        return EarlyStopping(n_paths, n_iter_no_change, tol)
+    if rule == "paper":
+        return RelativeDropStopping(n_paths)
+    if rule == "reference":
+        return SlopeStopping(n_paths, n_iter_no_change or 10)
+    raise ValueError(f"stopping must be one of {STOPPING_RULES}, got {rule!r}")

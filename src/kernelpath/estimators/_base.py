@@ -21,6 +21,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 from .. import _backend as B
 from .._backend import resolve_memory_budget
 from .._validation import (
+    check_choice,
     check_float,
     check_int,
     check_labels,
@@ -37,10 +38,11 @@ from ..kernels import Kernel, kernel_candidates
 from ..operators import KernelOperator, make_operator
 from ..path import Path, mean_over_folds, stack_paths
 from ..progress import verbose_reporter
-from ..selection import check_cv, cv_folds, holdout_split
+from ..selection import STOPPING_RULES, check_cv, cv_folds, holdout_split
 from ..solvers import exact_path, incremental_nystrom_path, iterative_path, nystrom_direct_path
 from ..solvers._common import Validation
 from ..solvers._loo import SmootherCV
+from ..solvers.iterative import STEP_RULES
 from ..solvers.spectral import ITERATION_FILTERS
 
 DEFAULT_MAX_ITER = {"gd": 500, "nu": 100, "cg": 100, "landweber": 500}
@@ -830,7 +832,8 @@ class _KernelPathEstimator(BaseEstimator):
             cv = self._smoother_cv(params)
             if method in ITERATION_FILTERS:
                 grid = np.arange(1, max_iter + 1)
-                return exact_path(op, Ytr, method, grid, wt, val, cv=cv)
+                nu, step = self._spectral_options(len(tr))
+                return exact_path(op, Ytr, method, grid, wt, val, cv=cv, nu=nu, step=step)
             grid_or_none = None if isinstance(pen, str) else np.atleast_1d(pen)
             return exact_path(op, Ytr, method, grid_or_none, wt, val, cv=cv)
         if grid is not None:
@@ -851,7 +854,31 @@ class _KernelPathEstimator(BaseEstimator):
             params["n_iter_no_change"] if n_iter is None else None,
             params["tol"] if n_iter is None else 0.0,
             random_state=params["rng"],
+            **self._iteration_options(n_iter is None),
         )
+
+    def _spectral_options(self, n_tr: int) -> tuple[float, float | None]:
+        """(ν, Landweber's step in units of K / n) of the exact estimators."""
+        nu = check_float(getattr(self, "nu", 1.0), "nu", 0.0, np.inf, low_open=True)
+        step = getattr(self, "step", "auto")
+        if isinstance(step, str):
+            check_choice(step, "step", ("auto", "thesis"))
+            return nu, (None if step == "auto" else 2.0)  # η = 2 / n: η n = 2
+        eta = check_float(step, "step", 0.0, np.inf, low_open=True)
+        return nu, eta * n_tr
+
+    def _iteration_options(self, selecting: bool) -> dict[str, Any]:
+        """NYTRO's ν, step and stopping rule (``iterative_path``'s options)."""
+        if self._family != "nytro":
+            return {}
+        nu = check_float(getattr(self, "nu", 1.0), "nu", 0.0, np.inf, low_open=True)
+        step = getattr(self, "step", "auto")
+        if isinstance(step, str):
+            check_choice(step, "step", STEP_RULES)
+        else:
+            step = check_float(step, "step", 0.0, np.inf, low_open=True)
+        stopping = check_choice(getattr(self, "stopping", "window"), "stopping", STOPPING_RULES)
+        return {"nu": nu, "step": step, "stopping": stopping if selecting else "window"}
 
     def _max_iter(self, method: str) -> int:
         if getattr(self, "max_iter", None) is None:

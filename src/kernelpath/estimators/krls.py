@@ -1,4 +1,4 @@
-"""Exact kernel regularized least squares with a spectral-filter path (``docs/exact.md``)."""
+"""Exact kernel regularized least squares with a spectral-filter path (``docs/guide/exact.md``)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ class _KRLSBase(_KernelPathEstimator):
         penalty: Any = "auto",
         filter: str = "tikhonov",
         max_iter: int | None = None,
+        nu: float = 1.0,
+        step: Any = "auto",
         validation_fraction: float = 0.2,
         cv: Any = "holdout",
         refit: bool = False,
@@ -34,6 +36,8 @@ class _KRLSBase(_KernelPathEstimator):
         self.penalty = penalty
         self.filter = filter
         self.max_iter = max_iter
+        self.nu = nu
+        self.step = step
         self.validation_fraction = validation_fraction
         self.cv = cv
         self.refit = refit
@@ -58,6 +62,13 @@ _KRLS_PARAMS = (
         Spectral filter; landweber and nu give a path over the iteration count t.
     max_iter : int or None, default=None
         Length of the landweber / nu path (default 500 / 100).
+    nu : float > 0, default=1.0
+        Order (qualification) ν of the ν-method (``filter="nu"``; Engl, Hanke & Neubauer
+        §6.3): higher ν reaches smoother targets, in fewer iterations.
+    step : "auto", "thesis" or float, default="auto"
+        Landweber's step η in alpha_t = alpha_{t-1} + η (y - K alpha_{t-1}): "auto" is
+        1 / ||K|| (the fastest safe step); "thesis" is the thesis's η = 2 / n, stable only
+        while ||K|| < n (checked: a ValueError otherwise); a number is η itself.
 """
     + _COMMON_DOC
     + _ATTR_DOC

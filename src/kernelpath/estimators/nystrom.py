@@ -1,5 +1,5 @@
 """Nyström kernel ridge regression (direct or CG) and NYTRO, Nyström gradient descent
-regularized by early stopping (``docs/nystrom.md``)."""
+regularized by early stopping (``docs/guide/nystrom.md``)."""
 
 from __future__ import annotations
 
@@ -65,6 +65,9 @@ class _NYTROBase(_NystromBase):
         centers: Any = "uniform",
         solver: str = "gd",
         max_iter: int | None = None,
+        nu: float = 1.0,
+        step: Any = "auto",
+        stopping: str = "window",
         validation_fraction: float = 0.2,
         cv: Any = "holdout",
         n_iter_no_change: int | None = 10,
@@ -92,6 +95,9 @@ class _NYTROBase(_NystromBase):
             device=device,
             verbose=verbose,
         )
+        self.nu = nu
+        self.step = step
+        self.stopping = stopping
 
     def _method(self) -> str:
         return check_choice(self.solver, "solver", ("gd", "nu"))
@@ -151,6 +157,19 @@ _NYTRO_PARAMS = (
         preconditioned system, or its ν-method acceleration.
     max_iter : int or None, default=None
         Iterations (default 500 for gd, 100 for nu).
+    nu : float > 0, default=1.0
+        Order (qualification) ν of the ν-method (``solver="nu"``).
+    step : "auto", "reference", "paper" or float, default="auto"
+        The step γ of beta_t = beta_{t-1} - γ ((H0 + λ) beta_{t-1} - b): "auto" 1 / (L + λ)
+        with L the top eigenvalue of H0 (power iteration); "reference" 1 / L (the NYTRO
+        code's 1 / ||K_nm R^-1||^2); "paper" the paper's γ = 1 / κ², κ² = max k(x, x) (for
+        radial kernels 1: safe, up to ~1 / L times slower); a number is γ itself.
+    stopping : {"window", "paper", "reference"}, default="window"
+        Early stopping on the validation error: "window" stops after ``n_iter_no_change``
+        iterations without a relative improvement of ``tol``; "paper" is NYTRO's rule (stop
+        at the first iteration whose validation RMSE is not 5% below the previous one);
+        "reference" the reference code's (stop when a line fitted to the last
+        ``n_iter_no_change`` (10) validation errors no longer slopes down).
     n_iter_no_change : int or None, default=10
         Early-stopping window on the validation error (the NYTRO reference uses 10). The
         ν-method's validation curve can plateau for tens of iterations before improving

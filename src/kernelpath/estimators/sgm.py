@@ -14,7 +14,7 @@ from ..features import NystromFeatures, RandomFourierFeatures, check_rff_kernel
 from ..path import Path
 from ..solvers._common import Validation
 from ..solvers.random_features import FeatureOperator, indexed_features
-from ..solvers.sgm import LOSSES, sgm_path
+from ..solvers.sgm import AVERAGING, LOSSES, sgm_path
 from ._base import _KernelPathEstimator
 from ._mixins import _ClassifierMixin, _RegressorMixin
 
@@ -56,6 +56,7 @@ class _SGMBase(_KernelPathEstimator):
         batch_size: int = 32,
         n_passes: int = 10,
         averaged: bool = False,
+        averaging: str = "uniform",
         penalty: float = 0.0,
         fit_intercept: bool = True,
         validation_fraction: float = 0.2,
@@ -77,6 +78,7 @@ class _SGMBase(_KernelPathEstimator):
         self.batch_size = batch_size
         self.n_passes = n_passes
         self.averaged = averaged
+        self.averaging = averaging
         self.penalty = penalty
         self.fit_intercept = fit_intercept
         self.validation_fraction = validation_fraction
@@ -98,7 +100,17 @@ class _SGMBase(_KernelPathEstimator):
         p["loss"] = check_choice(loss, "loss", self._losses)
         p["features"] = check_choice(self.features, "features", ("random", "nystrom"))
         p["n_features"] = check_int(self.n_features, "n_features", 1)
-        p["decay"] = check_float(self.decay, "decay", 0.0, 1.0)
+        dec = self.decay
+        if np.ndim(dec) == 0:
+            p["decay"] = check_float(dec, "decay", 0.0, 1.0)
+        else:
+            vals = list(np.asarray(dec, dtype=object).ravel())
+            if np.ndim(dec) != 1 or not vals:
+                raise ValueError(
+                    f"decay must be a number or a 1-D sequence of numbers, got {dec!r}"
+                )
+            p["decay"] = np.array([check_float(v, "decay", 0.0, 1.0) for v in vals])
+        p["averaging"] = check_choice(self.averaging, "averaging", AVERAGING)
         p["batch_size"] = check_int(self.batch_size, "batch_size", 1)
         p["n_passes"] = check_int(self.n_passes, "n_passes", 1)
         if not isinstance(self.fit_intercept, (bool, np.bool_)):
@@ -199,6 +211,7 @@ class _SGMBase(_KernelPathEstimator):
             params["n_iter_no_change"] if n_iter is None else None,
             params["tol"],
             wt,
+            params["averaging"],
         )
 
     def _refit(
@@ -215,6 +228,8 @@ class _SGMBase(_KernelPathEstimator):
         best = path.best_params
         fixed = dict(params)
         fixed["steps"] = np.array([best["step_size"]])
+        if "decay" in best:
+            fixed["decay"] = float(best["decay"])
         fixed["feature_seed"] = self._feature_seed
         passes = int(best["n_passes"])
         again = self._solve(X, Y, w, np.arange(n), None, fixed, method, n_iter=passes)
@@ -231,6 +246,7 @@ class _SGMBase(_KernelPathEstimator):
         best = path.best_params
         self.step_size_ = float(best["step_size"])
         self.n_passes_ = int(best["n_passes"])
+        self.decay_ = float(best["decay"]) if "decay" in best else float(np.ravel(self.decay)[0])
 
     def _decision(self, X: Any) -> Any:
         check_is_fitted(self, "coef_")
@@ -256,15 +272,20 @@ _SGM_DOC = """
         κ² = max ||φ(x)||² and λ_1 the top eigenvalue of Φ^T Φ / n (the stable minibatch
         step for the square loss; 4x for the logistic loss); "grid": that step times 1/8,
         1/4, 1/2, 1 and 2, side by side, the best chosen on the validation split.
-    decay : float in [0, 1], default=0.0
-        θ; 0 gives constant steps.
+    decay : float in [0, 1] or sequence of them, default=0.0
+        θ; 0 gives constant steps. A sequence runs every θ (with every step size) on the
+        same minibatches: a path over (θ, step size, passes), the thesis's Fig. 6.2b.
     batch_size : int, default=32
         b, points per iteration (drawn uniformly with replacement).
     n_passes : int, default=10
         Most passes over the data (1: SGM; more: SIGM), each ceil(n / b) iterations; early
         stopping on the validation loss ends them sooner.
     averaged : bool, default=False
-        Use the averaged iterate (thesis eq. 6.4).
+        Use the averaged iterate instead of the last one.
+    averaging : {"uniform", "step"}, default="uniform"
+        The average: "step" is the thesis's eq. 6.4, sum_t η_t w_t / sum_t η_t; "uniform"
+        the plain mean of the iterates (the two agree for θ = 0; "uniform" kept as the
+        default, which weighs the late iterates more when the steps decay).
     penalty : float, default=0.0
         λ of the regularized variant (0: Algorithm 1, regularized by η and the passes).
     fit_intercept : bool, default=True
@@ -279,9 +300,9 @@ _SGM_DOC = """
     Attributes
     ----------
     path_ : Path
-        Over ("step_size", "n_passes").
+        Over ("step_size", "n_passes"), or ("decay", "step_size", "n_passes").
     best_params_ : dict
-    step_size_, n_passes_ :
+    step_size_, n_passes_, decay_ :
         The chosen point.
     features_ : RandomFourierFeatures or NystromFeatures
     coef_ : ndarray of shape (D,) or (D, n_outputs)

@@ -6,9 +6,12 @@ with A = K_nm R:
 
     (H0 + λ I) beta = b,     H0 = A^T W A / n,   b = A^T W y / n.
 
-- ``gd`` (NYTRO eq. 17-19): beta_t = beta_{t-1} - (1/L) ((H0 + λ) beta_{t-1} - b), with
-  L = λ + the largest eigenvalue of H0 from power iteration (not the conservative
-  1 / max k(x, x) of the paper). With λ = 0 the iteration count is the regularization.
+- ``gd`` (NYTRO eq. 17-19): beta_t = beta_{t-1} - γ ((H0 + λ) beta_{t-1} - b), with by
+  default (``step="auto"``) γ = 1 / (L + λ), L the largest eigenvalue of H0 from power
+  iteration; ``step="reference"``: γ = 1 / L, the reference code's 1 / ||K_nm R^-1||^2 (the
+  same at λ = 0); ``step="paper"``: the paper's conservative γ = 1 / κ², κ² = max k(x_i, x_i);
+  or γ a number (the paper's update beta_t = beta_{t-1} - (γ/n) R^T K_nm^T (K_nm R beta - y)
+  is this one). With λ = 0 the iteration count is the regularization.
 - ``nu``: the ν-method acceleration of the same iteration (Engl, Hanke & Neubauer §6.3),
   needing about the square root of the iterations of ``gd`` for the same filter.
   For these two, every penalty λ_p and output j is one column of beta; all columns share
@@ -31,7 +34,9 @@ with A = K_nm R:
 Training errors come from the quadratic form y'Wy - 2 n beta'b + n beta'H0 beta; validation
 predictions are updated incrementally (gd / nu: K_vm R (beta_t - beta_{t-1}); cg: one new
 column K_vm R v per basis vector). A penalty stops when its validation error stops improving
-(``EarlyStopping``) or its iteration has converged (relative ``tol``).
+(``stopping="window"``: ``EarlyStopping``; "paper": NYTRO's 5% rule, "reference": the
+reference code's slope rule, ``selection.make_stopper``) or its iteration has converged
+(relative ``tol``).
 """
 
 from __future__ import annotations
@@ -46,13 +51,15 @@ from ..linalg import NystromFactor, nu_method_coefficients, spectral_filter, top
 from ..operators import KernelOperator
 from ..path import Path, lex_argmin
 from ..progress import report
-from ..selection import EarlyStopping, penalty_grid
+from ..selection import EarlyStopping, make_stopper, penalty_grid
 from ._common import Validation, as_2d, weights_or_ones
 from .nystrom import center_factor
 
-__all__ = ["iterative_path", "ITERATIVE_METHODS"]
+__all__ = ["iterative_path", "ITERATIVE_METHODS", "STEP_RULES"]
 
 ITERATIVE_METHODS = ("gd", "nu", "cg")
+#: ``step`` of gd / nu by name (or a number γ).
+STEP_RULES = ("auto", "reference", "paper")
 
 
 class _Problem:
@@ -104,12 +111,15 @@ class _Bookkeeping:
         validation: Validation | None,
         n_iter_no_change: int | None,
         tol: float,
+        stopping: str = "window",
     ) -> None:
         self.P = P
         self.max_iter = max_iter
         self.validation = validation
-        window = n_iter_no_change if validation is not None else None
-        self.stopper = EarlyStopping(P, window, tol)
+        if validation is None:
+            self.stopper: Any = EarlyStopping(P, None, tol)
+        else:
+            self.stopper = make_stopper(stopping, P, n_iter_no_change, tol)
         self.converged = np.zeros(P, dtype=bool)
         self.train_err = np.full((P, max_iter), np.nan)
         self.val_err = np.full((P, max_iter), np.nan)
@@ -179,6 +189,8 @@ def iterative_path(
     nu: float = 1.0,
     random_state: Any = None,
     _setup: dict[str, Any] | None = None,
+    step: Any = "auto",
+    stopping: str = "window",
 ) -> Path:
     """Path over iterations (and penalties) of an iterative Nyström solver.
 
@@ -204,7 +216,11 @@ def iterative_path(
         gd / nu: keep every iterate's coefficients (t x m x k numbers) instead of recomputing
         them on demand. cg keeps its Krylov basis (r x t k numbers) and makes any point from it.
     nu : float
-        Qualification of the ν-method.
+        Qualification (order) of the ν-method.
+    step : "auto", "reference", "paper" or float
+        γ of gd / nu (module docstring).
+    stopping : {"window", "paper", "reference"}
+        The early-stopping rule (with a validation set).
 
     Returns
     -------
@@ -225,11 +241,13 @@ def iterative_path(
         lam = penalty_grid(prob.factor.top()[0] / op.m)
     else:
         lam = np.atleast_1d(np.asarray(penalties, dtype=FACTOR_DTYPE))
-    book = _Bookkeeping(len(lam), max_iter, validation, n_iter_no_change, tol)
+    book = _Bookkeeping(len(lam), max_iter, validation, n_iter_no_change, tol, stopping)
     if method == "cg":
         path = _krylov_path(prob, lam, max_iter, book, tol)
     else:
-        path = _gradient_path(prob, lam, method, max_iter, book, tol, store_coefs, nu, random_state)
+        path = _gradient_path(
+            prob, lam, method, max_iter, book, tol, store_coefs, nu, random_state, step
+        )
     op.release()
     if validation is not None:
         validation.op.release()
@@ -247,16 +265,31 @@ def _gradient_path(
     store_coefs: bool,
     nu: float,
     random_state: Any,
+    step: Any = "auto",
 ) -> Path:
     P, k, r = len(lam), prob.k, prob.r
     C = P * k
     setup = prob.setup
-    if "L" not in setup:
-        v0 = prob.factor.top()[1]  # top eigenvector of K_mm: close to the top one of H0
-        setup["L"] = top_eigenvalue(lambda v: prob.H0(v[:, None])[:, 0], r, v0=v0, rng=random_state)
-    b = np.tile(prob.b, (1, P))  # column p * k + j is output j of penalty p
     lam_c = np.repeat(lam, k)
-    L_c = setup["L"] + lam_c
+    if isinstance(step, str) and step in ("auto", "reference"):
+        # "reference": the norm itself (power iteration to 1e-7, up to 200 passes), as the
+        # reference code computes it; "auto": 1e-3 is enough (and a safe overestimate)
+        key, tol_L, it_L = ("L", 1e-3, 30) if step == "auto" else ("L_exact", 1e-7, 200)
+        if key not in setup:
+            v0 = prob.factor.top()[1]  # top eigenvector of K_mm: close to the top one of H0
+            setup[key] = top_eigenvalue(
+                lambda v: prob.H0(v[:, None])[:, 0], r, it_L, tol_L, v0=v0, rng=random_state
+            )
+        L_c = setup[key] + (lam_c if step == "auto" else np.zeros(C))
+    elif isinstance(step, str) and step == "paper":
+        if "kappa2" not in setup:
+            setup["kappa2"] = float(np.max(np.asarray(prob.op.diag())))
+        L_c = np.full(C, setup["kappa2"])
+    elif isinstance(step, str):
+        raise ValueError(f"step must be one of {STEP_RULES} or a positive number, got {step!r}")
+    else:
+        L_c = np.full(C, 1.0 / float(step))  # γ = 1 / L
+    b = np.tile(prob.b, (1, P))  # column p * k + j is output j of penalty p
     beta = np.zeros((r, C))
     beta_prev = np.zeros((r, C))
     best_beta = np.zeros((r, C))
@@ -317,7 +350,7 @@ def _gradient_path(
         train_err,
         val_err,
         coef_fn=_IterateRecomputer(
-            prob.op, prob.Y, lam, method, prob.weights, nu, random_state, dict(setup)
+            prob.op, prob.Y, lam, method, prob.weights, nu, random_state, dict(setup), step
         ),
         scoring=validation.scoring if validation is not None else "mse",
         stored=stored,
@@ -326,7 +359,7 @@ def _gradient_path(
             "factor": prob.factor.method,
             "factor_on_device": prob.factor.on_device,
             "rank": r,
-            "step": 1.0 / setup["L"],
+            "step": float(1.0 / L_c[0]) if C else None,
         },
         val_loss=val_loss,
     )
@@ -349,9 +382,11 @@ class _IterateRecomputer:
         nu: float,
         random_state: Any,
         setup: dict[str, Any],
+        step: Any = "auto",
     ) -> None:
         self.op, self.Y, self.lam, self.method = op, Y, lam, method
         self.weights, self.nu, self.random_state, self.setup = weights, nu, random_state, setup
+        self.step = step
 
     def __call__(self, idx: tuple[int, ...]) -> np.ndarray:
         p, t_idx = idx
@@ -369,6 +404,7 @@ class _IterateRecomputer:
             self.nu,
             self.random_state,
             _setup=self.setup,
+            step=self.step,
         )
         return sub.coef()  # its last iterate
 

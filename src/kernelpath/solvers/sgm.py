@@ -8,20 +8,25 @@ minibatches of b indices drawn uniformly with replacement,
     w_{t+1} = w_t - η_t ( (1/b) sum_{i in batch t} ℓ'(<w_t, φ(x_i)>, y_i) φ(x_i) + λ w_t ),
 
 with λ = 0 in Algorithm 1 (the step size and the number of passes regularize; λ > 0 is the
-regularized variant). A pass is ceil(n / b) iterations. The averaged iterate (eq. 6.4) is
-w̄_T = (1/T) sum_{t=1}^T w_t. Losses (of the ±1 codes for classification):
+regularized variant). A pass is ceil(n / b) iterations. The averaged iterate is the
+step-weighted mean of eq. 6.4, w̄_T = sum_{t=1}^T η_t w_t / sum_{t=1}^T η_t
+(``averaging="step"``, w_t the iterate after step t), or the uniform mean
+(1/T) sum_{t=1}^T w_t (``averaging="uniform"``); the two agree for constant steps (θ = 0).
+Losses (of the ±1 codes for classification):
 
 - square:   ℓ = (f - y)^2 / 2,          ℓ' = f - y
 - hinge:    ℓ = max(0, 1 - y f),        ℓ' = -y [y f < 1]   (a subgradient)
 - logistic: ℓ = log(1 + exp(-y f)),     ℓ' = -y / (1 + exp(y f))
 
-Several step sizes run side by side on the same minibatches: the path is over
-(step size, passes), with the validation error after every pass.
+Several step sizes, and several decays θ, run side by side on the same minibatches: the path
+is over (step size, passes), or (θ, step size, passes) for several θ (the thesis's Fig. 6.2b
+and Table 6.2), with the validation error after every pass.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -31,9 +36,10 @@ from ..progress import report
 from ..selection import EarlyStopping
 from ._common import Validation, as_2d
 
-__all__ = ["LOSSES", "loss_derivative", "loss_value", "sgm_path"]
+__all__ = ["LOSSES", "AVERAGING", "loss_derivative", "loss_value", "sgm_path"]
 
 LOSSES = ("square", "hinge", "logistic")
+AVERAGING = ("uniform", "step")
 
 
 def loss_derivative(name: str, F: np.ndarray, Y: np.ndarray) -> np.ndarray:
@@ -66,7 +72,7 @@ def sgm_path(
     Y: np.ndarray,
     loss: str,
     step_sizes: np.ndarray,
-    decay: float,
+    decay: Any,
     batch_size: int,
     n_passes: int,
     averaged: bool,
@@ -76,6 +82,7 @@ def sgm_path(
     n_iter_no_change: int | None = None,
     tol: float = 0.0,
     weights: np.ndarray | None = None,
+    averaging: str = "uniform",
 ) -> Path:
     """Run Algorithm 1 for every step size at once; a Path over ("step_size", "n_passes").
 
@@ -90,11 +97,13 @@ def sgm_path(
     loss : {"square", "hinge", "logistic"}
     step_sizes : ndarray of shape (S,)
         η of each run.
-    decay : float
-        θ >= 0: η_t = η t^(-θ).
+    decay : float or ndarray of shape (Θ,)
+        θ >= 0: η_t = η t^(-θ); several θ run side by side (a path axis "decay").
     batch_size, n_passes : int
     averaged : bool
-        Score and keep the averaged iterate (eq. 6.4) instead of the last one.
+        Score and keep the averaged iterate instead of the last one.
+    averaging : {"uniform", "step"}
+        The uniform mean of the iterates, or eq. 6.4's step-weighted mean.
     penalty : float
         λ >= 0 (0: Algorithm 1).
     rng : Generator
@@ -107,14 +116,22 @@ def sgm_path(
 
     Returns
     -------
-    Path with coefficients of shape (D, k) for each (step size, pass).
+    Path with coefficients of shape (D, k) for each (step size, pass), or (θ, step size,
+    pass) with several θ.
     """
+    if averaging not in AVERAGING:
+        raise ValueError(f"averaging must be one of {AVERAGING}, got {averaging!r}")
     Y2 = as_2d(Y).astype(FACTOR_DTYPE)
     k = Y2.shape[1]
-    S = len(step_sizes)
-    eta = np.asarray(step_sizes, dtype=FACTOR_DTYPE)
+    decays = np.atleast_1d(np.asarray(decay, dtype=FACTOR_DTYPE))
+    n_steps = len(step_sizes)
+    # column c = i_θ * n_steps + i_η: every (θ, η) pair is one run
+    eta = np.tile(np.asarray(step_sizes, dtype=FACTOR_DTYPE), len(decays))
+    theta = np.repeat(decays, n_steps)
+    S = len(eta)
     W = np.zeros((S, D, k))
     Wsum = np.zeros((S, D, k)) if averaged else None
+    wsum = np.zeros(S)  # sum of the averaging weights (η_t, or 1 per iterate)
     iters = -(-n // batch_size)
     train = np.full((S, n_passes), np.nan)
     val_err = None if validation is None else np.full((S, n_passes), np.nan)
@@ -141,13 +158,15 @@ def sgm_path(
             grad = np.einsum("bd,rbk->rdk", Phi, g) / batch_size
             if penalty:
                 grad += penalty * W[run]
-            step = eta[run] * (t ** (-decay) if decay else 1.0)
+            step = eta[run] * float(t) ** (-theta[run])
             W[run] -= step[:, None, None] * grad
             if Wsum is not None:
-                Wsum[run] += W[run]
+                a = step if averaging == "step" else np.ones(len(run))
+                Wsum[run] += a[:, None, None] * W[run]
+                wsum[run] += a
         if not np.all(np.isfinite(W[run])):
             raise FloatingPointError("SGM diverged (non-finite weights): give a smaller step_size")
-        model = W if Wsum is None else Wsum / t
+        model = W if Wsum is None else Wsum / np.maximum(wsum, 1e-300)[:, None, None]
         train[run, p] = loss_sum[run] / (iters * batch_size * k)
         if validation is not None and val_err is not None and val_loss is not None:
             Fv = validation.op.matvec(model[run].transpose(1, 0, 2).reshape(D, -1))
@@ -169,20 +188,40 @@ def sgm_path(
         seen = val_err[:, : p + 1] if val_err is not None else None
         best = {"best_val": float(np.nanmin(seen))} if seen is not None else {}
         report("passes", p + 1, n_passes, active=int(active.sum()), **best)
-    steps_grid, pass_grid = np.meshgrid(eta, np.arange(1, n_passes + 1), indexing="ij")
+    info = {
+        "loss": loss,
+        "batch_size": batch_size,
+        "iterations_per_pass": iters,
+        "averaged": averaged,
+        "averaging": averaging,
+        "decay": decays.tolist() if len(decays) > 1 else float(decays[0]),
+    }
+    scoring = validation.scoring if validation is not None else "mse"
+    if len(decays) == 1:
+        steps_grid, pass_grid = np.meshgrid(eta, np.arange(1, n_passes + 1), indexing="ij")
+        return Path(
+            {"step_size": steps_grid, "n_passes": pass_grid},
+            train,
+            val_err,
+            coef_fn=None,
+            scoring=scoring,
+            stored=stored,
+            val_loss=val_loss,
+            info=info,
+        )
+    shape = (len(decays), n_steps, n_passes)
+    grids = np.meshgrid(decays, eta[:n_steps], np.arange(1, n_passes + 1), indexing="ij")
+
+    def cube(a: np.ndarray | None) -> np.ndarray | None:
+        return None if a is None else a.reshape(shape)
+
     return Path(
-        {"step_size": steps_grid, "n_passes": pass_grid},
-        train,
-        val_err,
+        {"decay": grids[0], "step_size": grids[1], "n_passes": grids[2]},
+        train.reshape(shape),
+        cube(val_err),
         coef_fn=None,
-        scoring=validation.scoring if validation is not None else "mse",
-        stored=stored,
-        val_loss=val_loss,
-        info={
-            "loss": loss,
-            "batch_size": batch_size,
-            "iterations_per_pass": iters,
-            "averaged": averaged,
-            "decay": decay,
-        },
+        scoring=scoring,
+        stored={(c // n_steps, c % n_steps, p): v for (c, p), v in stored.items()},
+        val_loss=cube(val_loss),
+        info=info,
     )

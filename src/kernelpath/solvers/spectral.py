@@ -38,6 +38,7 @@ def exact_path(
     validation: Validation | None = None,
     nu: float = 1.0,
     cv: SmootherCV | None = None,
+    step: float | None = None,
 ) -> Path:
     """Path of an exact spectral-filter estimator.
 
@@ -56,7 +57,11 @@ def exact_path(
     validation : Validation or None
         Validation operator (validation points x training points) and targets.
     nu : float
-        Qualification of the ν-method.
+        Qualification (order) of the ν-method.
+    step : float or None
+        Landweber's step η in units of the spectrum of K / n (the update
+        alpha_t = alpha_{t-1} + (η/n) (y - K alpha_{t-1})); None: 1 / s_max. It must keep
+        η s_max < 2 (else the iteration diverges): a ValueError naming ``step`` otherwise.
     cv : SmootherCV or None
         Score the path by exact leave-one-out (tikhonov) or GCV (every filter but kols)
         instead of ``validation`` (``_loo``); needs positive weights.
@@ -96,7 +101,12 @@ def exact_path(
     else:
         params = np.asarray(params, dtype=float)
         name = "n_iter"
-    G = spectral_filter(filter, s, params, nu=nu)  # (P, n)
+    if filter == "landweber" and step is not None and not step * s.max() < 2.0:
+        raise ValueError(
+            f"step: Landweber with η = {step / n:.4g} diverges here: it needs η ||K|| < 2, "
+            f"and ||K|| = {s.max() * n:.6g} (n = {n}); give a smaller step or step='auto'"
+        )
+    G = spectral_filter(filter, s, params, nu=nu, step=step)  # (P, n)
     P = len(params)
     # coefficients of all points: alpha_p = D Q (g_p * c) / n  -> (n, P, k)
     GC = G[:, :, None] * c[None, :, :]  # (P, n, k)

@@ -1,0 +1,263 @@
+"""The papers' variants, selectable by name, against literal implementations of the papers'
+lines on small data (independent NumPy loops, not the library's solvers)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+import kernelpath as kp
+from kernelpath.operators import KernelOperator
+from kernelpath.selection import RelativeDropStopping, SlopeStopping
+from kernelpath.solvers import exact_path, iterative_path
+from kernelpath.solvers._common import Validation
+
+SIGMA = 1.5
+
+
+@pytest.fixture(scope="module")
+def problem():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, (260, 3))
+    y = np.sin(X[:, 0]) + 0.5 * X[:, 1] ** 2 + 0.1 * rng.standard_normal(260)
+    Xv = rng.uniform(-2, 2, (80, 3))
+    yv = np.sin(Xv[:, 0]) + 0.5 * Xv[:, 1] ** 2
+    C = X[rng.choice(260, 30, replace=False)]
+    return X, y, Xv, yv, C
+
+
+def gauss(A, B):
+    d2 = ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1)
+    return np.exp(-d2 / (2 * SIGMA**2))
+
+
+def literal_nytro(X, y, Xv, yv, C, gamma, T, divide_by_n=True):
+    """NYTRO's lines: R = chol(K_mm + 1e-10 I), A = K_nm R^-1, beta_t = beta_{t-1} -
+    (γ/n) A^T (A beta_{t-1} - y) (the reference code: no 1/n), validation MSE of every t."""
+    n = len(X)
+    Knm, Kvm = gauss(X, C), gauss(Xv, C)
+    R = scipy.linalg.cholesky(gauss(C, C) + 1e-10 * np.eye(len(C)))  # upper: K_mm = R^T R
+    A = scipy.linalg.solve_triangular(R, Knm.T, trans="T").T  # K_nm R^-1
+    beta = np.zeros(len(C))
+    errs = []
+    for _ in range(T):
+        g = A.T @ (A @ beta - y)
+        beta = beta - (gamma / n if divide_by_n else gamma) * g
+        alpha = scipy.linalg.solve_triangular(R, beta)
+        errs.append(np.mean((Kvm @ alpha - yv) ** 2))
+    return np.array(errs), A
+
+
+def nytro_path(problem, T, **kw):
+    X, y, Xv, yv, C = problem
+    k = kp.Gaussian(SIGMA)
+    op = KernelOperator(X, C, k)
+    val = Validation(KernelOperator(Xv, C, k), yv[:, None], "mse")
+    kw.setdefault("n_iter_no_change", None)
+    return iterative_path(op, y, 0.0, "gd", T, validation=val, tol=0.0, **kw)
+
+
+def test_nytro_paper_step_is_one_over_kappa_squared(problem):
+    X, y, Xv, yv, C = problem
+    literal, _ = literal_nytro(X, y, Xv, yv, C, gamma=1.0, T=40)  # κ² = k(x, x) = 1
+    path = nytro_path(problem, 40, step="paper")
+    np.testing.assert_allclose(path.val_error[0], literal, rtol=1e-7)
+    assert path.info["step"] == pytest.approx(1.0)
+
+
+def test_nytro_reference_step_is_one_over_the_squared_norm(problem):
+    X, y, Xv, yv, C = problem
+    _, A = literal_nytro(X, y, Xv, yv, C, gamma=1.0, T=1)
+    gamma = 1.0 / np.linalg.norm(A, 2) ** 2
+    literal, _ = literal_nytro(X, y, Xv, yv, C, gamma=gamma, T=40, divide_by_n=False)
+    path = nytro_path(problem, 40, step="reference")
+    np.testing.assert_allclose(path.val_error[0], literal, rtol=1e-5)
+    # a number is γ of the paper's update
+    lit2, _ = literal_nytro(X, y, Xv, yv, C, gamma=0.3, T=25)
+    np.testing.assert_allclose(nytro_path(problem, 25, step=0.3).val_error[0], lit2, rtol=1e-7)
+
+
+def first_stop(errors, rule):
+    """The literal stopping iteration (1-based) of a validation-error sequence."""
+    for t in range(1, len(errors) + 1):
+        if rule == "reference" and t >= 10:
+            slope = np.polyfit(np.arange(10.0), errors[t - 10 : t], 1)[0]
+            if slope >= 0:
+                return t
+        if rule == "paper" and t >= 2 and np.sqrt(errors[t - 1]) > 0.95 * np.sqrt(errors[t - 2]):
+            return t
+    return len(errors)
+
+
+@pytest.mark.parametrize("rule", ["paper", "reference"])
+def test_nytro_stopping_rules_stop_where_the_papers_lines_do(problem, rule):
+    full = nytro_path(problem, 3000, step=3.0).val_error[0]
+    t_stop = first_stop(full, rule)
+    assert 2 <= t_stop < 3000
+    path = nytro_path(problem, 3000, step=3.0, stopping=rule, n_iter_no_change=10)
+    assert path.shape[1] == t_stop
+    np.testing.assert_allclose(path.val_error[0], full[:t_stop], rtol=1e-12)
+
+
+def test_stopping_rules_on_given_sequences():
+    slope = SlopeStopping(1, window=3)
+    for t, e in enumerate([5.0, 4.0, 3.0, 2.9, 2.95, 3.1], start=1):
+        slope.update(t, np.array([e]))
+        # stops at the first window of 3 whose fitted line does not slope down
+        assert slope.active[0] == (t < 6)
+    drop = RelativeDropStopping(1)
+    for t, e in enumerate([1.0, 0.81, 0.75], start=1):  # RMSE 1, 0.9, 0.866
+        drop.update(t, np.array([e]))
+        assert drop.active[0] == (t < 3)  # 0.866 > 0.95 * 0.9
+
+
+def test_nytro_estimator_takes_the_variants(problem):
+    X, y, Xv, yv, C = problem
+    kw = dict(centers=C, random_state=0, max_iter=200)
+    est = kp.NYTRORegressor(kp.Gaussian(SIGMA), step="paper", stopping="paper", **kw).fit(X, y)
+    ref = kp.NYTRORegressor(kp.Gaussian(SIGMA), step="reference", stopping="reference", **kw)
+    ref.fit(X, y)
+    auto = kp.NYTRORegressor(kp.Gaussian(SIGMA), **kw).fit(X, y)
+    assert est.path_.info["step"] == pytest.approx(1.0)
+    assert ref.path_.info["step"] > 1.0 and auto.path_.info["step"] > 1.0
+    # the 5% rule stops long before the windowed rule
+    assert est.path_.shape[1] < auto.path_.shape[1]
+    for bad, err in [
+        (dict(step="fast"), ValueError),
+        (dict(step=-1.0), ValueError),
+        (dict(stopping="never"), ValueError),
+        (dict(nu=0.0), ValueError),
+        (dict(nu="one"), TypeError),
+    ]:
+        name = next(iter(bad))
+        with pytest.raises(err, match=name):
+            kp.NYTRORegressor(kp.Gaussian(SIGMA), **kw, **bad).fit(X, y)
+
+
+def literal_nu_method(K, y, nu, T):
+    """Engl, Hanke & Neubauer §6.3 on K alpha = y with K / ||K|| (μ_1 = 0)."""
+    s = np.linalg.eigvalsh(K).max()
+    A, b = K / s, y / s
+    x_prev, x = np.zeros_like(y), np.zeros_like(y)
+    for k in range(1, T + 1):
+        if k == 1:
+            mu, om = 0.0, (4 * nu + 2) / (4 * nu + 1)
+        else:
+            mu = ((k - 1) * (2 * k - 3) * (2 * k + 2 * nu - 1)) / (
+                (k + 2 * nu - 1) * (2 * k + 4 * nu - 1) * (2 * k + 2 * nu - 3)
+            )
+            om = (4 * (2 * k + 2 * nu - 1) * (k + nu - 1)) / (
+                (k + 2 * nu - 1) * (2 * k + 4 * nu - 1)
+            )
+        x, x_prev = x + mu * (x - x_prev) + om * (b - A @ x), x
+    return x
+
+
+@pytest.mark.parametrize("nu", [0.5, 1.0, 2.5])
+def test_nu_method_order_reaches_the_estimator(problem, nu):
+    X, y, *_ = problem
+    T = 12
+    est = kp.KRLSRegressor(
+        kp.Gaussian(SIGMA), filter="nu", nu=nu, max_iter=T, validation_fraction=0
+    ).fit(X, y)
+    yc = y - y.mean()
+    alpha = literal_nu_method(gauss(X, X), yc, nu, T)
+    np.testing.assert_allclose(est.predict(X), gauss(X, X) @ alpha + y.mean(), rtol=1e-8)
+
+
+def test_landweber_thesis_step_and_its_stability_check(problem):
+    X, y, *_ = problem
+    n, T = len(X), 30
+    K = gauss(X, X)
+    alpha = np.zeros(n)
+    for _ in range(T):  # the thesis: alpha_t = alpha_{t-1} + (2/n)(y - K alpha_{t-1})
+        alpha = alpha + (2.0 / n) * (y - K @ alpha)
+    op = KernelOperator(X, X, kp.Gaussian(SIGMA))
+    path = exact_path(op, y, "landweber", np.arange(1, T + 1), step=2.0)
+    np.testing.assert_allclose(path.coef((T - 1,))[:, 0], alpha, rtol=1e-8, atol=1e-10)
+    est = kp.KRLSRegressor(
+        kp.Gaussian(SIGMA), filter="landweber", step="thesis", max_iter=T, validation_fraction=0
+    ).fit(X, y)
+    alpha_c = np.zeros(n)
+    for _ in range(T):
+        alpha_c = alpha_c + (2.0 / n) * (y - y.mean() - K @ alpha_c)
+    np.testing.assert_allclose(est.predict(X), K @ alpha_c + y.mean(), rtol=1e-8)
+    # η ||K|| >= 2 diverges: refused, naming the step
+    s_max = np.linalg.eigvalsh(K).max()
+    with pytest.raises(ValueError, match="step"):
+        kp.KRLSRegressor(
+            kp.Gaussian(SIGMA), filter="landweber", step=2.5 / s_max, validation_fraction=0
+        ).fit(X, y)
+    with pytest.raises(ValueError, match="step"):
+        kp.KRLSRegressor(kp.Gaussian(SIGMA), filter="landweber", step="fast").fit(X, y)
+
+
+def literal_sgm(Phi, y, eta, theta, b, T, seed):
+    """Algorithm 1 with the square loss and eq. 6.4's average sum η_t w_t / sum η_t."""
+    rng = np.random.default_rng(seed)
+    w = np.zeros(Phi.shape[1])
+    num, den = np.zeros_like(w), 0.0
+    for t in range(1, T + 1):
+        idx = rng.integers(0, len(Phi), size=b)
+        step = eta * t ** (-theta)
+        w = w - step * Phi[idx].T @ (Phi[idx] @ w - y[idx]) / b
+        num, den = num + step * w, den + step
+    return w, num / den
+
+
+def test_sgm_step_weighted_average_is_eq_6_4_and_theta_is_a_path_axis():
+    from kernelpath.solvers.sgm import sgm_path
+
+    rng = np.random.default_rng(5)
+    Phi = rng.standard_normal((90, 6)) / 3
+    y = Phi @ rng.standard_normal(6) + 0.05 * rng.standard_normal(90)
+    feats = lambda idx: Phi[idx]  # noqa: E731
+    b, passes = 8, 3
+    T = passes * -(-90 // b)
+    kw = dict(batch_size=b, n_passes=passes, averaged=True, penalty=0.0)
+    for theta in (0.0, 0.5):
+        path = sgm_path(
+            feats, 90, 6, y, "square", np.array([0.7]), theta, **kw,
+            rng=np.random.default_rng(11), averaging="step",
+        )  # fmt: skip
+        _, avg = literal_sgm(Phi, y, 0.7, theta, b, T, 11)
+        np.testing.assert_allclose(path.coef((0, passes - 1))[:, 0], avg, rtol=1e-10)
+    # the uniform mean differs once the steps decay
+    uni = sgm_path(
+        feats, 90, 6, y, "square", np.array([0.7]), 0.5, **kw, rng=np.random.default_rng(11)
+    )
+    assert not np.allclose(uni.coef((0, passes - 1))[:, 0], avg, rtol=1e-3)
+    # several θ: one axis, each slice the run of that θ alone (the same minibatches)
+    steps = np.array([0.3, 0.7])
+    both = sgm_path(
+        feats, 90, 6, y, "square", steps, np.array([0.0, 0.5]), **kw,
+        rng=np.random.default_rng(11), averaging="step",
+    )  # fmt: skip
+    assert both.param_names == ("decay", "step_size", "n_passes")
+    assert both.shape == (2, 2, passes)
+    for i, theta in enumerate((0.0, 0.5)):
+        one = sgm_path(
+            feats, 90, 6, y, "square", steps, theta, **kw,
+            rng=np.random.default_rng(11), averaging="step",
+        )  # fmt: skip
+        for j in range(2):
+            np.testing.assert_allclose(both.coef((i, j, 1)), one.coef((j, 1)), rtol=1e-12)
+        np.testing.assert_allclose(both.train_error[i], one.train_error, rtol=1e-12)
+
+
+def test_sgm_estimator_chooses_theta_on_the_hold_out():
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-2, 2, (400, 2))
+    y = np.sin(2 * X[:, 0]) + 0.1 * rng.standard_normal(400)
+    est = kp.SGMRegressor(
+        kp.Gaussian(1.0), n_features=100, decay=[0.0, 0.25, 0.5], averaged=True,
+        averaging="step", n_passes=4, random_state=0,
+    ).fit(X, y)  # fmt: skip
+    assert est.path_.param_names == ("decay", "step_size", "n_passes")
+    i = est.path_.best_index
+    assert est.decay_ == [0.0, 0.25, 0.5][i[0]]
+    assert est.path_.val_error[i] == np.nanmin(est.path_.val_error)
+    for bad, err in [(dict(averaging="mean"), ValueError), (dict(decay=[0.1, 2.0]), ValueError)]:
+        with pytest.raises(err, match=next(iter(bad))):
+            kp.SGMRegressor(kp.Gaussian(1.0), n_features=20, **bad).fit(X, y)
