@@ -147,7 +147,7 @@ def test_nytro_gd_path_is_the_landweber_filter(rng, lam):
         tol=0.0,
         store_coefs=True,
     )
-    eta = 1 / (1 / path.info["step"] + lam)  # step 1 / (L + λ), L the top eigenvalue of H0
+    eta = path.info["step"]  # 1 / (L + λ), L the top eigenvalue of H0
     R = inv_sqrt(gauss(C, C))
     A = gauss(X, C) @ R
     H = A.T @ A / n + lam * np.eye(len(C))
