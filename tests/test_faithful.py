@@ -261,3 +261,43 @@ def test_sgm_estimator_chooses_theta_on_the_hold_out():
     for bad, err in [(dict(averaging="mean"), ValueError), (dict(decay=[0.1, 2.0]), ValueError)]:
         with pytest.raises(err, match=next(iter(bad))):
             kp.SGMRegressor(kp.Gaussian(1.0), n_features=20, **bad).fit(X, y)
+
+
+def test_semiparametric_protocol_is_test_then_update_sample_by_sample():
+    from kernelpath.datasets import make_arm_dynamics
+    from kernelpath.online import semiparametric_protocol
+
+    Xa, ta, reg, _ = make_arm_dynamics(600, "circle-a", random_state=0)
+    Xb, tb, _, _ = make_arm_dynamics(400, "circle-b", random_state=1)
+    out = semiparametric_protocol(
+        reg, Xa, ta, Xb, tb, n_parts=4, part_size=100, window=50, n_features=80, random_state=3
+    )
+    # the same by hand, with the same random streams
+    seeds = np.random.default_rng(3).integers(2**63, size=2)
+    sp = kp.SemiparametricRegressor(reg, n_features=80, random_state=int(seeds[0])).fit(Xa, ta)
+    mu, sd = Xa.mean(0), Xa.std(0)
+    rff = kp.RandomFourierFeatures(kp.Gaussian(np.sqrt(6)), 80, random_state=int(seeds[1]))
+    nonpar = kp.RecursiveRLS(1e-3, rff).fit((Xa - mu) / sd, ta)
+    e = {"P": [], "NP": [], "SP": []}
+    for i in range(400):
+        x, y = Xb[i : i + 1], tb[i : i + 1]
+        e["P"].append(np.mean((sp.predict_parametric(x) - y) ** 2))
+        e["SP"].append(np.mean((sp.predict(x) - y) ** 2))
+        e["NP"].append(np.mean((nonpar.predict((x - mu) / sd) - y) ** 2))
+        sp.partial_fit(x, y)
+        nonpar.partial_fit((x - mu) / sd, y)
+    for name in ("P", "NP", "SP"):
+        np.testing.assert_allclose(out["squared_errors"][name], e[name], rtol=1e-10)
+        np.testing.assert_allclose(
+            out["part_rmse"][name], np.sqrt(np.reshape(e[name], (4, 100)).mean(1)), rtol=1e-10
+        )
+        w = out["windowed_rmse"][name]
+        assert w.shape == (351,)
+        assert w[7] == pytest.approx(np.sqrt(np.mean(e[name][7:57])), rel=1e-10)
+    # the thesis's shape: SP better than NP early on, better than P at the end
+    assert out["part_rmse"]["SP"][0] < out["part_rmse"]["NP"][0]
+    assert out["part_rmse"]["SP"][-1] < out["part_rmse"]["P"][-1]
+    with pytest.raises(ValueError, match="X_stream"):
+        semiparametric_protocol(reg, Xa, ta, Xb, tb, n_parts=5, part_size=100)
+    with pytest.raises(ValueError, match="window"):
+        semiparametric_protocol(reg, Xa, ta, Xb, tb, n_parts=1, part_size=10, window=20)

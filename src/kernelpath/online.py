@@ -31,6 +31,7 @@ __all__ = [
     "RecursiveRLS",
     "IncrementalRLSClassifier",
     "SemiparametricRegressor",
+    "semiparametric_protocol",
     "FeatureMap",
     "as_feature_map",
 ]
@@ -673,3 +674,103 @@ class SemiparametricRegressor(BaseEstimator):
         y_hat = self.predict_parametric(X2)
         delta = self.correction_.predict(self._normalized(X2, y_hat))
         return B.like_input(y_hat + delta.reshape(y_hat.shape), X)
+
+
+def semiparametric_protocol(
+    regressor: Any,
+    X_train: Any,
+    y_train: Any,
+    X_stream: Any,
+    y_stream: Any,
+    *,
+    n_parts: int = 10,
+    part_size: int = 1000,
+    window: int = 100,
+    n_features: int = 300,
+    penalty: float = 1e-3,
+    random_state: Any = None,
+) -> dict[str, Any]:
+    """The thesis's ch. 8 comparison of a parametric (P), a nonparametric (NP) and a
+    semiparametric (SP) model of inverse dynamics, learned online (§8.4, Fig. 8.4).
+
+    All three learn (X_train, y_train) (one trajectory), then the stream's first
+    ``n_parts`` parts of ``part_size`` samples arrive in order and every sample is predicted
+    by each model as it stands, then learned (test-then-update, one sample at a time). P is
+    the recursive RLS of the parameters π̂ on ``regressor`` (SP's parametric part: it learns
+    the same with or without the correction); NP a ``RecursiveRLS`` on ``n_features``
+    random Fourier features of the standardized inputs (Gaussian width sqrt(d), the
+    standardization from X_train); SP ``SemiparametricRegressor(regressor, n_features=,
+    penalty=)``.
+
+    Parameters
+    ----------
+    regressor : callable (n, d) -> (n, T, p)
+        Φ(x), as for ``SemiparametricRegressor``.
+    X_train, y_train : array-like of shape (n_train, d) and (n_train, T)
+    X_stream, y_stream : array-like of shape (n_stream, d) and (n_stream, T)
+        At least ``n_parts * part_size`` samples.
+    n_parts, part_size : int, default=10, 1000
+    window : int, default=100
+        Samples of the moving window of the windowed RMSE.
+    n_features, penalty : the random features and λ of NP and of SP's correction.
+    random_state : int, Generator or None
+
+    Returns
+    -------
+    dict with, for each of "P", "NP", "SP": ``squared_errors[name]`` of shape (N,) (mean over
+    the T outputs of each sample, N = n_parts * part_size), ``part_rmse[name]`` of shape
+    (n_parts,), ``windowed_rmse[name]`` of shape (N - window + 1,) (the RMSE of samples
+    i .. i + window - 1); and ``parameters`` (π̂ at the end).
+    """
+    from ._validation import check_int
+    from .features import RandomFourierFeatures
+    from .kernels import Gaussian
+
+    n_parts = int(check_int(n_parts, "n_parts", 1))  # type: ignore[arg-type]
+    part_size = int(check_int(part_size, "part_size", 1))  # type: ignore[arg-type]
+    window = int(check_int(window, "window", 1))  # type: ignore[arg-type]
+    Xa, Xs = _rows(X_train, "X_train"), _rows(X_stream, "X_stream")
+    Ya = np.asarray(_host(y_train), dtype=np.float64).reshape(len(Xa), -1)
+    Ys = np.asarray(_host(y_stream), dtype=np.float64)
+    Ys = Ys.reshape(len(Ys), -1)
+    N = n_parts * part_size
+    if len(Xs) < N or len(Ys) != len(Xs):
+        raise ValueError(
+            f"X_stream / y_stream: {n_parts} parts of {part_size} samples need {N} samples "
+            f"of X_stream and y_stream, got {len(Xs)} and {len(Ys)}"
+        )
+    if Xs.shape[1] != Xa.shape[1] or Ys.shape[1] != Ya.shape[1]:
+        raise ValueError(
+            f"X_stream / y_stream have {Xs.shape[1]} features and {Ys.shape[1]} outputs, "
+            f"X_train / y_train {Xa.shape[1]} and {Ya.shape[1]}"
+        )
+    if window > N:
+        raise ValueError(f"window={window} is longer than the stream's {N} samples")
+    rng = np.random.default_rng(random_state)
+    seeds = rng.integers(2**63, size=2)
+    sp = SemiparametricRegressor(
+        regressor, n_features=n_features, penalty=penalty, random_state=int(seeds[0])
+    ).fit(Xa, Ya)
+    mu, sd = Xa.mean(axis=0), Xa.std(axis=0)
+    sd = np.where(sd > 0, sd, 1.0)
+    rff = RandomFourierFeatures(
+        Gaussian(np.sqrt(Xa.shape[1])), n_features, random_state=int(seeds[1])
+    )
+    nonpar = RecursiveRLS(penalty, rff).fit((Xa - mu) / sd, Ya)
+    err = {name: np.empty(N) for name in ("P", "NP", "SP")}
+    for i in range(N):
+        x, y = Xs[i : i + 1], Ys[i : i + 1]
+        err["P"][i] = np.mean((sp.predict_parametric(x) - y) ** 2)
+        err["SP"][i] = np.mean((sp.predict(x) - y) ** 2)
+        err["NP"][i] = np.mean((nonpar.predict((x - mu) / sd).reshape(y.shape) - y) ** 2)
+        sp.partial_fit(x, y)
+        nonpar.partial_fit((x - mu) / sd, y)
+    kernel = np.ones(window) / window
+    return {
+        "squared_errors": err,
+        "part_rmse": {
+            k: np.sqrt(v.reshape(n_parts, part_size).mean(axis=1)) for k, v in err.items()
+        },
+        "windowed_rmse": {k: np.sqrt(np.convolve(v, kernel, mode="valid")) for k, v in err.items()},
+        "parameters": sp.parameters_.copy(),
+    }
