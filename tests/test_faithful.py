@@ -301,3 +301,159 @@ def test_semiparametric_protocol_is_test_then_update_sample_by_sample():
         semiparametric_protocol(reg, Xa, ta, Xb, tb, n_parts=5, part_size=100)
     with pytest.raises(ValueError, match="window"):
         semiparametric_protocol(reg, Xa, ta, Xb, tb, n_parts=1, part_size=10, window=20)
+
+
+# ------------------------------------------------------------------ SQUEAK (Algorithm 1)
+def literal_squeak(X, lam, q_bar, eps, seed):
+    """SQUEAK's Algorithm 1 line by line, one point per step: the dictionary as explicit
+    copies (each copy of point i a column e_i / sqrt(q̄ p~_i) of S), Eq. 5 with the shift γ on
+    the kernel matrix of the points read so far, line 4's p~ = max{min{τ~, p~}, p~/2}, and
+    one binomial draw per dictionary point in dictionary order."""
+    rng = np.random.default_rng(seed)
+    n = len(X)
+    gamma = lam * n
+    d_idx, d_p, d_q = [], [], []
+    floored = 0
+    for t in range(n):
+        d_idx, d_p, d_q = d_idx + [t], d_p + [1.0], d_q + [q_bar]  # EXPAND
+        Kt = gauss(X[: t + 1], X[: t + 1])
+        cols = []
+        for i, p, q in zip(d_idx, d_p, d_q, strict=True):
+            for _ in range(q):
+                e = np.zeros(t + 1)
+                e[i] = 1.0 / np.sqrt(q_bar * p)
+                cols.append(e)
+        S = np.array(cols).T
+        inner = np.linalg.inv(S.T @ Kt @ S + gamma * np.eye(S.shape[1]))
+        new_idx, new_p, new_q = [], [], []
+        for i, p, q in zip(d_idx, d_p, d_q, strict=True):
+            k_i = Kt[:, i]
+            tau = (1 - eps) / gamma * (Kt[i, i] - k_i @ S @ inner @ S.T @ k_i)
+            p_new = max(min(tau, p), p / 2)
+            floored += p / 2 > min(tau, p)
+            q_new = rng.binomial(q, min(p_new / p, 1.0))  # SHRINK
+            if q_new > 0:
+                new_idx.append(i)
+                new_p.append(p_new)
+                new_q.append(q_new)
+        d_idx, d_p, d_q = new_idx, new_p, new_q
+    return np.array(d_idx), np.array(d_p), np.array(d_q), floored
+
+
+def test_squeak_paper_variant_is_algorithm_1():
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-2, 2, (70, 2))
+    lam, q_bar, eps = 1e-3, 3, 0.5
+    idx, p, q, floored = literal_squeak(X, lam, q_bar, eps, seed=11)
+    assert floored > 0  # line 4's floor binds on this data
+    d = kp.leverage.squeak(
+        X, kp.Gaussian(SIGMA), lam, q_bar=q_bar, eps=eps, random_state=11, variant="paper"
+    )
+    assert d.variant == "paper" and d.shift == pytest.approx(lam * len(X))
+    np.testing.assert_array_equal(d.indices, idx)
+    np.testing.assert_array_equal(d.multiplicities, q)
+    np.testing.assert_allclose(d.probabilities, p, rtol=1e-9)
+    # the default variant (shift (1 + ε)γ, no floor) keeps a different dictionary
+    auto = kp.leverage.squeak(
+        X, kp.Gaussian(SIGMA), lam, q_bar=q_bar, eps=eps, random_state=11, batch_size=1
+    )
+    assert not (len(auto) == len(d) and np.allclose(auto.probabilities, d.probabilities)), (
+        "the two variants should differ on this data"
+    )
+
+
+def test_regularized_squeak_is_its_eq3_estimator():
+    """SqueakCenters(regularized=True) fits kernel ridge regression with
+    K~ = K S (S^T K S + γ I)^-1 S^T K (SQUEAK Eq. 3), the ridge μ = penalty · n."""
+    rng = np.random.default_rng(2)
+    X = rng.uniform(-2, 2, (200, 2))
+    y = np.sin(2 * X[:, 0]) * X[:, 1] + 0.1 * rng.standard_normal(200)
+    lam_dict, mu = 1e-3, 1e-4
+    centers = kp.SqueakCenters(lam_dict, q_bar=4, regularized=True)
+    est = kp.NystromRegressor(
+        kp.Gaussian(SIGMA),
+        penalty=mu,
+        centers=centers,
+        solver="direct",
+        validation_fraction=0.0,
+        random_state=3,
+    ).fit(X, y)
+    # the dictionary the estimator drew, rebuilt with the same generator stream
+    sel = est._center_info
+    assert sel.info["gamma"] == pytest.approx(lam_dict * len(X))
+    n = len(X)
+    S = np.zeros((n, len(sel.indices)))
+    S[sel.indices, np.arange(len(sel.indices))] = sel.weights
+    K = gauss(X, X)
+    Kt = K @ S @ np.linalg.solve(S.T @ K @ S + lam_dict * n * np.eye(S.shape[1]), S.T @ K)
+    yc = y - y.mean()
+    c = np.linalg.solve(Kt + mu * n * np.eye(n), yc)
+    np.testing.assert_allclose(est.predict(X), Kt @ c + y.mean(), atol=1e-7)
+    # and it is not plain Nyström on the same points
+    plain = kp.NystromRegressor(
+        kp.Gaussian(SIGMA),
+        penalty=mu,
+        centers=sel.points,
+        solver="direct",
+        validation_fraction=0.0,
+    ).fit(X, y)
+    assert np.max(np.abs(plain.predict(X) - est.predict(X))) > 1e-3
+
+
+def test_regularized_squeak_refuses_a_smaller_n_centers():
+    X = np.random.default_rng(0).normal(size=(100, 2))
+    y = X[:, 0]
+    est = kp.NystromRegressor(
+        centers=kp.SqueakCenters(1e-3, regularized=True), n_centers=5, random_state=0
+    )
+    with pytest.raises(ValueError, match="n_centers"):
+        est.fit(X, y)
+    with pytest.raises(ValueError, match="variant"):
+        kp.SqueakCenters(variant="exact")
+    with pytest.raises(TypeError, match="regularized"):
+        kp.SqueakCenters(regularized="yes")
+
+
+# ------------------------------------------------------------ EigenPro (seed paper's rule)
+def test_eigenpro_paper_rule_is_the_seed_papers_step():
+    """rule="paper": batch 256, τ = 1 for kernels (1/4 for random features), step
+    η_SGD λ_1/λ_{q+1} with η_SGD = 1.5/λ_1 (λ of the covariance K/n), from an independent
+    eigendecomposition (s = n: the subsample is the whole training set)."""
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-2, 2, (600, 2))
+    y = np.sin(X[:, 0]) * X[:, 1] + 0.05 * rng.standard_normal(600)
+    q = 5
+    est = kp.EigenProRegressor(
+        kp.Gaussian(SIGMA),
+        n_epochs=8,
+        n_components=q,
+        rule="paper",
+        validation_fraction=0.0,
+        n_iter_no_change=None,
+        random_state=0,
+    ).fit(X, y)
+    lam = np.sort(np.linalg.eigvalsh(gauss(X, X) / len(X)))[::-1]
+    eta_sgd = 1.5 / lam[0]
+    info = est.path_.info
+    assert info["rule"] == "paper" and info["damping"] == 1.0
+    assert info["batch_size"] == 256
+    np.testing.assert_allclose(info["step_size"], eta_sgd * lam[0] / lam[q], rtol=1e-8)
+    np.testing.assert_allclose(info["tail_eigenvalue"], lam[q], rtol=1e-8)
+    assert est.path_.train_error[-1] < 0.1 * np.var(y)  # it converges at this q
+    rf = kp.EigenProRegressor(
+        kp.Gaussian(SIGMA),
+        n_features=300,
+        n_epochs=2,
+        n_components=q,
+        rule="paper",
+        validation_fraction=0.0,
+        random_state=0,
+    ).fit(X, y)
+    assert rf.path_.info["damping"] == 0.25
+    # the default is still EigenPro 2's rule
+    ep2 = kp.EigenProRegressor(kp.Gaussian(SIGMA), n_epochs=1, n_components=q, random_state=0)
+    assert ep2.fit(X, y).path_.info["damping"] == 0.95
+    with pytest.raises(ValueError, match="rule"):
+        kp.EigenProRegressor(rule="seed").fit(X, y)
+    with pytest.raises(ValueError, match="damping"):
+        kp.EigenProRegressor(damping="paper").fit(X, y)

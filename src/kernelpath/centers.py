@@ -32,6 +32,7 @@ from ._backend import resolve_memory_budget
 from ._validation import check_choice, check_float
 from .kernels import Kernel
 from .leverage import (
+    SQUEAK_VARIANTS,
     _approximate_scores,
     _exact_scores,
     _squeak_scores,
@@ -198,8 +199,14 @@ class SqueakCenters:
     ----------
     penalty : float or None
         λ (SQUEAK's γ = λ n); None as for ``LeverageCenters``.
-    q_bar, eps, delta, batch_size :
-        See ``kernelpath.leverage.squeak``.
+    q_bar, eps, delta, batch_size, variant :
+        See ``kernelpath.leverage.squeak`` (``variant="paper"``: Algorithm 1 as printed).
+    regularized : bool, default=False
+        Fit SQUEAK's own estimator (its Eq. 3): kernel ridge regression with the
+        γ-regularized Nyström approximation K S (S^T K S + γ I)^-1 S^T K of the whole
+        weighted dictionary, γ = λ n from ``penalty`` here, and the estimator's own
+        ``penalty`` as the ridge μ (μ = penalty · n). False: plain Nyström on the
+        dictionary's points (its weights unused). With True, leave ``n_centers=None``.
     """
 
     name = "squeak"
@@ -211,6 +218,8 @@ class SqueakCenters:
         eps: float = 0.5,
         delta: float | None = None,
         batch_size: int | None = None,
+        variant: str = "auto",
+        regularized: bool = False,
     ) -> None:
         self.penalty = (
             None
@@ -221,6 +230,10 @@ class SqueakCenters:
         self.eps = eps
         self.delta = delta
         self.batch_size = batch_size
+        self.variant = check_choice(variant, "variant", SQUEAK_VARIANTS)
+        if not isinstance(regularized, (bool, np.bool_)):
+            raise TypeError(f"regularized must be True or False, got {regularized!r}")
+        self.regularized = bool(regularized)
 
     def select(
         self,
@@ -238,18 +251,46 @@ class SqueakCenters:
             )
         lam = _score_penalty(self.penalty, penalty, kernel, X)
         budget = resolve_memory_budget(memory_budget)
-        d = squeak(X, kernel, lam, self.q_bar, self.eps, self.delta, self.batch_size, rng, budget)
+        d = squeak(
+            X,
+            kernel,
+            lam,
+            self.q_bar,
+            self.eps,
+            self.delta,
+            self.batch_size,
+            rng,
+            budget,
+            self.variant,
+        )
         scores = _squeak_scores(X, kernel, d, budget)
         q = d.multiplicities.astype(float)
-        m = len(d) if n_centers is None else min(int(n_centers), len(d))
-        order = rng.choice(len(d), size=m, replace=False, p=q / q.sum())
+        info: dict[str, Any] = {
+            "dictionary_size": len(d),
+            "q_bar": d.q_bar,
+            "d_eff": float(scores.sum()),
+            "variant": d.variant,
+        }
+        if self.regularized:
+            if n_centers is not None and int(n_centers) < len(d):
+                raise ValueError(
+                    "SqueakCenters(regularized=True) uses the whole weighted dictionary "
+                    f"({len(d)} points): leave n_centers=None, got {n_centers}"
+                )
+            order = np.arange(len(d))
+            info["gamma"] = d.gamma
+        else:
+            m = len(d) if n_centers is None else min(int(n_centers), len(d))
+            order = rng.choice(len(d), size=m, replace=False, p=q / q.sum())
         idx = d.indices[order]
-        info = {"dictionary_size": len(d), "q_bar": d.q_bar, "d_eff": float(scores.sum())}
         points = B.take_rows(X, idx)
         return CenterSelection(points, idx, self.name, scores, d.weights[order], lam, info)
 
     def __repr__(self) -> str:
-        return f"SqueakCenters(penalty={self.penalty!r}, q_bar={self.q_bar!r})"
+        return (
+            f"SqueakCenters(penalty={self.penalty!r}, q_bar={self.q_bar!r}, "
+            f"variant={self.variant!r}, regularized={self.regularized!r})"
+        )
 
 
 STRATEGIES: dict[str, Any] = {

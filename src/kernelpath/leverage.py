@@ -31,6 +31,14 @@ Three estimators:
   p~_new / p~_old, i.e. q_i ~ Binomial(q_i, p~_new / p~_old) (SHRINK); points with q = 0
   leave. γ = λn. The dictionary after t points approximates K_t (any-time). The scores of
   all n points are Eq. 5 with the final dictionary (one more pass, O(n |D|^2)).
+
+  Two variants (``variant=``). ``"auto"`` (the default, above) shifts by (1 + ε)γ, which
+  keeps the estimates below the scores when the dictionary is only ε-accurate, and reads the
+  data in blocks. ``"paper"`` is Algorithm 1 as printed: Eq. 5 with the shift γ, and line 4's
+  floor p~_i <- max{min{τ~_i, p~_i}, p~_i / 2}, so that a probability at most halves per
+  step; one point per step unless ``batch_size`` says otherwise. SQUEAK's own estimator, the
+  γ-regularized Nyström of its Eq. 3, is ``regularized_factor`` (used by
+  ``SqueakCenters(regularized=True)``).
 """
 
 from __future__ import annotations
@@ -56,10 +64,12 @@ __all__ = [
     "squeak",
     "SqueakDictionary",
     "METHODS",
+    "SQUEAK_VARIANTS",
     "default_n_samples",
 ]
 
 METHODS = ("exact", "approximate", "squeak")
+SQUEAK_VARIANTS = ("auto", "paper")
 
 
 def default_n_samples(n: int) -> int:
@@ -148,6 +158,8 @@ class SqueakDictionary:
         Surviving copies q_i (1 <= q_i <= q̄).
     q_bar, gamma, eps :
         The parameters of the pass (γ = λ n).
+    variant : str
+        "auto" or "paper" (``squeak``).
     """
 
     indices: np.ndarray
@@ -156,6 +168,12 @@ class SqueakDictionary:
     q_bar: int
     gamma: float
     eps: float
+    variant: str = "auto"
+
+    @property
+    def shift(self) -> float:
+        """The shift of Eq. 5: γ ("paper") or (1 + ε) γ ("auto")."""
+        return self.gamma if self.variant == "paper" else (1 + self.eps) * self.gamma
 
     @property
     def weights(self) -> np.ndarray:
@@ -198,6 +216,7 @@ def squeak(
     batch_size: int | None = None,
     random_state: Any = None,
     memory_budget: Any = None,
+    variant: str = "auto",
 ) -> SqueakDictionary:
     """SQUEAK (Calandriello, Lazaric & Valko 2017, Algorithm 1): one pass over X.
 
@@ -219,14 +238,18 @@ def squeak(
     delta : float in (0, 1) or None
         Failure probability, used only to set q̄.
     batch_size : int or None, default=None
-        Points read per step. 1 is Algorithm 1 to the letter; b > 1 merges the dictionary
+        Points read per step (one point per step is Algorithm 1's loop); b > 1 merges the dictionary
         with b fresh points at once (the merge of the distributed version, DISQUEAK: every
         point still enters with q̄ copies and is only shrunk by its estimated score). None:
         as many points as the dictionary holds (at least 64), so a step costs O(|D|^3) for
         |D| new points: O(|D|^2) per point, the cost of Algorithm 1, with few NumPy calls
-        (n = 2000: 0.5 s against 24 s one point at a time, same dictionary quality).
+        (n = 2000: 0.5 s against 24 s one point at a time, same dictionary quality). With
+        ``variant="paper"``, None means 1.
     random_state, memory_budget :
         Seed of the binomial draws; bytes for the kernel blocks.
+    variant : {"auto", "paper"}, default="auto"
+        "paper": Algorithm 1 as printed (Eq. 5 shifted by γ, line 4's floor p~/2, one point
+        per step); "auto": the shift (1 + ε)γ and no floor (module docstring).
 
     Returns
     -------
@@ -246,11 +269,14 @@ def squeak(
     q_bar_checked = check_int(q_bar, "q_bar", 1)
     assert q_bar_checked is not None
     b_fixed = check_int(batch_size, "batch_size", 1, allow_none=True)
+    variant = check_choice(variant, "variant", SQUEAK_VARIANTS)
+    if variant == "paper" and b_fixed is None:
+        b_fixed = 1
     rng = make_rng(random_state)
     budget = resolve_memory_budget(memory_budget)
     kern = make_kernel(kernel).resolve(X, rng)
     gamma = lam * n
-    shift = (1 + eps) * gamma
+    shift = gamma if variant == "paper" else (1 + eps) * gamma
     idx = np.empty(0, dtype=np.int64)
     prob = np.empty(0)
     mult = np.empty(0, dtype=np.int64)
@@ -276,12 +302,14 @@ def squeak(
         w = np.sqrt(q_old / (q_bar_checked * p_old))
         tau = (1 - eps) / gamma * (diag_all[cand] - _eq5_in_dictionary(K_c, w, shift))
         p_new = np.minimum(np.clip(tau, np.finfo(float).tiny, 1.0), p_old)
+        if variant == "paper":  # line 4: a probability at most halves per step
+            p_new = np.maximum(p_new, p_old / 2)
         # SHRINK: each copy survives with probability p_new / p_old
         q_new = rng.binomial(q_old, np.minimum(p_new / p_old, 1.0))
         keep = q_new > 0
         idx, prob, mult = cand[keep], p_new[keep], q_new[keep]
         K_dd = K_c[np.ix_(keep, keep)]
-    return SqueakDictionary(idx, prob, mult, q_bar_checked, gamma, eps)
+    return SqueakDictionary(idx, prob, mult, q_bar_checked, gamma, eps, variant)
 
 
 def _squeak_scores(
@@ -290,7 +318,7 @@ def _squeak_scores(
     """Eq. 5 with the final dictionary for every point of X."""
     op = KernelOperator(X, B.take_rows(X, dictionary.indices), kernel, budget)
     K_dd = np.asarray(op.center_gram(), dtype=FACTOR_DTYPE)
-    T = _eq5_factor(K_dd, dictionary.weights, (1 + dictionary.eps) * dictionary.gamma)
+    T = _eq5_factor(K_dd, dictionary.weights, dictionary.shift)
     quad = np.asarray(op.row_sq_norms(T), dtype=FACTOR_DTYPE)
     op.release()
     diag = B.to_numpy(kernel.diag(X), FACTOR_DTYPE)
@@ -311,6 +339,7 @@ def leverage_scores(
     eps: float = 0.5,
     delta: float | None = None,
     batch_size: int | None = None,
+    variant: str = "auto",
     memory_budget: Any = None,
     device: Any = None,
 ) -> Any:
@@ -329,7 +358,7 @@ def leverage_scores(
         Seeds the column sampling ("approximate") or the binomial draws ("squeak").
     n_samples : int or None
         Columns p of "approximate" (default ``default_n_samples(n)``).
-    q_bar, eps, delta, batch_size :
+    q_bar, eps, delta, batch_size, variant :
         Parameters of "squeak" (see ``squeak``).
     memory_budget : int, str or None
         Bytes the kernel blocks may take (None: half of the available memory; device memory
@@ -368,7 +397,7 @@ def leverage_scores(
             "method='squeak' builds its dictionary from X in memory; for data read from disk "
             "or a dask array use method='approximate'"
         )
-    dictionary = squeak(Xc, kern, lam, q_bar, eps, delta, batch_size, rng, budget)
+    dictionary = squeak(Xc, kern, lam, q_bar, eps, delta, batch_size, rng, budget, variant)
     return B.like_input(_squeak_scores(Xc, kern, dictionary, budget), X)
 
 

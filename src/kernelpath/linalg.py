@@ -3,6 +3,8 @@
 - ``nystrom_factor``: the factor R (m x r) with R R^T = K_mm^+ (NYTRO eq. 13-16): a Cholesky
   factor when K_mm is safely positive definite, else a rank-revealing eigendecomposition,
   robust to rank-deficient K_mm (duplicate centers, huge sigma).
+- ``regularized_factor``: the factor of SQUEAK's γ-regularized Nyström approximation
+  (SQUEAK Eq. 3), R = W (W K_mm W + γ I)^(-1/2), for the same solvers.
 - ``spectral_filter``: the filter functions g(s) of the spectral regularization methods, as
   functions of the eigenvalues s of the normalized operator (K / n, or A^T A / n).
 - ``nu_method_coefficients``: the ν-method recursion coefficients (Engl, Hanke & Neubauer,
@@ -31,6 +33,7 @@ from ._kernels import givens_downdate_rows, givens_update_rows
 __all__ = [
     "nystrom_factor",
     "nystrom_factor_device",
+    "regularized_factor",
     "factor_on_device",
     "DEVICE_FACTOR_MIN_CENTERS",
     "NystromFactor",
@@ -227,6 +230,42 @@ def nystrom_factor(
     keep = s > rcond * s[0]
     s, U = s[keep], np.ascontiguousarray(U[:, keep])
     return NystromFactor(U / np.sqrt(s), s, "eigh")
+
+
+def regularized_factor(K_mm: Any, weights: Any, gamma: float) -> NystromFactor:
+    """The factor of SQUEAK's γ-regularized Nyström approximation (Calandriello et al. 2017,
+    Eq. 3): with the dictionary's selection S = (columns of the centers) diag(w),
+
+        K~ = K S (S^T K S + γ I)^-1 S^T K = A A^T,    A = K_nm R,   R = W L^-T,
+
+    where W K_mm W + γ I = L L^T. The Nyström solvers take any R (their projected system is
+    R^T K_mn K_nm R); with γ -> 0 and W = I it is ``nystrom_factor``'s R up to a rotation.
+    Unlike that factor, R^T K_mm R is not the identity, and M = R^T K_mm^2 R (what the CG
+    preconditioner reads) is kept as a full matrix.
+
+    Parameters
+    ----------
+    K_mm : array of shape (m, m)
+        Kernel matrix of the dictionary points.
+    weights : array of shape (m,)
+        SQUEAK's weights sqrt(q_i / (q̄ p~_i)).
+    gamma : float
+        γ > 0, in the units of K (SQUEAK's γ = λ n).
+    """
+    K = to_numpy(K_mm, FACTOR_DTYPE)
+    K = (K + K.T) / 2
+    w = np.asarray(to_numpy(weights, FACTOR_DTYPE)).ravel()
+    if w.shape != (len(K),) or not np.all(np.isfinite(w)) or np.any(w <= 0):
+        raise ValueError("weights must be positive finite numbers, one per center")
+    if not np.isfinite(gamma) or gamma <= 0:
+        raise ValueError(f"gamma must be a positive number, got {gamma!r}")
+    Mw = w[:, None] * K * w[None, :]
+    Mw[np.diag_indices_from(Mw)] += gamma
+    L = scipy.linalg.cholesky(Mw, lower=True, check_finite=False)
+    Linv = scipy.linalg.solve_triangular(L, np.eye(len(w)), lower=True, check_finite=False)
+    R = np.ascontiguousarray(w[:, None] * Linv.T)
+    KR = K @ R
+    return NystromFactor(R, KR.T @ KR, "regularized")
 
 
 def nystrom_factor_device(K_mm: Any, dtype_eps: float | None = None) -> NystromFactor:

@@ -32,9 +32,10 @@ from .._validation import (
     make_rng,
     validate_X,
 )
-from ..centers import CenterSelection, select_centers
+from ..centers import CenterSelection, SqueakCenters, select_centers
 from ..data import is_lazy_array
 from ..kernels import Kernel, kernel_candidates
+from ..linalg import regularized_factor
 from ..operators import KernelOperator, make_operator
 from ..path import Path, mean_over_folds, stack_paths
 from ..progress import verbose_reporter
@@ -828,6 +829,14 @@ class _KernelPathEstimator(BaseEstimator):
             val = Validation(vop, Y[va] - self._intercept, scoring)
         pen = params["penalty"]
         max_iter = self._max_iter(method) if n_iter is None else int(n_iter)
+        factor = None
+        if "gamma" in sel.info:  # SQUEAK's γ-regularized Nyström (SqueakCenters(regularized))
+            if grid is not None:
+                raise ValueError(
+                    "SqueakCenters(regularized=True) fits the whole dictionary: n_centers "
+                    "cannot be a path"
+                )
+            factor = regularized_factor(op.center_gram(), sel.weights, sel.info["gamma"])
         if self._family == "exact":
             cv = self._smoother_cv(params)
             if method in ITERATION_FILTERS:
@@ -841,7 +850,9 @@ class _KernelPathEstimator(BaseEstimator):
             return incremental_nystrom_path(op, Ytr, lam_or_none, grid, wt, val)
         if method == "direct":
             grid_or_none = None if isinstance(pen, str) else np.atleast_1d(pen)
-            return nystrom_direct_path(op, Ytr, grid_or_none, wt, val, self._smoother_cv(params))
+            return nystrom_direct_path(
+                op, Ytr, grid_or_none, wt, val, self._smoother_cv(params), factor
+            )
         penalties = None if isinstance(pen, str) else pen  # None: the solver's "auto" grid
         return iterative_path(
             op,
@@ -854,6 +865,7 @@ class _KernelPathEstimator(BaseEstimator):
             params["n_iter_no_change"] if n_iter is None else None,
             params["tol"] if n_iter is None else 0.0,
             random_state=params["rng"],
+            _setup=None if factor is None else {"factor": factor},
             **self._iteration_options(n_iter is None),
         )
 
@@ -896,7 +908,9 @@ class _KernelPathEstimator(BaseEstimator):
         """(M, grid): the number of centers to draw and, for a path over m, the m values
         (None for one m; empty for "auto", filled once M is known). M is None when the
         strategy chooses it (SQUEAK)."""
-        squeak = isinstance(self.centers, str) and self.centers == "squeak"
+        squeak = (isinstance(self.centers, str) and self.centers == "squeak") or isinstance(
+            self.centers, SqueakCenters
+        )
         default = None if squeak else default_n_centers(n)
         if value is None:
             return default, None

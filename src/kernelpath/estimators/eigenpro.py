@@ -8,16 +8,18 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend as B
-from .._validation import check_float, check_int
+from .._validation import check_choice, check_float, check_int
 from ..features import RandomFourierFeatures, check_rff_kernel
 from ..operators import KernelOperator
 from ..path import Path
 from ..solvers._common import Validation
 from ..solvers.eigenpro import (
+    STEP_RULES,
     feature_eigensystem,
     feature_sgd_steps,
     kernel_eigensystem,
     kernel_sgd_steps,
+    paper_step_rule,
     sgd_path,
     step_rule,
 )
@@ -46,9 +48,10 @@ class _EigenProBase(_KernelPathEstimator):
         n_epochs: int = 30,
         n_components: int = 160,
         subsample_size: int | None = None,
-        damping: float = 0.95,
+        damping: Any = "auto",
         batch_size: Any = "auto",
         step_size: Any = "auto",
+        rule: str = "eigenpro2",
         n_features: int | None = None,
         validation_fraction: float = 0.2,
         cv: Any = "holdout",
@@ -67,6 +70,7 @@ class _EigenProBase(_KernelPathEstimator):
         self.damping = damping
         self.batch_size = batch_size
         self.step_size = step_size
+        self.rule = rule
         self.n_features = n_features
         self.validation_fraction = validation_fraction
         self.cv = cv
@@ -84,7 +88,12 @@ class _EigenProBase(_KernelPathEstimator):
         p["n_epochs"] = check_int(self.n_epochs, "n_epochs", 1)
         p["q"] = check_int(self.n_components, "n_components", 0)
         p["s"] = check_int(self.subsample_size, "subsample_size", 1, allow_none=True)
-        p["damping"] = check_float(self.damping, "damping", 0.0, 1.0, low_open=True)
+        p["rule"] = check_choice(self.rule, "rule", STEP_RULES)
+        if isinstance(self.damping, str):
+            check_choice(self.damping, "damping", ("auto",))
+            p["damping"] = None  # the rule's: 0.95, or the seed paper's 1 (kernel) / 1/4 (RF)
+        else:
+            p["damping"] = check_float(self.damping, "damping", 0.0, 1.0, low_open=True)
         for name in ("batch_size", "step_size"):
             v = getattr(self, name)
             if isinstance(v, str):
@@ -132,7 +141,8 @@ class _EigenProBase(_KernelPathEstimator):
             Xtr = self._in_memory(Xtr, budget, "(kernel mode) keeps every training point")
             Xs = B.take_rows(Xtr, sub)
             K_s = np.asarray(KernelOperator(Xs, Xs, self.kernel_, budget).center_gram())
-            es = kernel_eigensystem(K_s, q, params["damping"])
+            tau = params["damping"] or (1.0 if params["rule"] == "paper" else 0.95)
+            es = kernel_eigensystem(K_s, q, tau)
             predict_batch, apply_step = kernel_sgd_steps(Xtr, self.kernel_, sub, es, budget)
             coef = np.zeros((n, k))
             max_batch = max(1, int(BATCH_MEMORY_FRACTION * budget // (8 * n)))
@@ -154,7 +164,8 @@ class _EigenProBase(_KernelPathEstimator):
                 lambda A: fmap.transform_first(A, D), Xtr, D, BATCH_MEMORY_FRACTION * budget
             )
 
-            es = feature_eigensystem(features(sub), q, params["damping"])
+            tau = params["damping"] or (0.25 if params["rule"] == "paper" else 0.95)
+            es = feature_eigensystem(features(sub), q, tau)
             predict_batch, apply_step = feature_sgd_steps(features, es)
             coef = np.zeros((D, k))
             max_batch = max(1, int(BATCH_MEMORY_FRACTION * budget // (8 * D)))
@@ -165,12 +176,17 @@ class _EigenProBase(_KernelPathEstimator):
                     Y[va] - self._intercept,
                     scoring,
                 )
-        m, eta = step_rule(es, n, max_batch)
-        if self.batch_size != "auto":
-            m = int(min(self.batch_size, n))
-            if self.step_size == "auto":  # the rule's step for the given batch size
-                lam = max(es.tail, 1e-12 * es.beta)
-                eta = m / (es.beta + (m - 1) * lam)
+        if params["rule"] == "paper":
+            m, eta = paper_step_rule(es, n)
+            if self.batch_size != "auto":
+                m = int(min(self.batch_size, n))
+        else:
+            m, eta = step_rule(es, n, max_batch)
+            if self.batch_size != "auto":
+                m = int(min(self.batch_size, n))
+                if self.step_size == "auto":  # the rule's step for the given batch size
+                    lam = max(es.tail, 1e-12 * es.beta)
+                    eta = m / (es.beta + (m - 1) * lam)
         if self.step_size != "auto":
             eta = float(self.step_size)
         epochs = params["n_epochs"] if n_iter is None else int(n_iter)
@@ -181,6 +197,8 @@ class _EigenProBase(_KernelPathEstimator):
             "top_eigenvalue": float(es.values[0]) if es.q else es.tail,
             "tail_eigenvalue": es.tail,
             "beta": es.beta,
+            "damping": es.damping,
+            "rule": params["rule"],
         }
         return sgd_path(
             n,
@@ -249,12 +267,20 @@ _EP_DOC = """
         q, the top eigendirections the preconditioner flattens (0: plain kernel SGD).
     subsample_size : int or None, default=None
         s, the subsample of the eigensystem; None: 2000 below 100,000 points, else 4000.
-    damping : float in (0, 1], default=0.95
-        τ: the top directions are flattened to τ λ_{q+1}.
+    damping : float in (0, 1] or "auto", default="auto"
+        τ: the top directions are flattened to τ λ_{q+1}. "auto": 0.95 with
+        ``rule="eigenpro2"``; the seed paper's 1 for kernels and 1/4 for random features
+        with ``rule="paper"``.
     batch_size : int or "auto", default="auto"
-        "auto": min(β / λ_{q+1} + 1, memory limit, n) (EigenPro 2).
+        "auto": min(β / λ_{q+1} + 1, memory limit, n) (EigenPro 2); 256 (at most n) with
+        ``rule="paper"``.
     step_size : float or "auto", default="auto"
-        "auto": m / (β + (m - 1) λ_{q+1}) for the batch size m.
+        "auto": m / (β + (m - 1) λ_{q+1}) for the batch size m (EigenPro 2); with
+        ``rule="paper"``, 1.5 / λ_{q+1} (``solvers.eigenpro.paper_step_rule``).
+    rule : {"eigenpro2", "paper"}, default="eigenpro2"
+        Which paper's step, batch size and damping "auto" means: EigenPro 2's (measured
+        better, the default) or the seed paper's (Ma & Belkin 2017, as its released code
+        sets them; ``docs/guide/eigenpro.md``).
     n_features : int or None, default=None
         None: kernel EigenPro (coefficients on the training points). A number D: EigenPro
         on D random Fourier features (primal).

@@ -52,6 +52,9 @@ __all__ = [
     "kernel_eigensystem",
     "feature_eigensystem",
     "step_rule",
+    "paper_step_rule",
+    "STEP_RULES",
+    "PAPER_BATCH_SIZE",
     "sgd_path",
     "kernel_sgd_steps",
     "feature_sgd_steps",
@@ -148,6 +151,25 @@ def feature_eigensystem(Phi_s: np.ndarray, q: int, damping: float) -> EigenSyste
         norms = norms - (proj**2) @ es.scales()
     es.beta = float(np.max(norms))
     return es
+
+
+#: ``rule`` of the EigenPro estimators: EigenPro 2's step and batch size, or the seed paper's.
+STEP_RULES = ("eigenpro2", "paper")
+#: The minibatch of the seed paper's experiments (its released run_expr scripts).
+PAPER_BATCH_SIZE = 256
+
+
+def paper_step_rule(es: EigenSystem, n: int) -> tuple[int, float]:
+    """The seed paper's batch size and step (Ma & Belkin 2017, as its released MATLAB and
+    Keras code sets them): plain SGD takes η_SGD = 1.5 / λ_1 for the loss
+    (1/2n) sum (f(x_i) - y_i)^2 (the released code's 1.5 / (2 λ_1) for the loss without the
+    1/2), and EigenPro multiplies it by the acceleration λ_1 / λ_{q+1}: η = 1.5 / λ_{q+1},
+    below the full-gradient bound 2 / λ_{q+1} of the preconditioned operator, with the
+    minibatch of 256. No batch-size correction: a small batch with a large β / λ_{q+1} can
+    diverge, which is what EigenPro 2's rule fixes (and why it is the default)."""
+    m = int(min(PAPER_BATCH_SIZE, n))
+    lam = max(es.tail, 1e-12 * max(es.beta, 1e-300))
+    return max(m, 1), 1.5 / lam
 
 
 def step_rule(es: EigenSystem, n: int, max_batch: int) -> tuple[int, float]:

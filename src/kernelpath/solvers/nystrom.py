@@ -50,6 +50,7 @@ def nystrom_direct_path(
     weights: np.ndarray | None = None,
     validation: Validation | None = None,
     cv: SmootherCV | None = None,
+    factor: NystromFactor | None = None,
 ) -> Path:
     """λ path of Nyström KRLS from one eigendecomposition.
 
@@ -66,6 +67,9 @@ def nystrom_direct_path(
     cv : SmootherCV or None
         Score the path by exact leave-one-out (one more pass over the data) or GCV (none)
         with the centers held fixed, instead of ``validation`` (``_loo``).
+    factor : NystromFactor or None
+        R of A = K_nm R; None: ``center_factor(op)`` (R R^T = K_mm^+). SQUEAK's
+        γ-regularized Nyström passes ``linalg.regularized_factor``.
 
     Returns
     -------
@@ -76,7 +80,7 @@ def nystrom_direct_path(
     w = weights_or_ones(weights, n)
     if op.expected_passes is None:  # the Gram matrix and the right-hand side (and the LOO)
         op.expected_passes = 3 if cv is not None and cv.mode == "loo" else 2
-    fac = center_factor(op)
+    fac = center_factor(op) if factor is None else factor
     dev = fac.on_device
     G = op.gram(weights, native=dev)
     # with the intercept scored too: A^T W 1 beside A^T W y
