@@ -457,3 +457,85 @@ def test_eigenpro_paper_rule_is_the_seed_papers_step():
         kp.EigenProRegressor(rule="seed").fit(X, y)
     with pytest.raises(ValueError, match="damping"):
         kp.EigenProRegressor(damping="paper").fit(X, y)
+
+
+# ------------------------------------------------ incremental RLSC: thesis rule, rebalancing
+def _imbalanced_stream(seed=0, n=240):
+    rng = np.random.default_rng(seed)
+    labels = rng.choice(3, size=n, p=[0.75, 0.2, 0.05])
+    means = np.array([[0.0, 0.0, 0.0], [1.2, 0.0, 0.5], [0.0, 1.2, -0.5]])
+    X = means[labels] + 0.9 * rng.standard_normal((n, 3))
+    return np.hstack([X, np.ones((n, 1))]), labels
+
+
+def test_thesis_selection_rule_against_brute_force():
+    """selection="thesis": every 6th sample held out and classified by every (λ, α) from
+    the samples before it (here recomputed in closed form); only classes with at least
+    min_class_size held-out samples scored; the largest α not worse than α = 0."""
+    X, labels = _imbalanced_stream()
+    lams, alphas, every, min_size = (1.0, 0.1, 0.01), (0.0, 0.5, 1.0), 6, 5
+    clf = kp.IncrementalRLSClassifier(
+        penalty=lams,
+        alpha=alphas,
+        validation_every=every,
+        selection="thesis",
+        min_class_size=min_size,
+    ).fit(X, labels)
+    hits = np.zeros((len(lams), len(alphas), 3))
+    totals = np.zeros(3)
+    train = []
+    for i in range(len(X)):
+        if (i + 1) % every:
+            train.append(i)
+            continue
+        if not train:
+            continue
+        Z, yt = X[train], labels[train]
+        Y = np.zeros((len(train), 3))
+        Y[np.arange(len(train)), yt] = 1.0
+        counts = Y.sum(axis=0)
+        gam = np.where(counts > 0, len(train) / np.maximum(counts, 1), 1.0)
+        for p, lam in enumerate(lams):
+            W = np.linalg.solve(Z.T @ Z + lam * np.eye(4), Z.T @ Y)
+            for a, al in enumerate(alphas):
+                hits[p, a, labels[i]] += np.argmax((X[i] @ W) * gam**al) == labels[i]
+        totals[labels[i]] += 1
+    scored = totals >= min_size
+    assert 0 < scored.sum() < 3  # the rare class is left out of the score
+    scores = (hits[:, :, scored] / totals[scored]).mean(axis=2)
+    np.testing.assert_allclose(clf.validation_scores_, scores, atol=1e-12)
+    per_alpha = scores.max(axis=0)
+    a = max(i for i in range(len(alphas)) if per_alpha[i] >= per_alpha[0])
+    assert clf.alpha_ == alphas[a]
+    assert clf.penalty_ == lams[int(np.argmax(scores[:, a]))]
+    # the default rule keeps the overall best instead
+    best = kp.IncrementalRLSClassifier(penalty=lams, alpha=alphas, validation_every=every)
+    best.fit(X, labels)
+    with pytest.raises(ValueError, match="selection"):
+        kp.IncrementalRLSClassifier(selection="paper").fit(X, labels)
+
+
+def test_rebalanced_rls_is_class_weighted_ridge():
+    from sklearn.linear_model import Ridge
+
+    X, labels = _imbalanced_stream(1)
+    lam = 0.3
+    clf = kp.RebalancedRLSClassifier(penalty=lam)
+    for part in np.array_split(np.arange(len(X)), 4):  # partial fits = one fit
+        clf.partial_fit(X[part], labels[part])
+    Y = np.eye(3)[labels]
+    counts = Y.sum(axis=0)
+    w = (len(X) / counts)[labels]
+    ref = Ridge(alpha=lam, fit_intercept=False, solver="cholesky").fit(X, Y, sample_weight=w)
+    order = list(clf.classes_)  # classes in the order they appeared
+    assert order == list(dict.fromkeys(labels.tolist()))
+    np.testing.assert_allclose(clf.coef_, ref.coef_.T[:, order], rtol=1e-9, atol=1e-12)
+    expected = np.array(order)[np.argmax(X @ clf.coef_, axis=1)]
+    np.testing.assert_array_equal(clf.predict(X), expected)
+    # rebalancing raises the recall of the rarest class over plain RLS
+    rare = labels == 2
+    plain = kp.IncrementalRLSClassifier(penalty=lam, alpha=0.0, validation_every=None)
+    plain.fit(X, labels)
+    assert np.mean(clf.predict(X[rare]) == 2) > np.mean(plain.predict(X[rare]) == 2)
+    with pytest.raises(ValueError, match="penalty"):
+        kp.RebalancedRLSClassifier(penalty=-1).fit(X, labels)

@@ -119,7 +119,7 @@ def test_feature_names_are_kept(tmp_path):
     np.testing.assert_array_equal(back.predict(df), est.predict(df))
 
 
-@pytest.mark.parametrize("kind", ["rls", "rls-features", "rlsc"])
+@pytest.mark.parametrize("kind", ["rls", "rls-features", "rlsc", "rebalanced"])
 def test_online_learners_continue_their_stream(tmp_path, kind):
     X, y, labels = _data(300)
     make = {
@@ -127,9 +127,12 @@ def test_online_learners_continue_their_stream(tmp_path, kind):
         "rls-features": lambda: kp.RecursiveRLS(
             1e-2, kp.RandomFourierFeatures(kp.Gaussian(1.0), 40, random_state=0)
         ),
-        "rlsc": lambda: kp.IncrementalRLSClassifier(),
+        "rlsc": lambda: kp.IncrementalRLSClassifier(selection="thesis"),
+        "rebalanced": lambda: kp.RebalancedRLSClassifier(
+            1e-2, kp.RandomFourierFeatures(kp.Gaussian(1.0), 40, random_state=0)
+        ),
     }[kind]
-    t = labels if kind == "rlsc" else y
+    t = labels if kind in ("rlsc", "rebalanced") else y
     a, b = make(), make()
     a.partial_fit(X[:150], t[:150])
     b.partial_fit(X[:150], t[:150])
@@ -264,3 +267,16 @@ def test_crafted_files_run_no_code(tmp_path, monkeypatch, tree):
     with pytest.raises(kp.ModelFileError):
         kp.load(_rewrite(path, tmp_path / "x.kp", craft, fix_checksum=True))
     assert not (tmp_path / "PWNED").exists()
+
+
+def test_squeak_regularized_estimator_round_trips(tmp_path):
+    X, y, _ = _data(300)
+    est = kp.NystromRegressor(
+        kp.Gaussian(1.0),
+        centers=kp.SqueakCenters(1e-3, variant="paper", regularized=True),
+        solver="direct",
+        random_state=0,
+    ).fit(X, y)
+    back = kp.load(kp.save(est, tmp_path / "sq.kp"))
+    assert back.centers.regularized and back.centers.variant == "paper"
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))

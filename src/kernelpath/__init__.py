@@ -26,7 +26,12 @@ from .features import NystromFeatures, RandomFourierFeatures
 from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Linear, Matern, Polynomial
 from .leverage import effective_dimension, leverage_scores
 from .model_files import ModelFileError, load, save
-from .online import IncrementalRLSClassifier, RecursiveRLS, SemiparametricRegressor
+from .online import (
+    IncrementalRLSClassifier,
+    RebalancedRLSClassifier,
+    RecursiveRLS,
+    SemiparametricRegressor,
+)
 from .operators import KernelOperator
 from .path import Path
 
@@ -58,6 +63,7 @@ __all__ = [
     "NystromFeatures",
     "RecursiveRLS",
     "IncrementalRLSClassifier",
+    "RebalancedRLSClassifier",
     "SemiparametricRegressor",
     "leverage_scores",
     "effective_dimension",

@@ -86,6 +86,7 @@ _TRANSIENT: dict[str, dict[str, Any]] = {
     "kernelpath.Path": {"_coef_fn": None},
     "kernelpath.RandomFourierFeatures": {"_on_device": dict},
     "kernelpath.IncrementalRLSClassifier": {"_W_cache": dict},
+    "kernelpath.RebalancedRLSClassifier": {"_coef": None},
 }
 #: Attributes rebuilt after loading from what was stored (the map of the online learners'
 #: ``features``).
@@ -272,9 +273,10 @@ def _host_array(a: Any) -> np.ndarray:
 
 
 def _rebuilt_by(cls: type) -> tuple[str, ...]:
-    from .online import IncrementalRLSClassifier, RecursiveRLS
+    from .online import IncrementalRLSClassifier, RebalancedRLSClassifier, RecursiveRLS
 
-    return ("_map",) if issubclass(cls, (RecursiveRLS, IncrementalRLSClassifier)) else ()
+    online = (RecursiveRLS, IncrementalRLSClassifier, RebalancedRLSClassifier)
+    return ("_map",) if issubclass(cls, online) else ()
 
 
 def _hashable(k: Any) -> Any:

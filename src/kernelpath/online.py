@@ -24,12 +24,14 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 from . import _backend as B
-from ._validation import check_float, check_rows
+from ._validation import check_choice, check_float, check_int, check_rows
 from .linalg import cholesky_update
 
 __all__ = [
     "RecursiveRLS",
     "IncrementalRLSClassifier",
+    "RebalancedRLSClassifier",
+    "SELECTION_RULES",
     "SemiparametricRegressor",
     "semiparametric_protocol",
     "FeatureMap",
@@ -37,6 +39,8 @@ __all__ = [
 ]
 
 FeatureMap = Callable[[np.ndarray], np.ndarray]
+#: ``selection`` of IncrementalRLSClassifier.
+SELECTION_RULES = ("best", "thesis")
 
 
 def as_feature_map(features: Any, X: np.ndarray) -> FeatureMap:
@@ -246,7 +250,60 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
         return B.like_input(np.asarray(self._map(X2), dtype=np.float64) @ self.coef_, X)
 
 
-class IncrementalRLSClassifier(BaseEstimator):
+class _StreamClassifier:
+    """What the online classifiers share: ``fit`` is a fresh ``partial_fit``; accuracy."""
+
+    _fitted_attr = ""
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, self._fitted_attr)
+
+    def fit(self, X: Any, y: Any, classes: Any = None) -> Any:
+        """Forget everything, then ``partial_fit``."""
+        for name in (self._fitted_attr, "classes_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        return self.partial_fit(X, y, classes)  # type: ignore[attr-defined]
+
+    def score(self, X: Any, y: Any) -> float:
+        """Accuracy."""
+        pred = self.predict(X)  # type: ignore[attr-defined]
+        return float(np.mean(B.to_numpy(pred) == np.asarray(_host(y))))
+
+
+def _check_width(est: Any, X2: np.ndarray) -> np.ndarray:
+    """X2, or a ValueError when its number of features is not the fitted one."""
+    if X2.shape[1] != est.n_features_in_:
+        raise ValueError(
+            f"X has {X2.shape[1]} features, but the classifier is fitted with {est.n_features_in_}"
+        )
+    return X2
+
+
+def _labelled_batch(
+    est: Any, X: Any, y: Any, classes: Any, fitted: str, start: Callable[[np.ndarray], None]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows and labels of a ``partial_fit`` of the online classifiers, checked; the
+    classifier started on the first call (``fitted`` is the attribute that says it is) and
+    the declared ``classes`` added in order."""
+    X2 = _rows(X)
+    labels = np.atleast_1d(np.asarray(_host(y), dtype=object))
+    if labels.ndim != 1 or len(labels) != len(X2):
+        raise ValueError(f"X and y have different numbers of samples: {len(X2)} and {np.shape(y)}")
+    _check_labels(labels, "y")
+    if not hasattr(est, fitted):
+        start(X2)
+    else:
+        _check_width(est, X2)
+    if classes is not None:
+        declared = np.atleast_1d(np.asarray(_host(classes), dtype=object))
+        _check_labels(declared, "classes")
+        for label in declared:
+            est._class_index(label)
+    return X2, labels
+
+
+class IncrementalRLSClassifier(_StreamClassifier, BaseEstimator):
     """Incremental one-vs-all RLS classification with class extension and recoding (thesis
     Algorithm 7.1).
 
@@ -262,9 +319,13 @@ class IncrementalRLSClassifier(BaseEstimator):
     classes.
 
     Online model selection (§7.6.3): every ``validation_every``-th sample is held out of
-    training; before anything else it is classified by every (λ, α) and the balanced
-    accuracy (mean recall over the classes seen) of each is kept; ``penalty_`` and ``alpha_``
-    are the best so far.
+    training; before anything else it is classified by every (λ, α) and its per-class
+    recall is counted. ``selection="best"`` (the default) scores each (λ, α) by the balanced
+    accuracy over the classes seen and keeps the best; ``selection="thesis"`` is the
+    thesis's rule: only classes with at least ``min_class_size`` held-out samples are
+    scored, and of the α whose best score (over λ) is not below α = 0's, the largest is
+    taken, with its best λ. ``penalty_`` and ``alpha_`` are updated after every held-out
+    sample.
 
     Parameters
     ----------
@@ -275,8 +336,14 @@ class IncrementalRLSClassifier(BaseEstimator):
     features : None, transformer or callable, default=None
         The map z = φ(x) (see ``RecursiveRLS``).
     validation_every : int or None, default=10
-        Hold out every i-th sample for selection; None trains on everything and uses the
-        first λ and α.
+        Hold out every i-th sample for selection (the thesis: 6); None trains on everything
+        and uses the first λ and α.
+    selection : {"best", "thesis"}, default="best"
+        How (λ, α) is chosen from the held-out samples (above).
+    min_class_size : int, default=5
+        With ``selection="thesis"``, the held-out samples a class needs to be scored (the
+        thesis's threshold; its value is a parameter here: the text we worked from does not
+        give it). Until some class has that many, the best (λ, α) by balanced accuracy is used.
 
     Attributes
     ----------
@@ -297,21 +364,17 @@ class IncrementalRLSClassifier(BaseEstimator):
         alpha: Any = (0.0, 0.25, 0.5, 0.75, 1.0),
         features: Any = None,
         validation_every: int | None = 10,
+        selection: str = "best",
+        min_class_size: int = 5,
     ) -> None:
         self.penalty = penalty
         self.alpha = alpha
         self.features = features
         self.validation_every = validation_every
+        self.selection = selection
+        self.min_class_size = min_class_size
 
-    def __sklearn_is_fitted__(self) -> bool:
-        return hasattr(self, "factors_")
-
-    def fit(self, X: Any, y: Any, classes: Any = None) -> IncrementalRLSClassifier:
-        """Forget everything, then ``partial_fit``."""
-        for name in ("factors_", "classes_"):
-            if hasattr(self, name):
-                delattr(self, name)
-        return self.partial_fit(X, y, classes)
+    _fitted_attr = "factors_"
 
     def _start(self, X: np.ndarray) -> None:
         lams = np.atleast_1d(np.asarray(self.penalty, dtype=float))
@@ -325,6 +388,8 @@ class IncrementalRLSClassifier(BaseEstimator):
             isinstance(every, bool) or not isinstance(every, (int, np.integer)) or every < 2
         ):
             raise ValueError(f"validation_every must be an integer >= 2 or None, got {every!r}")
+        check_choice(self.selection, "selection", SELECTION_RULES)
+        check_int(self.min_class_size, "min_class_size", 1)
         self._lams, self._alphas = lams, alphas
         self._map = as_feature_map(self.features, X)
         D = np.asarray(self._map(X[:1])).shape[1]
@@ -388,25 +453,7 @@ class IncrementalRLSClassifier(BaseEstimator):
         -------
         self
         """
-        X2 = _rows(X)
-        labels = np.atleast_1d(np.asarray(_host(y), dtype=object))
-        if labels.ndim != 1 or len(labels) != len(X2):
-            raise ValueError(
-                f"X and y have different numbers of samples: {len(X2)} and {np.shape(y)}"
-            )
-        _check_labels(labels, "y")
-        if not hasattr(self, "factors_"):
-            self._start(X2)
-        elif X2.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X2.shape[1]} features, but the classifier is fitted with "
-                f"{self.n_features_in_}"
-            )
-        if classes is not None:
-            declared = np.atleast_1d(np.asarray(_host(classes), dtype=object))
-            _check_labels(declared, "classes")
-            for label in declared:
-                self._class_index(label)
+        X2, labels = _labelled_batch(self, X, y, classes, "factors_", self._start)
         Z = np.asarray(self._map(X2), dtype=np.float64)
         every = self.validation_every
         for z, label in zip(Z, labels, strict=True):
@@ -432,11 +479,27 @@ class IncrementalRLSClassifier(BaseEstimator):
                 self._val_hits[p, a, t] += pred == t
         self._val_totals[t] += 1
         seen = self._val_totals > 0
+        if self.selection == "thesis" and np.any(self._val_totals >= self.min_class_size):
+            seen = self._val_totals >= self.min_class_size
         recall = self._val_hits[:, :, seen] / self._val_totals[seen]
         self.validation_scores_ = recall.mean(axis=2)
-        best = np.unravel_index(int(np.argmax(self.validation_scores_)), recall.shape[:2])
+        best: tuple[int, int] = tuple(  # type: ignore[assignment]
+            int(i)
+            for i in np.unravel_index(int(np.argmax(self.validation_scores_)), recall.shape[:2])
+        )
+        if self.selection == "thesis" and np.any(self._val_totals >= self.min_class_size):
+            best = self._thesis_choice(self.validation_scores_)
         self.penalty_ = float(self._lams[best[0]])
         self.alpha_ = float(self._alphas[best[1]])
+
+    def _thesis_choice(self, scores: np.ndarray) -> tuple[int, int]:
+        """(λ index, α index): the largest α whose best score over λ is at least that of
+        α = 0 (the smallest α when 0 is not a candidate), and its best λ."""
+        per_alpha = scores.max(axis=0)
+        ref = int(np.argmin(self._alphas))
+        ok = np.flatnonzero(per_alpha >= per_alpha[ref])
+        a = int(ok[np.argmax(self._alphas[ok])])
+        return int(np.argmax(scores[:, a])), a
 
     def decision_function(
         self, X: Any, penalty: float | None = None, alpha: float | None = None
@@ -451,12 +514,7 @@ class IncrementalRLSClassifier(BaseEstimator):
             codings on the same model).
         """
         check_is_fitted(self)
-        X2 = _rows(X)
-        if X2.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X2.shape[1]} features, but the classifier is fitted with "
-                f"{self.n_features_in_}"
-            )
+        X2 = _check_width(self, _rows(X))
         lam = self.penalty_ if penalty is None else float(penalty)
         hit = np.flatnonzero(np.isclose(self._lams, lam))
         if hit.size == 0:
@@ -483,9 +541,116 @@ class IncrementalRLSClassifier(BaseEstimator):
         labels = np.array(list(self.classes_[np.argmax(scores, axis=1)]))
         return B.like_input(labels, X)
 
-    def score(self, X: Any, y: Any) -> float:
-        """Accuracy."""
-        return float(np.mean(B.to_numpy(self.predict(X)) == np.asarray(_host(y))))
+
+class RebalancedRLSClassifier(_StreamClassifier, BaseEstimator):
+    """RLS classification with rebalanced (class-weighted) least squares: the thesis's
+    baseline against recoding (eq. 7.22),
+
+        W = argmin_W  sum_i Γ_{y_i} ||W^T z_i - e_{y_i}||^2 + λ ||W||^2
+          = (Z^T Γ Z + λ I)^-1 Z^T Γ Y,          Γ_tt = k / k_t,
+
+    every sample weighted by the inverse frequency of its class (k samples, k_t of class t).
+    The weights of every past sample change whenever a class count does, so there is no
+    fixed-time update: ``partial_fit`` keeps one Gram matrix Z_t^T Z_t and one Z_t^T 1 per
+    class (O(T D^2) memory) and each prediction after new data solves a D x D system
+    (O(D^3)), where ``IncrementalRLSClassifier``'s recoding costs O(D^2) per sample.
+
+    Parameters
+    ----------
+    penalty : float, default=1e-2
+        λ > 0.
+    features : None, transformer or callable, default=None
+        The map z = φ(x) (see ``RecursiveRLS``).
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        Labels in the order they appeared (or were declared).
+    class_counts_ : ndarray of int
+    coef_ : ndarray of shape (D, n_classes)
+        W for the data seen so far.
+    n_samples_seen_ : int
+    """
+
+    def __init__(self, penalty: float = 1e-2, features: Any = None) -> None:
+        self.penalty = penalty
+        self.features = features
+
+    _fitted_attr = "grams_"
+
+    def _start(self, X: np.ndarray) -> None:
+        self._lam = check_float(self.penalty, "penalty", 0.0, np.inf, low_open=True)
+        self._map = as_feature_map(self.features, X)
+        D = np.asarray(self._map(X[:1])).shape[1]
+        self.n_features_in_ = X.shape[1]
+        self.grams_: np.ndarray = np.zeros((0, D, D))
+        self.sums_: np.ndarray = np.zeros((D, 0))
+        self.classes_: np.ndarray = np.array([], dtype=object)
+        self.class_counts_: np.ndarray = np.zeros(0, dtype=np.int64)
+        self.n_samples_seen_ = 0
+        self._coef: np.ndarray | None = None
+
+    def _class_index(self, label: Any) -> int:
+        hit = np.flatnonzero(self.classes_ == label) if len(self.classes_) else np.empty(0, int)
+        if len(hit):
+            return int(hit[0])
+        D = self.grams_.shape[1]
+        self.classes_ = np.append(self.classes_, np.array([label], dtype=object))
+        self.grams_ = np.concatenate([self.grams_, np.zeros((1, D, D))])
+        self.sums_ = np.hstack([self.sums_, np.zeros((D, 1))])
+        self.class_counts_ = np.append(self.class_counts_, 0)
+        return len(self.classes_) - 1
+
+    def partial_fit(self, X: Any, y: Any, classes: Any = None) -> RebalancedRLSClassifier:
+        """Add samples (1-D x or a batch); unseen labels are new classes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_features,) or (n_samples, n_features)
+        y : label or array-like of shape (n_samples,)
+        classes : array-like or None
+            Labels to declare now (in this order), seen or not.
+
+        Returns
+        -------
+        self
+        """
+        X2, labels = _labelled_batch(self, X, y, classes, "grams_", self._start)
+        Z = np.asarray(self._map(X2), dtype=np.float64)
+        idx = np.array([self._class_index(label) for label in labels], dtype=np.int64)
+        for t in np.unique(idx):
+            Zt = Z[idx == t]
+            self.grams_[t] += Zt.T @ Zt
+            self.sums_[:, t] += Zt.sum(axis=0)
+            self.class_counts_[t] += len(Zt)
+        self.n_samples_seen_ += len(Z)
+        self._coef = None
+        return self
+
+    @property
+    def coef_(self) -> np.ndarray:
+        check_is_fitted(self)
+        coef = getattr(self, "_coef", None)
+        if coef is None:
+            counts = self.class_counts_.astype(float)
+            g = np.where(counts > 0, counts.sum() / np.maximum(counts, 1.0), 0.0)
+            A = np.tensordot(g, self.grams_, axes=1)
+            A[np.diag_indices_from(A)] += self._lam
+            coef = scipy.linalg.solve(A, self.sums_ * g, assume_a="pos")
+            self._coef = coef
+        return coef
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Scores, shape (n_samples, n_classes)."""
+        check_is_fitted(self)
+        X2 = _check_width(self, _rows(X))
+        Z = np.asarray(self._map(X2), dtype=np.float64)
+        return B.like_input(Z @ self.coef_, X)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Labels of the largest score, shape (n_samples,)."""
+        scores = B.to_numpy(self.decision_function(X))
+        return B.like_input(np.array(list(self.classes_[np.argmax(scores, axis=1)])), X)
 
 
 class SemiparametricRegressor(BaseEstimator):
