@@ -42,6 +42,7 @@ from .leverage import (
 
 __all__ = [
     "select_centers",
+    "chooses_size",
     "CenterSelection",
     "UniformCenters",
     "LeverageCenters",
@@ -210,6 +211,8 @@ class SqueakCenters:
     """
 
     name = "squeak"
+    #: the strategy picks the number of centers (the dictionary's size) when n_centers is None
+    chooses_size = True
 
     def __init__(
         self,
@@ -264,7 +267,6 @@ class SqueakCenters:
             self.variant,
         )
         scores = _squeak_scores(X, kernel, d, budget)
-        q = d.multiplicities.astype(float)
         info: dict[str, Any] = {
             "dictionary_size": len(d),
             "q_bar": d.q_bar,
@@ -281,6 +283,7 @@ class SqueakCenters:
             info["gamma"] = d.gamma
         else:
             m = len(d) if n_centers is None else min(int(n_centers), len(d))
+            q = d.multiplicities.astype(float)
             order = rng.choice(len(d), size=m, replace=False, p=q / q.sum())
         idx = d.indices[order]
         points = B.take_rows(X, idx)
@@ -299,6 +302,14 @@ STRATEGIES: dict[str, Any] = {
     "approximate-leverage": LeverageCenters("approximate"),
     "squeak": SqueakCenters(),
 }
+
+
+def chooses_size(centers: Any) -> bool:
+    """Whether the strategy ``centers`` (a name, a strategy object or points) picks the number
+    of centers itself when ``n_centers`` is None (SQUEAK's dictionary)."""
+    if isinstance(centers, str):
+        centers = STRATEGIES.get(centers)
+    return bool(getattr(centers, "chooses_size", False))
 
 
 def select_centers(
@@ -345,7 +356,7 @@ def select_centers(
     if hasattr(centers, "select"):
         if kernel is None:
             raise ValueError("a center strategy needs the kernel")
-        if n_centers is None and not isinstance(centers, SqueakCenters):
+        if n_centers is None and not chooses_size(centers):
             raise ValueError("n_centers is needed by this center strategy")
         sel: CenterSelection = centers.select(X, n_centers, rng, kernel, penalty, memory_budget)
         if n_centers is not None and len(sel.points) < n_centers:

@@ -251,7 +251,9 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
 
 
 class _StreamClassifier:
-    """What the online classifiers share: ``fit`` is a fresh ``partial_fit``; accuracy."""
+    """What the online classifiers share: ``fit`` is a fresh ``partial_fit``, the checks of
+    a batch, labels from scores, accuracy. A subclass sets ``_fitted_attr`` (the attribute
+    that exists once it has started) and defines ``_start`` and ``_class_index``."""
 
     _fitted_attr = ""
 
@@ -265,42 +267,45 @@ class _StreamClassifier:
                 delattr(self, name)
         return self.partial_fit(X, y, classes)  # type: ignore[attr-defined]
 
+    def _check_width(self, X2: np.ndarray) -> np.ndarray:
+        """X2, or a ValueError when its number of features is not the fitted one."""
+        fitted = self.n_features_in_  # type: ignore[attr-defined]
+        if X2.shape[1] != fitted:
+            raise ValueError(
+                f"X has {X2.shape[1]} features, but the classifier is fitted with {fitted}"
+            )
+        return X2
+
+    def _labelled_batch(self, X: Any, y: Any, classes: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The rows and labels of a ``partial_fit``, checked; the classifier started on the
+        first call and the declared ``classes`` added in order."""
+        X2 = _rows(X)
+        labels = np.atleast_1d(np.asarray(_host(y), dtype=object))
+        if labels.ndim != 1 or len(labels) != len(X2):
+            raise ValueError(
+                f"X and y have different numbers of samples: {len(X2)} and {np.shape(y)}"
+            )
+        _check_labels(labels, "y")
+        if not self.__sklearn_is_fitted__():
+            self._start(X2)  # type: ignore[attr-defined]
+        else:
+            self._check_width(X2)
+        if classes is not None:
+            declared = np.atleast_1d(np.asarray(_host(classes), dtype=object))
+            _check_labels(declared, "classes")
+            for label in declared:
+                self._class_index(label)  # type: ignore[attr-defined]
+        return X2, labels
+
+    def _labels(self, scores: Any, X: Any) -> Any:
+        """The labels of the largest scores (rows of ``scores``), like the input X."""
+        best = np.argmax(B.to_numpy(scores), axis=1)
+        return B.like_input(np.array(list(self.classes_[best])), X)  # type: ignore[attr-defined]
+
     def score(self, X: Any, y: Any) -> float:
         """Accuracy."""
         pred = self.predict(X)  # type: ignore[attr-defined]
         return float(np.mean(B.to_numpy(pred) == np.asarray(_host(y))))
-
-
-def _check_width(est: Any, X2: np.ndarray) -> np.ndarray:
-    """X2, or a ValueError when its number of features is not the fitted one."""
-    if X2.shape[1] != est.n_features_in_:
-        raise ValueError(
-            f"X has {X2.shape[1]} features, but the classifier is fitted with {est.n_features_in_}"
-        )
-    return X2
-
-
-def _labelled_batch(
-    est: Any, X: Any, y: Any, classes: Any, fitted: str, start: Callable[[np.ndarray], None]
-) -> tuple[np.ndarray, np.ndarray]:
-    """The rows and labels of a ``partial_fit`` of the online classifiers, checked; the
-    classifier started on the first call (``fitted`` is the attribute that says it is) and
-    the declared ``classes`` added in order."""
-    X2 = _rows(X)
-    labels = np.atleast_1d(np.asarray(_host(y), dtype=object))
-    if labels.ndim != 1 or len(labels) != len(X2):
-        raise ValueError(f"X and y have different numbers of samples: {len(X2)} and {np.shape(y)}")
-    _check_labels(labels, "y")
-    if not hasattr(est, fitted):
-        start(X2)
-    else:
-        _check_width(est, X2)
-    if classes is not None:
-        declared = np.atleast_1d(np.asarray(_host(classes), dtype=object))
-        _check_labels(declared, "classes")
-        for label in declared:
-            est._class_index(label)
-    return X2, labels
 
 
 class IncrementalRLSClassifier(_StreamClassifier, BaseEstimator):
@@ -453,7 +458,7 @@ class IncrementalRLSClassifier(_StreamClassifier, BaseEstimator):
         -------
         self
         """
-        X2, labels = _labelled_batch(self, X, y, classes, "factors_", self._start)
+        X2, labels = self._labelled_batch(X, y, classes)
         Z = np.asarray(self._map(X2), dtype=np.float64)
         every = self.validation_every
         for z, label in zip(Z, labels, strict=True):
@@ -478,19 +483,19 @@ class IncrementalRLSClassifier(_StreamClassifier, BaseEstimator):
                 pred = int(np.argmax(base * self._gamma(alpha)))
                 self._val_hits[p, a, t] += pred == t
         self._val_totals[t] += 1
-        seen = self._val_totals > 0
-        if self.selection == "thesis" and np.any(self._val_totals >= self.min_class_size):
-            seen = self._val_totals >= self.min_class_size
-        recall = self._val_hits[:, :, seen] / self._val_totals[seen]
-        self.validation_scores_ = recall.mean(axis=2)
-        best: tuple[int, int] = tuple(  # type: ignore[assignment]
-            int(i)
-            for i in np.unravel_index(int(np.argmax(self.validation_scores_)), recall.shape[:2])
+        # the thesis's rule once some class has min_class_size held-out samples
+        thesis = self.selection == "thesis" and bool(
+            np.any(self._val_totals >= self.min_class_size)
         )
-        if self.selection == "thesis" and np.any(self._val_totals >= self.min_class_size):
-            best = self._thesis_choice(self.validation_scores_)
-        self.penalty_ = float(self._lams[best[0]])
-        self.alpha_ = float(self._alphas[best[1]])
+        scored = self._val_totals >= (self.min_class_size if thesis else 1)
+        recall = self._val_hits[:, :, scored] / self._val_totals[scored]
+        self.validation_scores_ = recall.mean(axis=2)
+        if thesis:
+            p, a = self._thesis_choice(self.validation_scores_)
+        else:
+            p, a = divmod(int(np.argmax(self.validation_scores_)), len(self._alphas))
+        self.penalty_ = float(self._lams[p])
+        self.alpha_ = float(self._alphas[a])
 
     def _thesis_choice(self, scores: np.ndarray) -> tuple[int, int]:
         """(λ index, α index): the largest α whose best score over λ is at least that of
@@ -514,7 +519,7 @@ class IncrementalRLSClassifier(_StreamClassifier, BaseEstimator):
             codings on the same model).
         """
         check_is_fitted(self)
-        X2 = _check_width(self, _rows(X))
+        X2 = self._check_width(_rows(X))
         lam = self.penalty_ if penalty is None else float(penalty)
         hit = np.flatnonzero(np.isclose(self._lams, lam))
         if hit.size == 0:
@@ -537,9 +542,7 @@ class IncrementalRLSClassifier(_StreamClassifier, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        scores = B.to_numpy(self.decision_function(X, penalty, alpha))
-        labels = np.array(list(self.classes_[np.argmax(scores, axis=1)]))
-        return B.like_input(labels, X)
+        return self._labels(self.decision_function(X, penalty, alpha), X)
 
 
 class RebalancedRLSClassifier(_StreamClassifier, BaseEstimator):
@@ -615,7 +618,7 @@ class RebalancedRLSClassifier(_StreamClassifier, BaseEstimator):
         -------
         self
         """
-        X2, labels = _labelled_batch(self, X, y, classes, "grams_", self._start)
+        X2, labels = self._labelled_batch(X, y, classes)
         Z = np.asarray(self._map(X2), dtype=np.float64)
         idx = np.array([self._class_index(label) for label in labels], dtype=np.int64)
         for t in np.unique(idx):
@@ -643,14 +646,13 @@ class RebalancedRLSClassifier(_StreamClassifier, BaseEstimator):
     def decision_function(self, X: Any) -> np.ndarray:
         """Scores, shape (n_samples, n_classes)."""
         check_is_fitted(self)
-        X2 = _check_width(self, _rows(X))
+        X2 = self._check_width(_rows(X))
         Z = np.asarray(self._map(X2), dtype=np.float64)
         return B.like_input(Z @ self.coef_, X)
 
     def predict(self, X: Any) -> np.ndarray:
         """Labels of the largest score, shape (n_samples,)."""
-        scores = B.to_numpy(self.decision_function(X))
-        return B.like_input(np.array(list(self.classes_[np.argmax(scores, axis=1)])), X)
+        return self._labels(self.decision_function(X), X)
 
 
 class SemiparametricRegressor(BaseEstimator):

@@ -32,7 +32,7 @@ from .._validation import (
     make_rng,
     validate_X,
 )
-from ..centers import CenterSelection, SqueakCenters, select_centers
+from ..centers import CenterSelection, chooses_size, select_centers
 from ..data import is_lazy_array
 from ..kernels import Kernel, kernel_candidates
 from ..linalg import regularized_factor
@@ -502,7 +502,7 @@ class _KernelPathEstimator(BaseEstimator):
             return None
         if not (self.centers is None or isinstance(self.centers, str)):
             return None
-        if isinstance(self.centers, str) and self.centers == "squeak":
+        if chooses_size(self.centers):
             return None
         nc = params.get("n_centers", getattr(self, "n_centers", None))
         return default_n_centers(n_tr) if nc is None else int(nc)
@@ -908,10 +908,7 @@ class _KernelPathEstimator(BaseEstimator):
         """(M, grid): the number of centers to draw and, for a path over m, the m values
         (None for one m; empty for "auto", filled once M is known). M is None when the
         strategy chooses it (SQUEAK)."""
-        squeak = (isinstance(self.centers, str) and self.centers == "squeak") or isinstance(
-            self.centers, SqueakCenters
-        )
-        default = None if squeak else default_n_centers(n)
+        default = None if chooses_size(self.centers) else default_n_centers(n)
         if value is None:
             return default, None
         size = check_size(value, "n_centers")

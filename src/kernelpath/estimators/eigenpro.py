@@ -15,6 +15,7 @@ from ..path import Path
 from ..solvers._common import Validation
 from ..solvers.eigenpro import (
     STEP_RULES,
+    default_damping,
     feature_eigensystem,
     feature_sgd_steps,
     kernel_eigensystem,
@@ -106,6 +107,13 @@ class _EigenProBase(_KernelPathEstimator):
         p["n_features"] = check_int(self.n_features, "n_features", 1, allow_none=True)
         return p
 
+    @staticmethod
+    def _damping(params: dict[str, Any], features: bool) -> float:
+        """τ: the given ``damping``, or the rule's default for this mode."""
+        if params["damping"] is not None:
+            return float(params["damping"])
+        return default_damping(params["rule"], features)
+
     def _method(self) -> str:
         return "eigenpro"
 
@@ -141,8 +149,7 @@ class _EigenProBase(_KernelPathEstimator):
             Xtr = self._in_memory(Xtr, budget, "(kernel mode) keeps every training point")
             Xs = B.take_rows(Xtr, sub)
             K_s = np.asarray(KernelOperator(Xs, Xs, self.kernel_, budget).center_gram())
-            tau = params["damping"] or (1.0 if params["rule"] == "paper" else 0.95)
-            es = kernel_eigensystem(K_s, q, tau)
+            es = kernel_eigensystem(K_s, q, self._damping(params, features=False))
             predict_batch, apply_step = kernel_sgd_steps(Xtr, self.kernel_, sub, es, budget)
             coef = np.zeros((n, k))
             max_batch = max(1, int(BATCH_MEMORY_FRACTION * budget // (8 * n)))
@@ -164,8 +171,7 @@ class _EigenProBase(_KernelPathEstimator):
                 lambda A: fmap.transform_first(A, D), Xtr, D, BATCH_MEMORY_FRACTION * budget
             )
 
-            tau = params["damping"] or (0.25 if params["rule"] == "paper" else 0.95)
-            es = feature_eigensystem(features(sub), q, tau)
+            es = feature_eigensystem(features(sub), q, self._damping(params, features=True))
             predict_batch, apply_step = feature_sgd_steps(features, es)
             coef = np.zeros((D, k))
             max_batch = max(1, int(BATCH_MEMORY_FRACTION * budget // (8 * D)))
@@ -176,17 +182,11 @@ class _EigenProBase(_KernelPathEstimator):
                     Y[va] - self._intercept,
                     scoring,
                 )
+        batch = None if self.batch_size == "auto" else int(self.batch_size)
         if params["rule"] == "paper":
-            m, eta = paper_step_rule(es, n)
-            if self.batch_size != "auto":
-                m = int(min(self.batch_size, n))
-        else:
-            m, eta = step_rule(es, n, max_batch)
-            if self.batch_size != "auto":
-                m = int(min(self.batch_size, n))
-                if self.step_size == "auto":  # the rule's step for the given batch size
-                    lam = max(es.tail, 1e-12 * es.beta)
-                    eta = m / (es.beta + (m - 1) * lam)
+            m, eta = paper_step_rule(es, n, batch)
+        else:  # the rule's step for the rule's or the given batch size
+            m, eta = step_rule(es, n, max_batch, batch)
         if self.step_size != "auto":
             eta = float(self.step_size)
         epochs = params["n_epochs"] if n_iter is None else int(n_iter)

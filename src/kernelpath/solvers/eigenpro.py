@@ -53,6 +53,7 @@ __all__ = [
     "feature_eigensystem",
     "step_rule",
     "paper_step_rule",
+    "default_damping",
     "STEP_RULES",
     "PAPER_BATCH_SIZE",
     "sgd_path",
@@ -159,24 +160,38 @@ STEP_RULES = ("eigenpro2", "paper")
 PAPER_BATCH_SIZE = 256
 
 
-def paper_step_rule(es: EigenSystem, n: int) -> tuple[int, float]:
+def paper_step_rule(es: EigenSystem, n: int, batch_size: int | None = None) -> tuple[int, float]:
     """The seed paper's batch size and step (Ma & Belkin 2017, as its released MATLAB and
     Keras code sets them): plain SGD takes η_SGD = 1.5 / λ_1 for the loss
     (1/2n) sum (f(x_i) - y_i)^2 (the released code's 1.5 / (2 λ_1) for the loss without the
     1/2), and EigenPro multiplies it by the acceleration λ_1 / λ_{q+1}: η = 1.5 / λ_{q+1},
     below the full-gradient bound 2 / λ_{q+1} of the preconditioned operator, with the
-    minibatch of 256. No batch-size correction: a small batch with a large β / λ_{q+1} can
-    diverge, which is what EigenPro 2's rule fixes (and why it is the default)."""
-    m = int(min(PAPER_BATCH_SIZE, n))
+    minibatch of 256 (or ``batch_size``; the step does not depend on it). No batch-size
+    correction: a small batch with a large β / λ_{q+1} can diverge, which is what EigenPro
+    2's rule fixes (and why it is the default)."""
+    m = int(min(PAPER_BATCH_SIZE if batch_size is None else batch_size, n))
     lam = max(es.tail, 1e-12 * max(es.beta, 1e-300))
     return max(m, 1), 1.5 / lam
 
 
-def step_rule(es: EigenSystem, n: int, max_batch: int) -> tuple[int, float]:
-    """EigenPro 2's batch size min(β/λ_{q+1} + 1, max_batch, n) and step m / (β + (m-1) λ_{q+1})."""
+def default_damping(rule: str, features: bool) -> float:
+    """τ when ``damping="auto"``: EigenPro 2's 0.95, or the seed paper's 1 for kernels and
+    1/4 for random features (its released code)."""
+    if rule == "paper":
+        return 0.25 if features else 1.0
+    return 0.95
+
+
+def step_rule(
+    es: EigenSystem, n: int, max_batch: int, batch_size: int | None = None
+) -> tuple[int, float]:
+    """EigenPro 2's batch size min(β/λ_{q+1} + 1, max_batch, n) (or ``batch_size``, at most
+    n) and its step m / (β + (m-1) λ_{q+1}) for that batch size m."""
     lam = max(es.tail, 1e-12 * es.beta)
-    m = int(min(es.beta / lam + 1, max_batch, n))
-    m = max(m, 1)
+    if batch_size is None:
+        m = max(int(min(es.beta / lam + 1, max_batch, n)), 1)
+    else:
+        m = int(min(batch_size, n))
     return m, m / (es.beta + (m - 1) * lam)
 
 
