@@ -47,6 +47,8 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
+from .data.sources import is_source
+
 FACTOR_DTYPE = np.float64
 DEFAULT_BUDGET_FRACTION = 0.5
 _FALLBACK_AVAILABLE = 4 * 1024**3
@@ -302,7 +304,6 @@ def is_dask(a: Any) -> bool:
 def is_lazy(a: Any) -> bool:
     """Whether ``a`` stays where it is and is read in row blocks: a row source
     (``kernelpath.data``) or a dask array."""
-    from .data import is_source
 
     return is_source(a) or is_dask(a)
 

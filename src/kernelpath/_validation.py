@@ -7,6 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from ._backend import is_dask, is_tensor, to_numpy
+from .data.sources import as_source, is_lazy_array
+
 
 def check_penalty(penalty: Any, name: str = "penalty") -> float | np.ndarray | str:
     """A non-negative finite float, a non-empty 1-D sequence of them (a path), or "auto"."""
@@ -101,7 +104,6 @@ def check_rows(X: Any, name: str = "X", one_sample: bool = False) -> np.ndarray:
     A torch tensor is checked where it lives and returned as a tensor
     (``check_tensor_rows``).
     """
-    from ._backend import is_tensor
 
     if is_tensor(X):
         return check_tensor_rows(X[None, :] if one_sample and X.ndim == 1 else X, name)
@@ -147,7 +149,6 @@ def check_labels(y: Any, name: str = "y") -> None:
 def check_magnitude(A: Any, name: str = "X") -> None:
     """Refuse values so large that squared norms and distances of rows overflow the
     dtype (kernel blocks would hold NaN): |x| <= sqrt(max / (4 d))."""
-    from ._backend import is_tensor, to_numpy
 
     if A.shape[0] == 0 or A.shape[1] == 0:
         return
@@ -217,9 +218,6 @@ def validate_X(estimator: Any, X: Any, reset: bool) -> Any:
     kept), ``check_tensor_rows`` for torch tensors, which stay on their device. Records (or
     checks) ``n_features_in_`` either way."""
     from sklearn.utils.validation import validate_data
-
-    from ._backend import is_dask, is_tensor
-    from .data import as_source, is_lazy_array
 
     lazy = is_lazy_array(X)
     if lazy or is_dask(X):

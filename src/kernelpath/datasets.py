@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from ._validation import check_choice, check_float, check_int, make_rng
+
 __all__ = [
     "load_libsvm",
     "load_csv",
@@ -352,7 +354,6 @@ def make_arm_dynamics(
     pi : ndarray of shape (5,)
         The true base parameters.
     """
-    from ._validation import check_choice, check_float, check_int, make_rng
 
     n = check_int(n_samples, "n_samples", 1)
     assert n is not None

@@ -1,4 +1,5 @@
-"""The kernel operator over the row chunks of a dask array, on a Dask cluster.
+"""The operators over the row chunks of a dask array, on a Dask cluster (the Dask side of
+the operator layer: ``operators.dispatch`` chooses it for a dask array).
 
 ``DaskKernelOperator`` offers the products of ``operators.KernelOperator`` (``matvec``,
 ``rmatvec``, ``fused``, ``gram``, ``center_gram``, ``diag``, ``row_sq_norms``,
@@ -26,6 +27,7 @@ No ``distributed.Client``: dask's local scheduler (threads of this process) runs
 
 from __future__ import annotations
 
+import copy
 import operator
 import threading
 from typing import Any
@@ -35,8 +37,10 @@ from threadpoolctl import threadpool_limits
 
 from . import _backend as B
 from ._validation import check_dask_rows, check_int
+from ._version import __version__
 from .kernels import Kernel
-from .operators import CACHE_FRACTION, KernelOperator
+from .operators.features import FeatureOperator, feature_moments
+from .operators.kernel import CACHE_FRACTION, KernelOperator
 
 __all__ = ["DaskKernelOperator", "dask_feature_moments", "DaskFeatureOperator", "dask_predict"]
 
@@ -86,8 +90,6 @@ def _task_budget(budget: int) -> int:
 
 def _worker_version() -> str:
     """Run on every worker: the version of kernelpath it imports."""
-    from . import __version__
-
     return __version__
 
 
@@ -99,8 +101,6 @@ def check_workers(client: Any) -> None:
     RuntimeError
         Naming the workers that cannot import it, or that have another version.
     """
-    from . import __version__
-
     address = str(getattr(client, "scheduler", None) and client.scheduler.address)
     with _check_lock:
         if address in _checked_clients:
@@ -436,24 +436,24 @@ class DaskKernelOperator:
 
 
 # ------------------------------------------------------------------ random features
-def _chunk_moments(xb: np.ndarray, fmap: Any, D: int, Y: np.ndarray, w: Any) -> tuple[Any, Any]:
-    from .solvers.random_features import feature_moments
-
-    return feature_moments(fmap, np.ascontiguousarray(xb), D, Y, w)
+def _chunk_moments(
+    xb: np.ndarray, transform: Any, D: int, Y: np.ndarray, w: Any
+) -> tuple[Any, Any]:
+    return feature_moments(transform, np.ascontiguousarray(xb), D, Y, w)
 
 
 def dask_feature_moments(
-    fmap: Any, X: Any, n_features: int, Y: np.ndarray, weights: np.ndarray | None = None
+    transform: Any, X: Any, n_features: int, Y: np.ndarray, weights: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``solvers.random_features.feature_moments`` over the chunks of a dask array: (Ψ^T W Ψ,
-    Ψ^T W Y) summed over the chunks (D x D and D x k per chunk)."""
+    """``features.feature_moments`` over the chunks of a dask array: (F^T W F, F^T W Y)
+    summed over the chunks (D x D and D x k per chunk)."""
     dask = _dask()
     chunks = _Chunks(X)
     Y2 = np.asarray(Y)
     Y2 = Y2[:, None] if Y2.ndim == 1 else Y2
     ys, ws = chunks.pieces(Y2), chunks.pieces(weights)
     parts = [
-        dask.delayed(_chunk_moments, pure=True)(xb, fmap, n_features, yp, wp)
+        dask.delayed(_chunk_moments, pure=True)(xb, transform, n_features, yp, wp)
         for xb, yp, wp in zip(chunks.parts, ys, ws, strict=True)
     ]
     G, b = _compute(_tree_sum(parts))[0]
@@ -463,8 +463,6 @@ def dask_feature_moments(
 def _chunk_features_apply(
     xb: np.ndarray, transform: Any, n_features: int, method: str, *args: Any
 ) -> Any:
-    from .solvers.random_features import FeatureOperator
-
     return getattr(FeatureOperator(transform, np.ascontiguousarray(xb), n_features), method)(*args)
 
 
@@ -491,6 +489,10 @@ class DaskFeatureOperator:
             )
         )
 
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (int(self.X.shape[0]), self.n_features)
+
     def matvec(self, M: Any, native: bool = False) -> np.ndarray:
         return np.concatenate(self._run("matvec", np.asarray(B.to_numpy(M))), axis=0)
 
@@ -513,7 +515,6 @@ def _predict_chunk(xb: np.ndarray, model: Any, method: str) -> np.ndarray:
 def _predictor(model: Any) -> Any:
     """A shallow copy of a fitted estimator without its path (which may hold the fit's
     operators, and is not needed to predict): what the workers receive."""
-    import copy
 
     pred = copy.copy(model)
     for name in ("path_", "_center_info", "_fmap"):

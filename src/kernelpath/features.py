@@ -37,6 +37,8 @@ from . import _backend as B
 from ._backend import resolve_memory_budget
 from ._validation import check_int, make_rng, validate_X
 from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Matern, make_kernel
+from .linalg import nystrom_factor
+from .operators import KernelOperator
 
 __all__ = [
     "RandomFourierFeatures",
@@ -346,8 +348,6 @@ class NystromFeatures(_DenseTransformer):
         -------
         self
         """
-        from .linalg import nystrom_factor
-        from .operators import KernelOperator
 
         dev = B.resolve_device(self.device, {"X": X})
         X = validate_X(self, X, reset=True)
@@ -376,7 +376,6 @@ class NystromFeatures(_DenseTransformer):
         ndarray or tensor of shape (n_samples, r)
             Like X.
         """
-        from .operators import KernelOperator
 
         check_is_fitted(self, "factor_")
         dev = B.resolve_device(self.device, {"X": X})

@@ -335,7 +335,7 @@ def save(model: Any, path: str | os.PathLike[str]) -> str:
     """
     from safetensors.numpy import save as st_save
 
-    from .data import default_mode
+    from .data.predictions import default_mode
 
     enc = _Encoder()
     name = _class_name(model, enc.registry)

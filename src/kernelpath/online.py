@@ -25,6 +25,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _backend as B
 from ._validation import check_choice, check_float, check_int, check_rows
+from .features import RandomFourierFeatures
+from .kernels import Gaussian
 from .linalg import cholesky_update
 
 __all__ = [
@@ -754,8 +756,6 @@ class SemiparametricRegressor(BaseEstimator):
         -------
         self
         """
-        from .features import RandomFourierFeatures
-        from .kernels import Gaussian
 
         X2 = _rows(X)
         Y = _rows(_host(y), "y")
@@ -889,9 +889,6 @@ def semiparametric_protocol(
     (n_parts,), ``windowed_rmse[name]`` of shape (N - window + 1,) (the RMSE of samples
     i .. i + window - 1); and ``parameters`` (π̂ at the end).
     """
-    from ._validation import check_int
-    from .features import RandomFourierFeatures
-    from .kernels import Gaussian
 
     n_parts = int(check_int(n_parts, "n_parts", 1))  # type: ignore[arg-type]
     part_size = int(check_int(part_size, "part_size", 1))  # type: ignore[arg-type]

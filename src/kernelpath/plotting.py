@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _backend as B
 from ._validation import check_int, check_rows
+from .online import IncrementalRLSClassifier
 
 __all__ = ["plot_leverage", "prequential_errors", "plot_learning_curve", "plot_widths"]
 
@@ -102,8 +103,6 @@ def prequential_errors(learner: Any, X: Any, y: Any, batch_size: int = 50) -> di
     if len(Y) != len(X2):
         raise ValueError(f"X and y have different numbers of samples: {len(X2)} and {len(Y)}")
     from sklearn.base import is_classifier
-
-    from .online import IncrementalRLSClassifier
 
     labels = (
         Y.dtype.kind in "OUSb"

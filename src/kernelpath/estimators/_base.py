@@ -33,10 +33,11 @@ from .._validation import (
     validate_X,
 )
 from ..centers import CenterSelection, chooses_size, select_centers
-from ..data import is_lazy_array
+from ..data.sources import is_lazy_array
 from ..kernels import Kernel, kernel_candidates
 from ..linalg import regularized_factor
-from ..operators import KernelOperator, make_operator
+from ..operators import KernelOperator
+from ..operators.dispatch import make_operator
 from ..path import Path, mean_over_folds, stack_paths
 from ..progress import verbose_reporter
 from ..selection import STOPPING_RULES, check_cv, cv_folds, holdout_split

@@ -21,6 +21,7 @@ point's number of features.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +32,9 @@ from .. import _backend as B
 from .._backend import FACTOR_DTYPE
 from ..features import RandomFourierFeatures
 from ..linalg import top_eigenvalue
+from ..operators import FeatureOperator, Operator, row_blocks
+from ..operators.dispatch import feature_moments as operator_moments
+from ..operators.dispatch import feature_operator
 from ..path import Path
 from ..selection import penalty_grid
 from ._common import Validation, as_2d, closed_form_path, weights_or_ones
@@ -48,77 +52,17 @@ __all__ = [
 ]
 
 
-#: Rows per block of features: about this many bytes.
-BLOCK_BYTES = 16 * 1024**2
-
-
-def row_blocks(n_rows: int, n_features: int) -> list[tuple[int, int]]:
-    """(start, stop) of row blocks holding about ``BLOCK_BYTES`` of float64 features."""
-    rows = int(max(1, BLOCK_BYTES // max(1, 8 * n_features)))
-    return [(s, min(n_rows, s + rows)) for s in range(0, n_rows, rows)]
-
-
-class FeatureOperator:
-    """Products with the feature matrix of some points, F = transform(X), in row blocks:
-    ``matvec(B)`` = F @ B without holding F; what ``Validation`` needs of an operator.
-    The features are computed on X's backend and device (``transform`` of rows of X).
-
-    Parameters
-    ----------
-    transform : callable (rows of X) -> features of shape (rows, n_features)
-    X : ndarray or tensor of shape (n, d)
-    n_features : int
-    """
-
-    def __init__(self, transform: Callable[[Any], Any], X: Any, n_features: int) -> None:
-        self.transform, self.X, self.n_features = transform, X, n_features
-        self.dtype = B.dtype_of(X)
-        self.device = B.array_device(X)
-
-    def matvec(self, M: Any, native: bool = False) -> Any:
-        """F @ M for M of shape (D,) or (D, k) (NumPy or a tensor); NumPy out unless
-        ``native``."""
-        vec = M.ndim == 1
-        dtype = np.result_type(self.dtype, B.dtype_of(M))
-        M2 = B.to_device(M[:, None] if vec else M, self.device, dtype)
-        out = B.empty((len(self.X), M2.shape[1]), self.X, dtype)
-        for s, e in row_blocks(len(self.X), self.n_features):
-            F = self.transform(self.X[s:e])
-            out[s:e] = F @ B.astype(M2, B.dtype_of(F))
-        out = out[:, 0] if vec else out
-        return out if native else B.to_numpy(out)
-
-    def projected_rows(self, T: Any, quad: Any, lin: Any) -> tuple[np.ndarray, np.ndarray]:
-        """With U = F T (never formed): ``(U * U) @ quad`` and ``U @ lin`` (float64 NumPy),
-        as ``KernelOperator.projected_rows``."""
-        n = len(self.X)
-        out_q = np.empty((n, quad.shape[1]))
-        out_l = np.empty((n, lin.shape[1]))
-        T2 = B.to_device(T, self.device, FACTOR_DTYPE)
-        for s, e in row_blocks(n, self.n_features):
-            U = B.to_numpy(B.astype(self.transform(self.X[s:e]), FACTOR_DTYPE) @ T2)
-            out_l[s:e] = U @ lin
-            out_q[s:e] = (U * U) @ quad
-        return out_q, out_l
-
-    def release(self) -> None:
-        """Nothing is cached."""
-
-
 def rff_operator(
-    fmap: RandomFourierFeatures, X: np.ndarray, n_features: int, normalize: bool = True
-) -> FeatureOperator:
-    """``FeatureOperator`` of the first ``n_features`` random features of ``fmap`` (over
-    the chunks of a dask array: ``distributed.DaskFeatureOperator``)."""
-    if B.is_dask(X):
-        from ..distributed import DaskFeatureOperator
+    fmap: RandomFourierFeatures, X: Any, n_features: int, normalize: bool = True
+) -> Operator:
+    """The operator of the first ``n_features`` random features of ``fmap`` (over the
+    chunks of a dask array for a dask X)."""
+    return feature_operator(_first_features(fmap, n_features, normalize), X, n_features)
 
-        return DaskFeatureOperator(  # type: ignore[return-value]
-            lambda A: fmap.transform_first(A, n_features, normalize=normalize), X, n_features
-        )
-    return FeatureOperator(
-        lambda A: fmap.transform_first(A, n_features, normalize=normalize), X, n_features
-    )
+
+def _first_features(fmap: RandomFourierFeatures, n_features: int, normalize: bool) -> Any:
+    """rows -> their first ``n_features`` random features (picklable, for dask tasks)."""
+    return functools.partial(fmap.transform_first, n_features=n_features, normalize=normalize)
 
 
 def indexed_features(
@@ -137,35 +81,21 @@ def indexed_features(
 
 def feature_moments(
     fmap: RandomFourierFeatures,
-    X: np.ndarray,
+    X: Any,
     n_features: int,
     Y: np.ndarray,
     weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(Ψ^T W Ψ, Ψ^T W Y) for the unnormalized features ψ, in float64, in one pass.
+    """(Ψ^T W Ψ, Ψ^T W Y) for the unnormalized features ψ, in float64, in one pass (the
+    operator layer's ``feature_moments``).
 
     Returns
     -------
     G : ndarray of shape (D, D)
     b : ndarray of shape (D, k)
     """
-    if B.is_dask(X):  # summed over the chunks, on the workers
-        from ..distributed import dask_feature_moments
-
-        return dask_feature_moments(fmap, X, n_features, as_2d(Y), weights)
-    dev = B.array_device(X)
-    Y2 = B.to_device(as_2d(Y), dev, FACTOR_DTYPE)
-    G = B.zeros((n_features, n_features), X, FACTOR_DTYPE)
-    b = B.zeros((n_features, Y2.shape[1]), X, FACTOR_DTYPE)
-    w = None if weights is None else B.to_device(weights, dev, FACTOR_DTYPE)
-    for s, e in row_blocks(len(X), n_features):
-        F = fmap.transform_first(X[s:e], n_features, normalize=False)
-        F64 = B.astype(F, FACTOR_DTYPE)
-        Fw = F64 if w is None else F64 * w[s:e, None]
-        G += Fw.T @ F64
-        b += Fw.T @ Y2[s:e]
-    G, b = B.to_numpy(G), B.to_numpy(b)
-    return (G + G.T) / 2, b
+    transform = _first_features(fmap, n_features, normalize=False)
+    return operator_moments(transform, X, n_features, as_2d(Y), weights)
 
 
 def _train_errors(
@@ -189,7 +119,7 @@ def rf_penalty_path(
     validation: Validation | None = None,
     dtype: Any = np.float64,
     cv: SmootherCV | None = None,
-    features: FeatureOperator | None = None,
+    features: Operator | None = None,
     b1: np.ndarray | None = None,
 ) -> Path:
     """λ path of RF-KRLS with all D features of G, from one eigendecomposition.

@@ -21,6 +21,7 @@ from .._backend import FACTOR_DTYPE
 from ..linalg import spectral_filter
 from ..operators import KernelOperator
 from ..path import Path
+from ..selection import penalty_grid
 from ._common import Validation, as_2d, closed_form_path, weights_or_ones
 from ._loo import SmootherCV, gcv_scores, loo_scores
 
@@ -71,7 +72,6 @@ def exact_path(
     Path over "penalty" (tikhonov, kols, tsvd) or "n_iter" (landweber, nu); coefficients of
     shape (n, k) for the training points.
     """
-    from ..selection import penalty_grid
 
     Y = as_2d(y).astype(FACTOR_DTYPE)
     n, k = Y.shape

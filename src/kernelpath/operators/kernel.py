@@ -45,12 +45,12 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
-from . import _backend as B
-from ._validation import check_int
-from .data import RowSource, is_source
-from .kernels import Kernel, squared_distances
+from .. import _backend as B
+from .._validation import check_int
+from ..data.sources import RowSource, is_source
+from ..kernels import Kernel, squared_distances
 
-__all__ = ["KernelOperator", "CACHE_FRACTION", "make_operator"]
+__all__ = ["KernelOperator", "CACHE_FRACTION"]
 
 #: Fraction of the memory budget a cached K_nm (or its cached rows) may take; the rest is
 #: working memory.
@@ -714,17 +714,3 @@ class KernelOperator:
 
         G = sum(self._run(work))
         return self._out((G + G.T) / 2, native)
-
-
-def make_operator(
-    X: Any, centers: Any, kernel: Kernel, memory_budget: Any = None, **kw: Any
-) -> Any:
-    """The operator of ``X`` against ``centers``: a ``KernelOperator`` in this process (X in
-    memory, a tensor or a row source), or, for a dask array, a
-    ``distributed.DaskKernelOperator`` whose products run where the chunks are (on the
-    workers of the active ``distributed.Client``, else dask's local scheduler)."""
-    if B.is_dask(X):
-        from .distributed import DaskKernelOperator
-
-        return DaskKernelOperator(X, centers, kernel, memory_budget, **kw)
-    return KernelOperator(X, centers, kernel, memory_budget, **kw)

@@ -1,0 +1,172 @@
+"""Tables on disk as row sources: Parquet read in place by row groups, CSV streamed once
+into a binary copy (text has no row index); ``read_table`` returns lazy ``(X, y)``."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path as FsPath
+from typing import Any
+
+import numpy as np
+
+from .sources import ArraySource, ParquetSource, RowSource
+
+__all__ = ["read_table"]
+
+#: Rows per record batch when a CSV file is streamed into its binary copy.
+CSV_BATCH_BYTES = 16 * 1024**2
+
+
+# ----------------------------------------------------------------------------- tables
+def read_table(
+    path: str | os.PathLike[str],
+    target: str | None = "y",
+    columns: Sequence[str] | None = None,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> tuple[RowSource, RowSource | None]:
+    """Open a table on disk as lazy ``(X, y)``.
+
+    Parameters
+    ----------
+    path : path-like
+        A Parquet file (``.parquet``, ``.pq``) or a CSV file with a header row (``.csv``,
+        ``.txt``).
+    target : str or None, default="y"
+        The target column (None: no target, e.g. for ``predict``).
+    columns : sequence of str or None
+        Feature columns, in this order (None: every column but the target).
+    cache_dir : path-like or None
+        Where a CSV file's binary copy goes (default: the system's temporary folder). The
+        copy is unlinked at once and freed with the arrays.
+
+    Returns
+    -------
+    X : RowSource of shape (n, d)
+    y : RowSource of shape (n,) or None
+        Labels keep their dtype (strings for class names).
+
+    Raises
+    ------
+    ValueError
+        A missing file or column, a non-numeric feature column, an unknown format.
+    """
+    p = os.fspath(path)
+    if not os.path.isfile(p):
+        raise ValueError(f"path: no such file {p!r}")
+    suffix = FsPath(p).suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        return _read_parquet(p, target, columns)
+    if suffix in (".csv", ".txt"):
+        return _read_csv(p, target, columns, cache_dir)
+    raise ValueError(f"path: read_table reads Parquet (.parquet, .pq) or CSV (.csv), got {p!r}")
+
+
+def _choose_columns(
+    available: list[str], target: str | None, columns: Sequence[str] | None, path: str
+) -> list[str]:
+    if target is not None and target not in available:
+        raise ValueError(f"target: no column {target!r} in {path} (columns: {available})")
+    if columns is None:
+        feats = [c for c in available if c != target]
+    else:
+        if isinstance(columns, str):
+            raise TypeError("columns must be a sequence of column names, not one string")
+        feats = list(columns)
+        missing = [c for c in feats if c not in available]
+        if missing:
+            raise ValueError(f"columns: no column {missing} in {path} (columns: {available})")
+        if target is not None and target in feats:
+            raise ValueError(f"columns: the target {target!r} is also a feature column")
+    if not feats:
+        raise ValueError(f"columns: {path} has no feature column besides the target")
+    return feats
+
+
+def _read_parquet(
+    path: str, target: str | None, columns: Sequence[str] | None
+) -> tuple[RowSource, RowSource | None]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pq.ParquetFile(path).schema_arrow
+    feats = _choose_columns(list(schema.names), target, columns, path)
+    for c in feats:
+        t = schema.field(c).type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
+            raise ValueError(f"columns: feature column {c!r} of {path} is not numeric ({t})")
+    X = ParquetSource(path, feats, "X")
+    X.feature_names = list(feats)
+    y = None
+    if target is not None:
+        t = schema.field(target).type
+        numeric = pa.types.is_floating(t)
+        y = ParquetSource(path, [target], "y", numeric=numeric, one_d=True)
+    return X, y
+
+
+def _read_csv(
+    path: str, target: str | None, columns: Sequence[str] | None, cache_dir: Any
+) -> tuple[RowSource, RowSource | None]:
+    """Stream the CSV once into an unlinked binary file (features then the target), and
+    map it."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    try:
+        reader = pcsv.open_csv(path, read_options=pcsv.ReadOptions(block_size=CSV_BATCH_BYTES))
+    except pa.ArrowInvalid as exc:
+        raise ValueError(f"path: cannot read {path} as CSV: {exc}") from exc
+    names = list(reader.schema.names)
+    feats = _choose_columns(names, target, columns, path)
+    if all(pa.types.is_null(reader.schema.field(c).type) for c in names):
+        raise ValueError(f"path: {path} has no data rows")
+    for c in feats:
+        t = reader.schema.field(c).type
+        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
+            raise ValueError(f"columns: feature column {c!r} of {path} is not numeric ({t})")
+    label_type = reader.schema.field(target).type if target is not None else None
+    numeric_target = label_type is not None and (
+        pa.types.is_integer(label_type) or pa.types.is_floating(label_type)
+    )
+    width = len(feats) + (1 if numeric_target else 0)
+    folder = os.fspath(cache_dir) if cache_dir is not None else tempfile.gettempdir()
+    fd, tmp = tempfile.mkstemp(prefix="kernelpath-csv-", suffix=".bin", dir=folder)
+    labels: list[Any] = []
+    n = 0
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for batch in reader:
+                try:
+                    cols = [batch.column(c).to_numpy(zero_copy_only=False) for c in feats]
+                except pa.ArrowInvalid as exc:
+                    raise ValueError(f"path: {path}: {exc}") from exc
+                rows = np.empty((batch.num_rows, width), dtype=np.float64)
+                for j, c in enumerate(cols):
+                    rows[:, j] = c
+                if target is not None:
+                    lab = batch.column(target).to_numpy(zero_copy_only=False)
+                    if numeric_target:
+                        rows[:, -1] = lab
+                    else:
+                        labels.append(lab)
+                fh.write(rows.tobytes())
+                n += batch.num_rows
+        if n == 0:
+            raise ValueError(f"path: {path} has no data rows")
+        mm = np.memmap(tmp, dtype=np.float64, mode="r", shape=(n, width))
+    except pa.ArrowInvalid as exc:
+        raise ValueError(f"path: cannot read {path} as CSV: {exc}") from exc
+    finally:
+        os.unlink(tmp)  # the mapping keeps the data until the arrays are freed
+    X = ArraySource(mm[:, : len(feats)], "X")
+    X.feature_names = list(feats)
+    y: RowSource | None = None
+    if target is not None:
+        if numeric_target:
+            y = ArraySource(mm[:, -1], "y", numeric=False)
+        else:
+            y = ArraySource(np.concatenate(labels), "y", numeric=False)
+    return X, y

@@ -1,0 +1,80 @@
+"""The operator interface: what solvers ask of an operator, as ``typing.Protocol`` classes.
+
+Every operator (kernel or feature, in process or on Dask) represents an n x p matrix A
+(K_nm for n points and p = m centers, or the features F of n points) and offers
+``Operator``'s products; kernel operators offer ``KernelProducts`` besides. Solvers and
+the validation bookkeeping are typed against these, never against a class.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = ["Operator", "KernelProducts"]
+
+
+@runtime_checkable
+class Operator(Protocol):
+    """An n x p matrix seen only through its products (each for several columns at once)."""
+
+    dtype: Any
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """(n, p)."""
+        ...
+
+    def matvec(self, M: Any, native: bool = False) -> Any:
+        """A @ M for M of shape (p,) or (p, k); NumPy unless ``native`` (the operator's own
+        arrays: tensors on its device)."""
+        ...
+
+    def projected_rows(self, T: Any, quad: Any, lin: Any) -> tuple[np.ndarray, np.ndarray]:
+        """With U = A T (never formed): ``(U * U) @ quad`` and ``U @ lin`` (float64)."""
+        ...
+
+    def release(self) -> None:
+        """Free what the operator caches."""
+        ...
+
+
+@runtime_checkable
+class KernelProducts(Operator, Protocol):
+    """A kernel operator, A = K_nm: the products of the Nyström and exact solvers."""
+
+    n: int
+    m: int
+    kernel: Any
+    expected_passes: int | None
+
+    def rmatvec(self, A: Any, native: bool = False) -> Any:
+        """K_nm^T @ A for A of shape (n,) or (n, k)."""
+        ...
+
+    def fused(
+        self, B_: Any, weights: Any = None, return_matvec: bool = False, native: bool = False
+    ) -> Any:
+        """K_nm^T diag(w) K_nm B in one pass (and K_nm B with ``return_matvec``)."""
+        ...
+
+    def gram(self, weights: Any = None, native: bool = False) -> Any:
+        """K_nm^T diag(w) K_nm, (m, m)."""
+        ...
+
+    def center_gram(self, native: bool = False) -> Any:
+        """K_mm, (m, m)."""
+        ...
+
+    def diag(self, native: bool = False) -> Any:
+        """k(x_i, x_i) of the rows, (n,)."""
+        ...
+
+    def dense(self, native: bool = False) -> Any:
+        """K_nm itself, (n, m)."""
+        ...
+
+    def row_sq_norms(self, T: Any, native: bool = False) -> Any:
+        """||row_i(K_nm T)||^2, (n,)."""
+        ...
