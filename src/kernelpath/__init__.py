@@ -5,6 +5,7 @@ regularization path; kernelpath computes whole paths for about the price of one 
 picks the best point on validation data.
 """
 
+from ._version import __version__
 from .ard import learn_widths
 from .centers import LeverageCenters, SqueakCenters, UniformCenters
 from .data import read_table, write_predictions
@@ -34,8 +35,6 @@ from .online import (
 )
 from .operators import KernelOperator
 from .path import Path
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Kernel",

@@ -49,7 +49,7 @@ HAVE_NUMBA = False
 try:  # pragma: no cover - exercised where numba is installed (the default)
     import numba
 
-    @numba.njit(cache=True)  # type: ignore[misc]
+    @numba.njit(cache=True)
     def _update_rows_nb(R: Any, x: Any) -> None:
         k = x.shape[0]
         for i in range(k):
@@ -67,7 +67,7 @@ try:  # pragma: no cover - exercised where numba is installed (the default)
                 R[i, j] = c * r_ij + s * x_j
                 x[j] = c * x_j - s * r_ij
 
-    @numba.njit(cache=True)  # type: ignore[misc]
+    @numba.njit(cache=True)
     def _downdate_rows_nb(R: Any, c: Any, s: Any) -> None:
         k = c.shape[0]
         xx = np.zeros(k, dtype=R.dtype)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numbers
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -46,6 +46,12 @@ def check_penalty(penalty: Any, name: str = "penalty") -> float | np.ndarray | s
     return np.sort(arr)[::-1].copy()  # from the most to the least regularized
 
 
+@overload
+def check_int(
+    value: Any, name: str, minimum: int = 1, allow_none: Literal[False] = False
+) -> int: ...
+@overload
+def check_int(value: Any, name: str, minimum: int = 1, *, allow_none: bool) -> int | None: ...
 def check_int(value: Any, name: str, minimum: int = 1, allow_none: bool = False) -> int | None:
     if value is None and allow_none:
         return None

@@ -287,9 +287,9 @@ def learn_widths(
         raise ValueError(f"cv must be 'auto', 'holdout' or an integer >= 2, got {cv!r}")
     if not (isinstance(validation_fraction, (float, int)) and 0 < validation_fraction < 1):
         raise ValueError(f"validation_fraction must be in (0, 1), got {validation_fraction!r}")
-    n_subsample = int(check_int(n_subsample, "n_subsample", 10))  # type: ignore[arg-type]
-    n_centers = int(check_int(n_centers, "n_centers", 1))  # type: ignore[arg-type]
-    max_iter = int(check_int(max_iter, "max_iter", 1))  # type: ignore[arg-type]
+    n_subsample = int(check_int(n_subsample, "n_subsample", 10))
+    n_centers = int(check_int(n_centers, "n_centers", 1))
+    max_iter = int(check_int(max_iter, "max_iter", 1))
     if getattr(X, "ndim", 2) != 2 or len(getattr(X, "shape", ())) != 2:
         raise ValueError(f"X must be 2-D, got shape {getattr(X, 'shape', None)}")
     n, d = int(X.shape[0]), int(X.shape[1])

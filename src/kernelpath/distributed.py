@@ -1,5 +1,5 @@
 """The operators over the row chunks of a dask array, on a Dask cluster (the Dask side of
-the operator layer: ``operators.dispatch`` chooses it for a dask array).
+the operator layer: ``kernelpath.dispatch`` chooses it for a dask array).
 
 ``DaskKernelOperator`` offers the products of ``operators.KernelOperator`` (``matvec``,
 ``rmatvec``, ``fused``, ``gram``, ``center_gram``, ``diag``, ``row_sq_norms``,

@@ -122,7 +122,7 @@ def sample_frequencies(
 class _DenseTransformer(TransformerMixin, BaseEstimator):
     """Dense input only; float32 and float64 kept."""
 
-    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+    def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]

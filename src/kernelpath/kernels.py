@@ -120,7 +120,7 @@ class Kernel:
     def __eq__(self, other: object) -> bool:
         if type(self) is not type(other):
             return False
-        mine, theirs = self.get_params(), other.get_params()  # type: ignore[attr-defined]
+        mine, theirs = self.get_params(), other.get_params()
         return mine.keys() == theirs.keys() and all(_same_param(mine[k], theirs[k]) for k in mine)
 
     def __hash__(self) -> int:
@@ -384,7 +384,7 @@ class _RadialKernel(Kernel):
         bound = 2 * (d + 2) * eps * abs(self._scale()) * (x_sq_max + z_sq_max)  # weighted
         return not bound <= self.CLIP_TOLERANCE
 
-    def block(self, X, Z, x_sq=None, z_sq=None, prepared=None, out=None, work=None, clip=None):  # type: ignore[no-untyped-def]
+    def block(self, X, Z, x_sq=None, z_sq=None, prepared=None, out=None, work=None, clip=None):
         """The block; ``work`` is an optional buffer of shape (len(X), d + 2) for the
         augmented left factor (reused block after block by the operator); ``clip`` whether
         to clip the scaled squared distances to their sign (None: ``clip_needed``)."""
@@ -469,7 +469,7 @@ class Gaussian(_RadialKernel):
     def _scale(self, base2: bool = False) -> float:
         return -0.5 / self._sigma() ** 2 * (_LOG2E if base2 else 1.0)
 
-    def _transform(self, D, base2):  # type: ignore[no-untyped-def]
+    def _transform(self, D, base2):
         return B.exp2_(D) if base2 else B.exp_(D)
 
     def width_factor(self, R2: np.ndarray) -> np.ndarray:
@@ -482,7 +482,7 @@ class Laplacian(_RadialKernel):
 
     _uses_distance = True
 
-    def _transform(self, D, base2):  # type: ignore[no-untyped-def]
+    def _transform(self, D, base2):
         B.sqrt_(D)
         if base2:
             D *= -_LOG2E / self._sigma()
@@ -500,7 +500,7 @@ class Cauchy(_RadialKernel):
     def _scale(self, base2: bool = False) -> float:
         return 1.0 / self._sigma() ** 2
 
-    def _transform(self, D, base2):  # type: ignore[no-untyped-def]
+    def _transform(self, D, base2):
         D += 1.0
         return B.reciprocal_(D)
 
@@ -536,7 +536,7 @@ class Matern(_RadialKernel):
         if self.nu not in (0.5, 1.5, 2.5):
             raise ValueError(f"nu must be one of 0.5, 1.5, 2.5, got {self.nu!r}")
 
-    def _transform(self, D, base2):  # type: ignore[no-untyped-def]
+    def _transform(self, D, base2):
         B.sqrt_(D)
         if self.nu == 0.5:
             D *= -(_LOG2E if base2 else 1.0) / self._sigma()
@@ -609,7 +609,7 @@ class Polynomial(Kernel):
     def _gamma(self, X: np.ndarray) -> float:
         return 1.0 / X.shape[1] if self.gamma is None else float(self.gamma)
 
-    def block(self, X, Z, x_sq=None, z_sq=None, prepared=None, out=None, work=None, clip=None):  # type: ignore[no-untyped-def]
+    def block(self, X, Z, x_sq=None, z_sq=None, prepared=None, out=None, work=None, clip=None):
         K = B.matmul(X, Z.T, out=out)
         K *= self._gamma(X)
         K += self.coef0
@@ -625,7 +625,7 @@ class Linear(Kernel):
     def __init__(self) -> None:
         pass
 
-    def block(self, X, Z, x_sq=None, z_sq=None, prepared=None, out=None, work=None, clip=None):  # type: ignore[no-untyped-def]
+    def block(self, X, Z, x_sq=None, z_sq=None, prepared=None, out=None, work=None, clip=None):
         return B.matmul(X, Z.T, out=out)
 
     def diag(self, X: np.ndarray) -> np.ndarray:

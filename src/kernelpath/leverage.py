@@ -54,10 +54,10 @@ from . import _backend as B
 from ._backend import FACTOR_DTYPE, resolve_memory_budget
 from ._validation import check_choice, check_dask_rows, check_float, check_int, check_rows, make_rng
 from .data.sources import as_source, is_lazy_array
+from .dispatch import make_operator
 from .kernels import Kernel, make_kernel
 from .linalg import nystrom_factor
 from .operators import KernelOperator
-from .operators.dispatch import make_operator
 
 __all__ = [
     "leverage_scores",

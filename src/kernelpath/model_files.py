@@ -34,6 +34,40 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from safetensors import SafetensorError
+from safetensors.numpy import load as st_load
+from safetensors.numpy import save as st_save
+from sklearn.preprocessing import LabelBinarizer
+
+from . import _backend as B
+from ._backend import Device
+from ._version import __version__
+from .centers import CenterSelection, LeverageCenters, SqueakCenters, UniformCenters
+from .data.files import default_mode
+from .estimators import (
+    EigenProClassifier,
+    EigenProRegressor,
+    KRLSClassifier,
+    KRLSRegressor,
+    NystromClassifier,
+    NystromRegressor,
+    NYTROClassifier,
+    NYTRORegressor,
+    RandomFeaturesClassifier,
+    RandomFeaturesRegressor,
+    SGMClassifier,
+    SGMRegressor,
+)
+from .features import NystromFeatures, RandomFourierFeatures
+from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Linear, Matern, Polynomial
+from .online import (
+    IncrementalRLSClassifier,
+    RebalancedRLSClassifier,
+    RecursiveRLS,
+    SemiparametricRegressor,
+    as_feature_map,
+)
+from .path import Path
 
 __all__ = ["save", "load", "ModelFileError", "FORMAT_VERSION"]
 
@@ -49,24 +83,42 @@ class ModelFileError(ValueError):
 
 
 # --------------------------------------------------------------------------- the allowlist
+#: The public classes a model file may name, as "kernelpath.<name>".
+_PUBLIC_CLASSES: tuple[type, ...] = (
+    Gaussian,
+    Laplacian,
+    Matern,
+    Cauchy,
+    Polynomial,
+    Linear,
+    Path,
+    KRLSRegressor,
+    KRLSClassifier,
+    NystromRegressor,
+    NystromClassifier,
+    NYTRORegressor,
+    NYTROClassifier,
+    RandomFeaturesRegressor,
+    RandomFeaturesClassifier,
+    EigenProRegressor,
+    EigenProClassifier,
+    SGMRegressor,
+    SGMClassifier,
+    RandomFourierFeatures,
+    NystromFeatures,
+    RecursiveRLS,
+    IncrementalRLSClassifier,
+    RebalancedRLSClassifier,
+    SemiparametricRegressor,
+    UniformCenters,
+    LeverageCenters,
+    SqueakCenters,
+)
+
+
 def _registry() -> dict[str, type]:
     """The classes a model file may name, by the name the file uses."""
-    from sklearn.preprocessing import LabelBinarizer
-
-    import kernelpath as kp
-
-    from ._backend import Device
-    from .centers import CenterSelection
-
-    out: dict[str, type] = {}
-    for name in kp.__all__:
-        obj = getattr(kp, name)
-        if (
-            isinstance(obj, type)
-            and name not in ("KernelOperator", "Kernel")
-            and not issubclass(obj, BaseException)
-        ):
-            out[f"kernelpath.{name}"] = obj
+    out = {f"kernelpath.{cls.__name__}": cls for cls in _PUBLIC_CLASSES}
     out["kernelpath.Device"] = Device
     out["kernelpath.CenterSelection"] = CenterSelection
     out["sklearn.preprocessing.LabelBinarizer"] = LabelBinarizer
@@ -123,8 +175,6 @@ class _Encoder:
         raise TypeError(f"{where}: arrays of dtype {a.dtype} cannot be stored in a model file")
 
     def value(self, v: Any, where: str) -> Any:
-        from . import _backend as B
-
         if v is None or isinstance(v, (bool, str)):
             return v
         if isinstance(v, int):
@@ -155,8 +205,6 @@ class _Encoder:
         return self.obj(v, where)
 
     def obj(self, v: Any, where: str) -> Any:
-        from .kernels import Kernel
-
         name = _class_name(v, self.registry)
         if name is None:
             if isinstance(v, Kernel):
@@ -260,21 +308,15 @@ class _Decoder:
             self.used_code.add(attr)
         out.__dict__.update(state)
         if "_map" in _rebuilt_by(cls) and "features" in state and "n_features_in_" in state:
-            from .online import as_feature_map
-
             out._map = as_feature_map(state["features"], None)  # type: ignore[arg-type]
         return out
 
 
 def _host_array(a: Any) -> np.ndarray:
-    from . import _backend as B
-
     return np.asarray(B.to_numpy(a))
 
 
 def _rebuilt_by(cls: type) -> tuple[str, ...]:
-    from .online import IncrementalRLSClassifier, RebalancedRLSClassifier, RecursiveRLS
-
     online = (RecursiveRLS, IncrementalRLSClassifier, RebalancedRLSClassifier)
     return ("_map",) if issubclass(cls, online) else ()
 
@@ -300,8 +342,6 @@ def _checksum(header: dict[str, str], tensors: dict[str, np.ndarray]) -> str:
 
 
 def _version() -> str:
-    from . import __version__
-
     return str(__version__)
 
 
@@ -333,9 +373,6 @@ def save(model: Any, path: str | os.PathLike[str]) -> str:
         The model holds code (a user-defined ``Kernel`` subclass, a function as
         ``features``) or an object kernelpath cannot store; the message names it.
     """
-    from safetensors.numpy import save as st_save
-
-    from .data.predictions import default_mode
 
     enc = _Encoder()
     name = _class_name(model, enc.registry)
@@ -446,8 +483,6 @@ def load(path: str | os.PathLike[str], **user_code: Callable[..., Any]) -> Any:
         Code the model needs (``regressor``) was not passed, or was passed for a model
         that has none.
     """
-    from safetensors import SafetensorError
-    from safetensors.numpy import load as st_load
 
     p = os.fspath(path)
     try:

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from .predictions import default_mode, write_predictions
+from .files import default_mode
+from .predictions import write_predictions
 from .sources import (
     ArraySource,
     DataChangedError,

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from .files import replace_into
 from .sources import RowSource, as_source, is_lazy_array
 
-__all__ = ["write_predictions", "default_mode"]
+__all__ = ["write_predictions"]
 
 
 # ------------------------------------------------------------------------ predictions
@@ -112,7 +113,7 @@ def write_predictions(
         if writer is None:
             raise ValueError("X has no rows")
         writer.close()
-        _replace(tmp, out, suffix == ".zarr")
+        replace_into(tmp, out, suffix == ".zarr")
     except BaseException:
         if writer is not None:
             writer.close()
@@ -188,24 +189,3 @@ class _Writer:
         if self.fh is not None:
             self.fh.close()
             self.fh = None
-
-
-def default_mode(path: str, is_dir: bool = False) -> None:
-    """Give a file made by ``tempfile`` (mode 0600) the permissions a new file gets (0666,
-    or 0777 for a folder, less the umask), before it is renamed into place."""
-    mask = os.umask(0)
-    os.umask(mask)
-    os.chmod(path, (0o777 if is_dir else 0o666) & ~mask)
-
-
-def _replace(tmp: str, out: str, is_dir: bool) -> None:
-    """Rename ``tmp`` onto ``out`` (a folder: the old one moved aside first, removed after)."""
-    default_mode(tmp, is_dir)
-    if not is_dir or not os.path.exists(out):
-        os.replace(tmp, out)
-        return
-    old = tempfile.mkdtemp(prefix=".kernelpath-old-", dir=os.path.dirname(os.path.abspath(out)))
-    os.rmdir(old)
-    os.replace(out, old)
-    os.replace(tmp, out)
-    shutil.rmtree(old, ignore_errors=True)

@@ -96,7 +96,7 @@ _ATTR_DOC = """
 
 
 class _RegressorMixin(RegressorMixin):
-    def __sklearn_tags__(self):  # type: ignore[no-untyped-def]
+    def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
         return tags
@@ -114,8 +114,8 @@ class _RegressorMixin(RegressorMixin):
             Like X: a tensor on X's device for a tensor, else a NumPy array.
         """
         if B.is_dask(X):
-            return self._dask_predict(X, "predict")  # type: ignore[attr-defined]
-        return B.like_input(self._decision(X), X)  # type: ignore[attr-defined]
+            return self._dask_predict(X, "predict")
+        return B.like_input(self._decision(X), X)
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """R² of the predictions (scikit-learn's ``r2_score``; tensors accepted)."""
@@ -141,16 +141,16 @@ class _ClassifierMixin(ClassifierMixin):
         else (n_samples, n_classes); like X (a dask array for a dask array).
         """
         if B.is_dask(X):
-            return self._dask_predict(X, "decision_function")  # type: ignore[attr-defined]
-        return B.like_input(self._decision(X), X)  # type: ignore[attr-defined]
+            return self._dask_predict(X, "decision_function")
+        return B.like_input(self._decision(X), X)
 
     def predict(self, X: Any) -> Any:
         """Predict class labels, shape (n_samples,); a tensor on X's device for a tensor X
         (when the labels are numbers); a dask array for a dask array."""
         if B.is_dask(X):
-            return self._dask_predict(X, "predict")  # type: ignore[attr-defined]
-        scores = B.to_numpy(self._decision(X))  # type: ignore[attr-defined]
-        classes = self.classes_  # type: ignore[attr-defined]
+            return self._dask_predict(X, "predict")
+        scores = B.to_numpy(self._decision(X))
+        classes = self.classes_
         if scores.ndim == 1:
             labels = classes[(scores > 0).astype(int)]
         else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._validation import check_choice
+from ..fitting import ExactFamily
 from ..linalg import FILTERS
 from ..solvers.spectral import ITERATION_FILTERS
 from ._base import _KernelPathEstimator
@@ -14,7 +14,7 @@ __all__ = ["KRLSRegressor", "KRLSClassifier"]
 
 
 class _KRLSBase(_KernelPathEstimator):
-    _family = "exact"
+    _family = ExactFamily()
 
     def __init__(
         self,
@@ -45,9 +45,6 @@ class _KRLSBase(_KernelPathEstimator):
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
-
-    def _method(self) -> str:
-        return check_choice(self.filter, "filter", FILTERS)
 
 
 _KRLS_PARAMS = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._validation import check_choice
+from ..fitting import NystromFamily, NYTROFamily
 from ._base import _KernelPathEstimator
 from ._mixins import _ATTR_DOC, _COMMON_DOC, _ClassifierMixin, _RegressorMixin
 
@@ -13,8 +13,7 @@ __all__ = ["NystromRegressor", "NystromClassifier", "NYTRORegressor", "NYTROClas
 
 
 class _NystromBase(_KernelPathEstimator):
-    _family = "nystrom"
-    _takes_dask = True
+    _family = NystromFamily()
 
     def __init__(
         self,
@@ -50,12 +49,9 @@ class _NystromBase(_KernelPathEstimator):
         self.device = device
         self.verbose = verbose
 
-    def _method(self) -> str:
-        return check_choice(self.solver, "solver", ("direct", "cg"))
-
 
 class _NYTROBase(_NystromBase):
-    _family = "nytro"
+    _family = NYTROFamily()
 
     def __init__(
         self,
@@ -98,9 +94,6 @@ class _NYTROBase(_NystromBase):
         self.nu = nu
         self.step = step
         self.stopping = stopping
-
-    def _method(self) -> str:
-        return check_choice(self.solver, "solver", ("gd", "nu"))
 
 
 _NYSTROM_PARAMS = (

@@ -5,33 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-from sklearn.utils.validation import check_is_fitted
-
-from .. import _backend as B
-from .._validation import check_size
-from ..features import RandomFourierFeatures, check_rff_kernel
-from ..path import Path
-from ..solvers._common import Validation
-from ..solvers.random_features import (
-    feature_moments,
-    rf_feature_path,
-    rf_penalty_path,
-    rff_operator,
-)
-from ._base import AUTO_GRID_SIZE, _KernelPathEstimator
+from ..fitting import RandomFeaturesFamily
+from ._base import _KernelPathEstimator
 from ._mixins import _ClassifierMixin, _RegressorMixin
 
 __all__ = ["RandomFeaturesRegressor", "RandomFeaturesClassifier"]
 
-#: D of ``n_features="auto"``: the path goes up to this many features (and at most ~ n).
-AUTO_MAX_FEATURES = 2000
-
 
 class _RandomFeaturesBase(_KernelPathEstimator):
-    _takes_dask = True
-    _family = "random_features"
-    _size_param = "n_features"
+    _family = RandomFeaturesFamily()
 
     def __init__(
         self,
@@ -58,113 +40,6 @@ class _RandomFeaturesBase(_KernelPathEstimator):
         self.random_state = random_state
         self.device = device
         self.verbose = verbose
-
-    def _method(self) -> str:
-        return "eigh"
-
-    def _has_path(self, method: str, pen: Any) -> bool:
-        return self._center_grid_requested() or not isinstance(pen, float)
-
-    def _smoother_modes(self, method: str) -> tuple[str, ...]:
-        return () if self._center_grid_requested() else ("loo", "gcv")
-
-    def _feature_grid(self, value: Any, n: int) -> tuple[int, np.ndarray | None]:
-        """(D_max, grid of D or None)."""
-        size = check_size(value, "n_features")
-        if isinstance(size, str):  # "auto"
-            Dmax = int(min(AUTO_MAX_FEATURES, max(10, n)))
-            return Dmax, np.unique(np.geomspace(1, Dmax, AUTO_GRID_SIZE).round().astype(np.int64))
-        if isinstance(size, np.ndarray):
-            return int(size[-1]), size
-        return size, None
-
-    def _solve(
-        self,
-        X: np.ndarray,
-        Y: np.ndarray,
-        w: np.ndarray | None,
-        tr: np.ndarray,
-        va: np.ndarray | None,
-        params: dict[str, Any],
-        method: str,
-        n_iter: int | None = None,
-    ) -> Path:
-        check_rff_kernel(self.kernel_)
-        if not isinstance(self.orthogonal, (bool, np.bool_)):
-            raise TypeError(f"orthogonal must be a bool, got {self.orthogonal!r}")
-        Ytr, wt = self._center_targets(Y, w, tr)
-        value = params.get("n_features", self.n_features)
-        Dmax, grid = self._feature_grid(value, len(tr))
-        need = 8 * Dmax * Dmax
-        if need > params["budget"]:
-            raise ValueError(
-                f"n_features={Dmax} needs a {Dmax} x {Dmax} matrix ({need / 1e9:.2f} GB), more "
-                f"than memory_budget={params['budget'] / 1e9:.2f} GB"
-            )
-        self._draw_feature_seed(params)  # the refit reuses the same map
-        Xtr = B.take_rows(X, tr)
-        fmap = RandomFourierFeatures(
-            self.kernel_, Dmax, bool(self.orthogonal), self._feature_seed, params["budget"]
-        ).fit(B.to_numpy(Xtr[:1]))
-        self._fmap = fmap
-        cv = self._smoother_cv(params)
-        rhs = np.hstack([Ytr, np.ones((len(Ytr), 1))]) if cv is not None and cv.center else Ytr
-        G, b = feature_moments(fmap, Xtr, Dmax, rhs, wt)
-        b1 = None
-        if b.shape[1] > Ytr.shape[1]:
-            b, b1 = b[:, : Ytr.shape[1]], b[:, Ytr.shape[1] :]
-        pen = params["penalty"]
-        lam = None if isinstance(pen, str) else np.atleast_1d(pen)
-        scoring = "error_rate" if self._classifier else "mse"
-        if grid is not None:
-            val = None
-            if va is not None:
-                vop = rff_operator(fmap, B.take_rows(X, va), Dmax, normalize=False)
-                val = Validation(vop, Y[va] - self._intercept, scoring)  # type: ignore[arg-type]
-            return rf_feature_path(G, b, Ytr, lam, grid, wt, val, B.dtype_of(X))
-        val = None
-        if va is not None:
-            vop = rff_operator(fmap, B.take_rows(X, va), Dmax)
-            val = Validation(vop, Y[va] - self._intercept, scoring)  # type: ignore[arg-type]
-        fop = rff_operator(fmap, Xtr, Dmax) if cv is not None else None
-        return rf_penalty_path(G, b, Ytr, lam, wt, val, B.dtype_of(X), cv, fop, b1)
-
-    def _refit(
-        self,
-        X: np.ndarray,
-        Y: np.ndarray,
-        w: np.ndarray | None,
-        n: int,
-        params: dict[str, Any],
-        method: str,
-        path: Path,
-    ) -> None:
-        """Refit on all the data at the chosen (D, λ), with the same feature map."""
-        best = path.best_params
-        fixed = dict(params)
-        fixed["penalty"] = float(best["penalty"])
-        fixed["n_features"] = int(best.get("n_features", len(path.coef())))
-        fixed["feature_seed"] = self._feature_seed
-        again = self._solve(X, Y, w, np.arange(n), None, fixed, method)
-        self._set_model(again.coef(), again)
-
-    def _set_model(self, coef: np.ndarray, path: Path) -> None:
-        coef = np.asarray(coef)
-        D = coef.shape[0]
-        self.features_ = RandomFourierFeatures(
-            self.kernel_, D, bool(self.orthogonal), self._feature_seed, self.memory_budget
-        ).fit(self._fmap.frequencies_[:1, :] * 0)
-        self.n_features_ = D
-        self._store_coef(coef, self._intercept)
-
-    def _decision(self, X: Any) -> Any:
-        check_is_fitted(self, "coef_")
-        Xc = self._predict_input(X)
-        dtype = np.result_type(B.dtype_of(Xc), B.dtype_of(self.coef_))
-        dev = B.array_device(Xc)
-        op = rff_operator(self.features_, B.to_device(Xc, dev, dtype), self.n_features_)
-        F = op.matvec(self.coef_, native=True)
-        return F + B.to_device(np.asarray(self.intercept_, dtype=dtype), dev)
 
 
 _RF_DOC = """

@@ -1,8 +1,7 @@
-"""The operator layer: products with kernel matrices (``kernel``) and feature matrices
-(``features``) in this process, and ``dispatch``, which chooses between them and their Dask
-counterparts (``kernelpath.distributed``); the interface the solvers see is ``protocol``.
-The only code that evaluates kernel blocks. ``dispatch`` is not imported here: it sits above
-``kernelpath.distributed``, which sits above the in-process operators."""
+"""The in-process operators: products with kernel matrices (``kernel``, the only code that
+evaluates kernel blocks) and feature matrices (``features``), and the interface the solvers
+see (``protocol``). Their Dask counterparts are in ``kernelpath.distributed``;
+``kernelpath.dispatch`` chooses between the two."""
 
 from __future__ import annotations
 

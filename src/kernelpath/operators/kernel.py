@@ -696,7 +696,7 @@ class KernelOperator:
             x_sq = np.einsum("ij,ij->i", Xs, Xs)
             R2 = squared_distances(Xs, Cs, x_sq, c_sq)
             M = L[s:e] @ Rt.T
-            M *= kernel.width_factor(R2)  # type: ignore[attr-defined]
+            M *= kernel.width_factor(R2)
             g += (Xs * Xs).T @ M.sum(axis=1)
             g += Cs2.T @ M.sum(axis=0)
             g -= 2.0 * np.einsum("ij,ij->j", Xs, M @ Cs)

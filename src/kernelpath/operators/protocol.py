@@ -20,6 +20,7 @@ class Operator(Protocol):
     """An n x p matrix seen only through its products (each for several columns at once)."""
 
     dtype: Any
+    device: Any
 
     @property
     def shape(self) -> tuple[int, int]:

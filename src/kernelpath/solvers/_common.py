@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._backend import FACTOR_DTYPE
-from ..operators import KernelOperator
+from ..operators.protocol import KernelProducts, Operator
 from ..path import Path
 from ..selection import SCORERS
 
@@ -18,7 +18,7 @@ from ..selection import SCORERS
 class Validation:
     """A validation set seen through its own operator (rows: validation points)."""
 
-    op: KernelOperator
+    op: Operator
     Y: np.ndarray  # (n_val, k) coded targets
     scoring: str = "mse"
 
@@ -66,7 +66,7 @@ def closed_form_path(
     if scores is not None:
         val_err, val_loss, scoring = scores
     elif validation is not None:
-        if getattr(validation.op, "expected_passes", 0) is None:
+        if isinstance(validation.op, KernelProducts) and validation.op.expected_passes is None:
             validation.op.expected_passes = 1
         F = validation.op.matvec(alphas.reshape(m, P * k).astype(dtype, copy=False))
         F = np.asarray(F, dtype=FACTOR_DTYPE).reshape(-1, P * k)

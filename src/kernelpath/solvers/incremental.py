@@ -49,7 +49,7 @@ from ..linalg import (
     nystrom_factor,
     top_eigenvalue,
 )
-from ..operators import KernelOperator
+from ..operators.protocol import KernelProducts
 from ..path import Path
 from ..selection import penalty_grid
 from ._common import Validation, as_2d, weights_or_ones
@@ -173,7 +173,7 @@ def prefix_solutions(
 
 
 def incremental_nystrom_path(
-    op: KernelOperator,
+    op: KernelProducts,
     y: np.ndarray,
     penalties: np.ndarray | None,
     n_centers: Any,
@@ -185,7 +185,7 @@ def incremental_nystrom_path(
 
     Parameters
     ----------
-    op : KernelOperator
+    op : KernelProducts (a KernelOperator, or its Dask counterpart)
         Training points x all M centers, in draw order.
     y : ndarray of shape (n,) or (n, k)
     penalties : ndarray of shape (P,) or None

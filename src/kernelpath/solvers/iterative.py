@@ -48,7 +48,7 @@ import scipy.linalg
 
 from .._backend import FACTOR_DTYPE
 from ..linalg import NystromFactor, nu_method_coefficients, spectral_filter, top_eigenvalue
-from ..operators import KernelOperator
+from ..operators.protocol import KernelProducts
 from ..path import Path, lex_argmin
 from ..progress import report
 from ..selection import EarlyStopping, make_stopper, penalty_grid
@@ -67,7 +67,7 @@ class _Problem:
 
     def __init__(
         self,
-        op: KernelOperator,
+        op: KernelProducts,
         Y: np.ndarray,
         weights: np.ndarray | None,
         setup: dict[str, Any],
@@ -176,7 +176,7 @@ class _Bookkeeping:
 
 
 def iterative_path(
-    op: KernelOperator,
+    op: KernelProducts,
     y: np.ndarray,
     penalties: Any = 0.0,
     method: str = "cg",
@@ -196,7 +196,7 @@ def iterative_path(
 
     Parameters
     ----------
-    op : KernelOperator
+    op : KernelProducts (a KernelOperator, or its Dask counterpart)
         Training points x centers.
     y : ndarray of shape (n,) or (n, k)
     penalties : float, ndarray of shape (P,) or None
@@ -234,8 +234,9 @@ def iterative_path(
     # iteration); the validation operator makes one product per iteration
     if op.expected_passes is None:
         op.expected_passes = max_iter + (1 if method == "cg" else 6)
-    if validation is not None and getattr(validation.op, "expected_passes", 0) is None:
-        validation.op.expected_passes = max_iter
+    vop = None if validation is None else validation.op
+    if isinstance(vop, KernelProducts) and vop.expected_passes is None:
+        vop.expected_passes = max_iter
     prob = _Problem(op, Y, weights, setup)
     if penalties is None:  # 20 values below the scale of K / n, estimated by s_max(K_mm) / m
         lam = penalty_grid(prob.factor.top()[0] / op.m)
@@ -374,7 +375,7 @@ class _IterateRecomputer:
 
     def __init__(
         self,
-        op: KernelOperator,
+        op: KernelProducts,
         Y: np.ndarray,
         lam: np.ndarray,
         method: str,

@@ -18,7 +18,7 @@ import scipy.linalg
 from .. import linalg
 from .._backend import FACTOR_DTYPE, array_device, to_device, to_numpy
 from ..linalg import NystromFactor, spectral_filter
-from ..operators import KernelOperator
+from ..operators.protocol import KernelProducts
 from ..path import Path
 from ..selection import penalty_grid
 from ._common import Validation, as_2d, closed_form_path, weights_or_ones
@@ -27,13 +27,13 @@ from ._loo import SmootherCV, eigen_smoother_scores
 __all__ = ["nystrom_direct_path", "center_factor"]
 
 
-def _torch():  # type: ignore[no-untyped-def]
+def _torch():
     import torch
 
     return torch
 
 
-def center_factor(op: KernelOperator) -> NystromFactor:
+def center_factor(op: KernelProducts) -> NystromFactor:
     """The Nyström factor of the operator's centers (``linalg.nystrom_factor``): on the
     operator's device when ``linalg.factor_on_device`` says so (CUDA, many centers), else
     on the host."""
@@ -44,7 +44,7 @@ def center_factor(op: KernelOperator) -> NystromFactor:
 
 
 def nystrom_direct_path(
-    op: KernelOperator,
+    op: KernelProducts,
     y: np.ndarray,
     penalties: np.ndarray | None,
     weights: np.ndarray | None = None,
@@ -56,7 +56,7 @@ def nystrom_direct_path(
 
     Parameters
     ----------
-    op : KernelOperator
+    op : KernelProducts (a KernelOperator, or its Dask counterpart)
         Training points x centers.
     y : ndarray of shape (n,) or (n, k)
     penalties : ndarray of shape (P,) or None

@@ -30,11 +30,11 @@ import scipy.linalg
 
 from .. import _backend as B
 from .._backend import FACTOR_DTYPE
+from ..dispatch import feature_moments as operator_moments
+from ..dispatch import feature_operator
 from ..features import RandomFourierFeatures
 from ..linalg import top_eigenvalue
 from ..operators import FeatureOperator, Operator, row_blocks
-from ..operators.dispatch import feature_moments as operator_moments
-from ..operators.dispatch import feature_operator
 from ..path import Path
 from ..selection import penalty_grid
 from ._common import Validation, as_2d, closed_form_path, weights_or_ones
@@ -75,7 +75,7 @@ def indexed_features(
         cache = np.empty((len(X), n_features), dtype=FACTOR_DTYPE)
         for s, e in row_blocks(len(X), n_features):
             cache[s:e] = B.to_numpy(transform(X[s:e]), FACTOR_DTYPE)
-        return lambda idx: cache[idx]  # type: ignore[no-any-return]
+        return lambda idx: cache[idx]
     return lambda idx: B.to_numpy(transform(B.rows_in_memory(X, idx)), FACTOR_DTYPE)
 
 

@@ -19,7 +19,7 @@ import scipy.linalg
 
 from .._backend import FACTOR_DTYPE
 from ..linalg import spectral_filter
-from ..operators import KernelOperator
+from ..operators.protocol import KernelProducts
 from ..path import Path
 from ..selection import penalty_grid
 from ._common import Validation, as_2d, closed_form_path, weights_or_ones
@@ -31,7 +31,7 @@ ITERATION_FILTERS = ("landweber", "nu")
 
 
 def exact_path(
-    op: KernelOperator,
+    op: KernelProducts,
     y: np.ndarray,
     filter: str,
     params: np.ndarray | None,
@@ -45,7 +45,7 @@ def exact_path(
 
     Parameters
     ----------
-    op : KernelOperator
+    op : KernelProducts (a KernelOperator, or its Dask counterpart)
         Operator of the training points against themselves (``centers = X``).
     y : ndarray of shape (n,) or (n, k)
         Targets.
@@ -138,7 +138,7 @@ def _tikhonov_cholesky(
     Y: np.ndarray,
     d: np.ndarray,
     lam: float,
-    op: KernelOperator,
+    op: KernelProducts,
     validation: Validation | None,
 ) -> Path:
     """One Tikhonov penalty: a Cholesky solve of (D K D / n + λ I) instead of an

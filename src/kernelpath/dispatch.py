@@ -1,6 +1,6 @@
 """Which operator: in this process, or over the chunks of a dask array on a Dask cluster.
 
-The one place that chooses between the in-process operators (``kernel``, ``features``) and
+The one place that chooses between the in-process operators (``operators``) and
 their Dask counterparts (``kernelpath.distributed``, which imports dask itself only when a
 dask array comes, since dask is optional).
 """
@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend as B
-from ..distributed import DaskFeatureOperator, DaskKernelOperator, dask_feature_moments
-from ..kernels import Kernel
-from . import features
-from .features import FeatureOperator
-from .kernel import KernelOperator
-from .protocol import KernelProducts, Operator
+from . import _backend as B
+from .distributed import DaskFeatureOperator, DaskKernelOperator, dask_feature_moments
+from .kernels import Kernel
+from .operators import features
+from .operators.features import FeatureOperator
+from .operators.kernel import KernelOperator
+from .operators.protocol import KernelProducts, Operator
 
 __all__ = ["make_operator", "feature_operator", "feature_moments"]
 

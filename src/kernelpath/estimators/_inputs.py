@@ -1,0 +1,137 @@
+"""An estimator's fit inputs checked and turned into a ``FitProblem``: X on its device,
+targets coded (centering is the family's; ±1 one-vs-all codes for classifiers), weights
+rescaled, the memory budget resolved."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.preprocessing import LabelBinarizer
+from sklearn.utils import check_array, column_or_1d
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, validate_data
+
+from .. import _backend as B
+from .._backend import resolve_memory_budget
+from .._validation import check_labels, check_magnitude, check_numeric, validate_X
+from ..data.sources import is_lazy_array
+from ..fitting.family import Family, in_memory
+from ..fitting.problem import FitProblem
+
+__all__ = ["fit_problem", "gathered"]
+
+
+def gathered(a: Any) -> Any:
+    """Targets or weights as a NumPy array (O(n): gathered from a tensor, a row source or a
+    dask array)."""
+    if a is None:
+        return None
+    if B.is_tensor(a):
+        return B.to_numpy(a)
+    if is_lazy_array(a):
+        return np.asarray(a[:]) if not hasattr(a, "read") else np.asarray(a)
+    if B.is_dask(a):
+        return a.compute()
+    return a
+
+
+def check_fit_input(
+    est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool, takes_dask: bool
+) -> tuple[Any, Any, Any, B.Device]:
+    """(X on the compute device, y and sample_weight as NumPy arrays, the device). NumPy
+    inputs go through scikit-learn's ``validate_data`` (which sets ``n_features_in_`` and
+    ``feature_names_in_`` on ``est``); a tensor X is checked where it lives (its targets and
+    weights may be tensors on the same device or NumPy arrays when it is on the CPU)."""
+    dev = B.resolve_device(
+        getattr(est, "device", None), {"X": X, "y": y, "sample_weight": sample_weight}
+    )
+    y, sample_weight = gathered(y), gathered(sample_weight)
+    if not classifier:
+        check_numeric(y, "y")
+    if B.is_tensor(X) or is_lazy_array(X) or B.is_dask(X):
+        X = validate_X(est, X, reset=True)
+        if B.is_dask(X) and not takes_dask:
+            raise TypeError(
+                f"{type(est).__name__} does not take dask arrays: NystromRegressor / "
+                "NystromClassifier (direct and CG, λ and m paths), NYTRO and "
+                "RandomFeatures estimators fit on a cluster; compute X into memory "
+                "(X.compute()) or read it from disk as a row source (kernelpath.data)"
+            )
+        if classifier:
+            y = column_or_1d(y, warn=True)
+        else:
+            y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+        if len(y) != X.shape[0]:
+            raise ValueError(
+                f"Found input variables with inconsistent numbers of samples: "
+                f"[{X.shape[0]}, {len(y)}]"
+            )
+    else:
+        check_numeric(X, "X")
+        X, y = validate_data(
+            est,
+            X,
+            y,
+            dtype=[np.float64, np.float32],
+            multi_output=not classifier,
+            y_numeric=not classifier,
+        )
+        check_magnitude(X)
+    if classifier:
+        check_labels(y)
+    return B.to_device(X, dev, B.dtype_of(X)), y, sample_weight, dev
+
+
+def _coded(y: np.ndarray, classifier: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """(Y of shape (n, k), the classes or None): ±1 one-vs-all codes for classifiers, the
+    targets as columns for regression."""
+    if classifier:
+        check_classification_targets(y)
+        binarizer = LabelBinarizer(pos_label=1, neg_label=-1)
+        Y = binarizer.fit_transform(y).astype(np.float64)
+        classes = binarizer.classes_
+        if len(classes) < 2:
+            raise ValueError(
+                f"y must contain at least two classes, got 1 class: {classes.tolist()!r}"
+            )
+        return Y, classes
+    y = np.asarray(y, dtype=np.float64)
+    return (y[:, None] if y.ndim == 1 else y), None
+
+
+def _weights(sample_weight: Any, X: Any) -> np.ndarray | None:
+    """Non-negative weights, at least one positive, rescaled to sum to n: the penalty
+    means the same with or without them, and an integer weight is the same as repeating
+    the point."""
+    if sample_weight is None:
+        return None
+    try:
+        w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    except ValueError as exc:
+        raise ValueError(f"sample_weight: {exc}") from exc
+    if not np.any(w > 0):
+        raise ValueError("sample_weight must have at least one positive entry")
+    return w * (X.shape[0] / w.sum())
+
+
+def fit_problem(
+    est: Any, family: Family, X: Any, y: Any, sample_weight: Any, classifier: bool
+) -> tuple[FitProblem, Any, np.ndarray | None]:
+    """(the problem, the family's checked settings, the classes or None) of ``est.fit(X, y,
+    sample_weight)``: inputs checked first, then the parameters, then the targets."""
+    X, y, sample_weight, dev = check_fit_input(
+        est, X, y, sample_weight, classifier, family.takes_dask
+    )
+    settings = family.settings(est.get_params(deep=False))
+    budget = resolve_memory_budget(est.memory_budget, dev)
+    name = type(est).__name__
+    if family.in_memory is not None:  # the n x n kernel matrix is in memory anyway
+        X = in_memory(X, budget, name, family.in_memory)
+    Y, classes = _coded(y, classifier)
+    w = _weights(sample_weight, X)
+    single = Y.shape[1] == 1 if classifier else np.ndim(y) == 1
+    problem = FitProblem(
+        X, Y, w, y if classifier else None, dev, budget, bool(single), estimator=name
+    )
+    return problem, settings, classes

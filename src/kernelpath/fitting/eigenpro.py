@@ -1,0 +1,221 @@
+"""The EigenPro family: kernel SGD preconditioned by the top eigensystem of a subsample
+(or the same on random features), a path over epochs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .. import _backend as B
+from .._validation import check_choice, check_float, check_int
+from ..features import RandomFourierFeatures, check_rff_kernel
+from ..kernels import Kernel
+from ..operators import KernelOperator, Operator
+from ..solvers.eigenpro import (
+    STEP_RULES,
+    default_damping,
+    feature_eigensystem,
+    feature_sgd_steps,
+    kernel_eigensystem,
+    kernel_sgd_steps,
+    paper_step_rule,
+    sgd_path,
+    step_rule,
+)
+from ..solvers.random_features import indexed_features, rff_operator
+from .family import Family, in_memory, validation
+from .kernel_models import center_decision
+from .problem import CandidateFit, FitProblem, FitSettings
+from .random_features import rff_decision
+
+__all__ = ["EigenProFamily", "default_subsample_size", "BATCH_MEMORY_FRACTION"]
+
+#: Fraction of the memory budget for one batch's kernel block (n x m) or cached features.
+BATCH_MEMORY_FRACTION = 0.25
+
+
+def default_subsample_size(n: int) -> int:
+    """EigenPro 2's subsample: 2000 points below 100,000, else 4000 (the reference uses
+    12,000, whose dense eigendecomposition takes minutes on two cores), at most n."""
+    return int(min(n, 2000 if n < 100_000 else 4000))
+
+
+@dataclass(frozen=True)
+class EigenProOptions:
+    """The checked EigenPro parameters (``damping`` None: the rule's; ``batch_size`` and
+    ``step_size`` None: "auto")."""
+
+    n_epochs: int
+    q: int
+    s: int | None
+    rule: str
+    damping: float | None
+    batch_size: int | None
+    step_size: float | None
+    n_features: int | None
+
+
+class EigenProFamily(Family):
+    """EigenPro 2 (or the seed paper's rule) in kernel mode or on D random features."""
+
+    def method(self, params: Mapping[str, Any]) -> str:
+        return "eigenpro"
+
+    def check_penalty(self, params: Mapping[str, Any]) -> Any:
+        return 0.0
+
+    def options(self, params: Mapping[str, Any]) -> EigenProOptions:
+        n_epochs = check_int(params["n_epochs"], "n_epochs", 1)
+        q = check_int(params["n_components"], "n_components", 0)
+        s = check_int(params["subsample_size"], "subsample_size", 1, allow_none=True)
+        rule = check_choice(params["rule"], "rule", STEP_RULES)
+        damping = params["damping"]
+        if isinstance(damping, str):
+            check_choice(damping, "damping", ("auto",))
+            damping = None  # the rule's: 0.95, or the seed paper's 1 (kernel) / 1/4 (RF)
+        else:
+            damping = check_float(damping, "damping", 0.0, 1.0, low_open=True)
+        for name in ("batch_size", "step_size"):
+            v = params[name]
+            if isinstance(v, str):
+                if v != "auto":
+                    raise ValueError(f"{name} must be a positive number or 'auto', got {v!r}")
+            elif name == "batch_size":
+                check_int(v, name, 1)
+            else:
+                check_float(v, name, 0.0, np.inf, low_open=True, high_open=True)
+        batch, step = params["batch_size"], params["step_size"]
+        return EigenProOptions(
+            n_epochs,
+            q,
+            s,
+            rule,
+            damping,
+            None if batch == "auto" else int(batch),
+            None if step == "auto" else float(step),
+            check_int(params["n_features"], "n_features", 1, allow_none=True),
+        )
+
+    def has_path(self, settings: FitSettings, method: str) -> bool:
+        return True
+
+    def size_path(self, settings: FitSettings) -> bool:
+        return False
+
+    def solve(
+        self,
+        problem: FitProblem,
+        kernel: Kernel,
+        rows: np.ndarray,
+        val_rows: np.ndarray | None,
+        settings: FitSettings,
+    ) -> CandidateFit:
+        opts: EigenProOptions = settings.options
+        rng, budget = settings.rng, problem.budget
+        Xtr = problem.rows(rows)
+        n = len(Xtr)
+        Ytr, wt, intercept = problem.targets(rows, unit_mean_weights=True)
+        k = problem.n_outputs
+        s = min(n, opts.s if opts.s is not None else default_subsample_size(n))
+        q = min(opts.q, s - 1)
+        sub = rng.choice(n, size=s, replace=False)
+        D = opts.n_features
+        centers = fmap = None
+        if D is None:
+            # the kernel model's centers are its training points
+            Xtr = in_memory(
+                Xtr, budget, problem.estimator, "(kernel mode) keeps every training point"
+            )
+            Xs = B.take_rows(Xtr, sub)
+            K_s = np.asarray(KernelOperator(Xs, Xs, kernel, budget).center_gram())
+            es = kernel_eigensystem(K_s, q, self._damping(opts, features=False))
+            predict_batch, apply_step = kernel_sgd_steps(Xtr, kernel, sub, es, budget)
+            coef = np.zeros((n, k))
+            max_batch = max(1, int(BATCH_MEMORY_FRACTION * budget // (8 * n)))
+            vop: Operator | None = None
+            if val_rows is not None:
+                vop = KernelOperator(problem.rows(val_rows), Xtr, kernel, budget, cache="auto")
+            centers = Xtr
+        else:
+            check_rff_kernel(kernel)
+            settings = replace(settings, feature_seed=settings.seed())  # kept by the refit
+            fmap = RandomFourierFeatures(
+                kernel, D, random_state=settings.feature_seed, memory_budget=budget
+            ).fit(B.to_numpy(Xtr[:1]))
+            features = indexed_features(_first(fmap, D), Xtr, D, BATCH_MEMORY_FRACTION * budget)
+            es = feature_eigensystem(features(sub), q, self._damping(opts, features=True))
+            predict_batch, apply_step = feature_sgd_steps(features, es)
+            coef = np.zeros((D, k))
+            max_batch = max(1, int(BATCH_MEMORY_FRACTION * budget // (8 * D)))
+            vop = None if val_rows is None else rff_operator(fmap, problem.rows(val_rows), D)
+        if opts.rule == "paper":
+            m, eta = paper_step_rule(es, n, opts.batch_size)
+        else:  # the rule's step for the rule's or the given batch size
+            m, eta = step_rule(es, n, max_batch, opts.batch_size)
+        if opts.step_size is not None:
+            eta = opts.step_size
+        selecting = settings.n_iter is None
+        info = {
+            "method": "eigenpro" if q else "sgd",
+            "n_components": es.q,
+            "subsample_size": s,
+            "top_eigenvalue": float(es.values[0]) if es.q else es.tail,
+            "tail_eigenvalue": es.tail,
+            "beta": es.beta,
+            "damping": es.damping,
+            "rule": opts.rule,
+        }
+        path = sgd_path(
+            n,
+            Ytr,
+            predict_batch,
+            apply_step,
+            coef,
+            opts.n_epochs if settings.n_iter is None else settings.n_iter,
+            m,
+            eta,
+            rng,
+            validation(problem, vop, val_rows, intercept),
+            settings.n_iter_no_change if selecting else None,
+            settings.tol,
+            info,
+            wt,
+        )
+        return CandidateFit(
+            kernel, path, intercept, settings, n, features=fmap, info={"centers": centers}
+        )
+
+    @staticmethod
+    def _damping(opts: EigenProOptions, features: bool) -> float:
+        """τ: the given ``damping``, or the rule's default for this mode."""
+        if opts.damping is not None:
+            return float(opts.damping)
+        return default_damping(opts.rule, features)
+
+    def refit(self, problem: FitProblem, cand: CandidateFit) -> tuple[CandidateFit, np.ndarray]:
+        """Run again on all the data for the chosen number of epochs (their regularization)."""
+        epochs = int(cand.path.best_params["n_epochs"])
+        fixed = replace(cand.settings, n_iter=epochs)
+        again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
+        return again, again.path.coef((epochs - 1,))
+
+    def model(self, cand: CandidateFit, coef: np.ndarray) -> dict[str, Any]:
+        return {
+            "coef": np.asarray(coef),
+            "intercept": cand.intercept,
+            "centers_": cand.info["centers"],
+            "features_": cand.features,
+            "n_epochs_": int(cand.path.best_params["n_epochs"]),
+        }
+
+    def decision(self, model: Any, X: Any) -> Any:
+        if model.features_ is None:
+            return center_decision(model, X, model.centers_)
+        return rff_decision(model, X, len(model.coef_))
+
+
+def _first(fmap: RandomFourierFeatures, D: int) -> Any:
+    return lambda A: fmap.transform_first(A, D)

@@ -1,0 +1,195 @@
+"""What a solver family is asked by the search and the estimators: its options, its path,
+the closed-form selection it offers, one candidate fit, the refit, and its model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from .. import _backend as B
+from .._validation import check_float, check_int, check_penalty, make_rng
+from ..dispatch import make_operator
+from ..kernels import Kernel
+from ..operators.protocol import KernelProducts, Operator
+from ..path import Path
+from ..solvers._common import Validation
+from .problem import N_VECTORS, CandidateFit, FitProblem, FitSettings
+
+__all__ = ["Family", "SCREEN_MIN_ROWS", "kernel_operators", "validation", "in_memory"]
+
+#: The fewest rows of a screening round (successive halving).
+SCREEN_MIN_ROWS = 2000
+
+
+class Family:
+    """A solver family (exact KRLS, Nyström, NYTRO, random features, SGM, EigenPro).
+
+    Families hold no state: what a fit needs travels in ``FitProblem`` and
+    ``FitSettings`` (whose ``options`` are the family's own checked parameters), and what
+    it produces in ``CandidateFit``. Subclasses implement ``solve`` and ``model``; the
+    rest has defaults that say "no".
+    """
+
+    #: The estimator parameter whose sequence or "auto" value makes a path over the size.
+    size_param = "n_centers"
+    #: Whether the family fits on dask arrays (its operator's products on the workers).
+    takes_dask = False
+    #: Why X must be in memory, or None when it is read in blocks.
+    in_memory: str | None = None
+
+    # ------------------------------------------------------------------ settings
+    def settings(self, params: Mapping[str, Any]) -> FitSettings:
+        """The estimator's parameters checked: the common ones and ``options``."""
+        penalty = self.check_penalty(params)
+        fraction = check_float(
+            params["validation_fraction"], "validation_fraction", 0.0, 1.0, high_open=True
+        )
+        patience = check_int(params.get("n_iter_no_change"), "n_iter_no_change", 1, allow_none=True)
+        tol = check_float(params.get("tol", 0.0), "tol", 0.0, np.inf, high_open=True)
+        rng = make_rng(params["random_state"])
+        if not isinstance(params["refit"], (bool, np.bool_)):
+            raise TypeError(f"refit must be a bool, got {params['refit']!r}")
+        return FitSettings(
+            penalty=penalty,
+            rng=rng,
+            validation_fraction=fraction,
+            n_iter_no_change=patience,
+            tol=tol,
+            refit=bool(params["refit"]),
+            options=self.options(params),
+            size=params.get(self.size_param),
+        )
+
+    def check_penalty(self, params: Mapping[str, Any]) -> Any:
+        return check_penalty(params["penalty"])
+
+    def options(self, params: Mapping[str, Any]) -> Any:
+        """The family's own parameters, checked (a frozen dataclass)."""
+        return None
+
+    def method(self, params: Mapping[str, Any]) -> str:
+        """The solver or filter the parameters name."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ what it offers
+    def size_path(self, settings: FitSettings) -> bool:
+        """Whether the size parameter asks for a path (a sequence or "auto")."""
+        size = settings.size
+        return isinstance(size, str) or (size is not None and np.ndim(size) == 1)
+
+    def has_path(self, settings: FitSettings, method: str) -> bool:
+        """Whether a fit makes a path to select on (else one model)."""
+        return self.size_path(settings) or not isinstance(settings.penalty, float)
+
+    def unused_penalty(self, method: str) -> bool:
+        """Whether ``method`` ignores ``penalty`` (its path is over iterations)."""
+        return False
+
+    def smoother_modes(self, settings: FitSettings, method: str) -> tuple[str, ...]:
+        """The cv modes it offers in closed form ("loo", "gcv")."""
+        return ()
+
+    def describe(self, settings: FitSettings, method: str) -> str:
+        if self.size_path(settings):
+            return f"a path over {self.size_param}"
+        return f"solver/filter {method!r}"
+
+    def screen(self, settings: FitSettings, fraction: float, n_rows: int) -> FitSettings:
+        """A screening round's settings on ``fraction`` of the ``n_rows`` training rows."""
+        return settings
+
+    def screen_floor(self, settings: FitSettings, n_rows: int) -> int:
+        """The fewest training rows a screening round fits on."""
+        return SCREEN_MIN_ROWS
+
+    # ------------------------------------------------------------------ fits
+    def solve(
+        self,
+        problem: FitProblem,
+        kernel: Kernel,
+        rows: np.ndarray,
+        val_rows: np.ndarray | None,
+        settings: FitSettings,
+    ) -> CandidateFit:
+        """The path of ``kernel`` fit on ``rows``, scored on ``val_rows`` (or in closed
+        form, ``settings.cv_mode``)."""
+        raise NotImplementedError
+
+    def refit(self, problem: FitProblem, cand: CandidateFit) -> tuple[CandidateFit, np.ndarray]:
+        """(the fit on all the rows at the chosen point of ``cand``, its coefficients).
+        Default: the closed form at the chosen penalty."""
+        best = cand.path.best_params
+        fixed = replace(cand.settings, penalty=float(best.get("penalty", 0.0)))
+        again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
+        return again, again.path.coef()
+
+    def path_penalties(self, path: Path) -> np.ndarray:
+        """The λ grid of a path (its own λ at the largest size for a path over sizes):
+        what the other folds of a k-fold search reuse."""
+        lam = np.asarray(path.params["penalty"], dtype=float)
+        if lam.ndim == 1:
+            return lam
+        return lam[:, 0] if path.param_names[0] == "penalty" else lam[-1, :]
+
+    # ------------------------------------------------------------------ the model
+    def model(self, cand: CandidateFit, coef: np.ndarray) -> dict[str, Any]:
+        """The fitted attributes (but ``coef_`` and ``intercept_``) of the model made of
+        ``coef`` on ``cand``, and ``"coef"`` / ``"intercept"``: the model's own."""
+        raise NotImplementedError
+
+    def decision(self, model: Any, X: Any) -> Any:
+        """f(X) of the fitted ``model`` (its public attributes), X validated and on the
+        prediction device: NumPy or a tensor there."""
+        raise NotImplementedError
+
+
+def in_memory(X: Any, budget: int, who: str, why: str) -> Any:
+    """X loaded into memory where a method needs it whole (``why``), if it fits."""
+    if not B.is_lazy(X):
+        return X
+    need = int(np.prod(X.shape)) * np.dtype(X.dtype).itemsize
+    if need > budget:
+        raise ValueError(
+            f"{who} {why}: X ({need / 1e9:.2f} GB) does not fit "
+            f"memory_budget={budget / 1e9:.2f} GB; for data larger than memory use "
+            "NystromRegressor / NystromClassifier, NYTRO, RandomFeatures or SGM"
+        )
+    return np.ascontiguousarray(np.asarray(X))
+
+
+def kernel_operators(
+    problem: FitProblem,
+    kernel: Kernel,
+    rows: np.ndarray,
+    val_rows: np.ndarray | None,
+    centers: Any,
+) -> tuple[KernelProducts, KernelProducts | None]:
+    """The training and validation operators against ``centers``, sharing the memory
+    budget by rows (with data read from disk the fit's n-sized vectors are taken out
+    first)."""
+    budget = problem.budget
+    n_tr = len(rows)
+    n_va = 0 if val_rows is None else len(val_rows)
+    share = n_tr / (n_tr + n_va)
+    if B.is_lazy(problem.X):
+        budget = max(budget - N_VECTORS * 8 * problem.n_outputs * (n_tr + n_va), 2**20)
+    op = make_operator(problem.rows(rows), centers, kernel, max(int(budget * share), 2**20))
+    vop = None
+    if val_rows is not None:
+        vop = make_operator(
+            problem.rows(val_rows), centers, kernel, max(int(budget * (1 - share)), 2**20)
+        )
+    return op, vop
+
+
+def validation(
+    problem: FitProblem, op: Operator | None, val_rows: np.ndarray | None, intercept: np.ndarray
+) -> Validation | None:
+    """The validation set of ``val_rows`` seen through ``op``, targets centered like the
+    training targets."""
+    if op is None or val_rows is None:
+        return None
+    return Validation(op, problem.Y[val_rows] - intercept, problem.scoring)

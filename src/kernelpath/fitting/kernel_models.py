@@ -1,0 +1,476 @@
+"""The families whose model is a kernel expansion on centers: exact KRLS (every training
+point a center), Nyström (direct, CG and the (m, λ) path) and NYTRO."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .. import _backend as B
+from .._backend import resolve_memory_budget
+from .._validation import check_choice, check_float, check_int, check_size
+from ..centers import CenterSelection, chooses_size, select_centers
+from ..kernels import Kernel
+from ..linalg import FILTERS, regularized_factor
+from ..operators import KernelOperator
+from ..operators.protocol import KernelProducts
+from ..path import Path
+from ..selection import STOPPING_RULES
+from ..solvers import exact_path, incremental_nystrom_path, iterative_path, nystrom_direct_path
+from ..solvers._common import Validation
+from ..solvers._loo import SmootherCV
+from ..solvers.iterative import STEP_RULES
+from ..solvers.spectral import ITERATION_FILTERS
+from .family import Family, kernel_operators, validation
+from .problem import CandidateFit, FitProblem, FitSettings
+
+__all__ = [
+    "ExactFamily",
+    "NystromFamily",
+    "NYTROFamily",
+    "default_n_centers",
+    "DEFAULT_MAX_ITER",
+    "MAX_CENTERS_DEFAULT",
+    "AUTO_GRID_SIZE",
+]
+
+DEFAULT_MAX_ITER = {"gd": 500, "nu": 100, "cg": 100, "landweber": 500}
+MAX_CENTERS_DEFAULT = 5000
+#: Number of m (or D) values of ``n_centers="auto"`` (geometric from 1 to M).
+AUTO_GRID_SIZE = 20
+#: A Nyström screening round fits on at least this many rows per center.
+SCREEN_CENTER_RATIO = 2
+
+
+def default_n_centers(n: int) -> int:
+    """sqrt(n) log(n) uniform centers (Rudi, Camoriano & Rosasco 2015), at least 100, at most
+    5000, at most n."""
+    m = int(np.sqrt(n) * np.log(max(n, 2)))
+    return int(min(n, max(100, min(m, MAX_CENTERS_DEFAULT))))
+
+
+@dataclass(frozen=True)
+class KernelOptions:
+    """Checked options of the kernel families.
+
+    ``method``: the filter (exact) or solver; ``max_iter``: the given iteration cap (None:
+    the method's default); ``centers``: the center strategy or points; ``nu``, ``step``,
+    ``stopping``: the ν-method's order, the step rule and NYTRO's stopping rule (exact:
+    ``step`` is Landweber's η, None for its default, or "thesis")."""
+
+    method: str
+    max_iter: int | None = None
+    centers: Any = None
+    nu: float = 1.0
+    step: Any = "auto"
+    stopping: str = "window"
+
+
+class _KernelModel(Family):
+    """A kernel expansion f(x) = sum_j k(x, c_j) coef_j + intercept on centers."""
+
+    def method(self, params: Mapping[str, Any]) -> str:
+        raise NotImplementedError
+
+    def iterative(self, method: str) -> bool:
+        return method in ("gd", "nu", "cg", *ITERATION_FILTERS)
+
+    def has_path(self, settings: FitSettings, method: str) -> bool:
+        if self.size_path(settings) or self.iterative(method):
+            return True
+        if method == "kols":
+            return False
+        return not isinstance(settings.penalty, float)
+
+    def max_iter(self, settings: FitSettings) -> int:
+        """The iterations of a fit: the refit's fixed count, else ``max_iter`` (checked
+        when used), else the method's default."""
+        opts: KernelOptions = settings.options
+        if settings.n_iter is not None:
+            return int(settings.n_iter)
+        if opts.max_iter is None:
+            return DEFAULT_MAX_ITER.get(opts.method, 100)
+        return int(check_int(opts.max_iter, "max_iter", 1))
+
+    def centers(
+        self, Xtr: Any, kernel: Kernel, settings: FitSettings, budget: int
+    ) -> tuple[CenterSelection, np.ndarray | None]:
+        """The centers of a fit on ``Xtr`` and, for a path over m, the m values."""
+        raise NotImplementedError
+
+    def solve(
+        self,
+        problem: FitProblem,
+        kernel: Kernel,
+        rows: np.ndarray,
+        val_rows: np.ndarray | None,
+        settings: FitSettings,
+    ) -> CandidateFit:
+        Ytr, wt, intercept = problem.targets(rows)
+        sel, grid = self.centers(problem.rows(rows), kernel, settings, problem.budget)
+        op, vop = kernel_operators(problem, kernel, rows, val_rows, sel.points)
+        val = validation(problem, vop, val_rows, intercept)
+        path = self.path(op, Ytr, wt, val, sel, grid, settings, len(rows), problem.classifier)
+        if not np.isfinite(path.train_error).any():
+            raise ValueError(
+                "no point of the path could be computed (the centers' system is numerically "
+                "singular at every penalty): give larger penalties or fewer centers"
+            )
+        return CandidateFit(kernel, path, intercept, settings, len(rows), centers=sel)
+
+    def path(
+        self,
+        op: KernelProducts,
+        Ytr: np.ndarray,
+        wt: np.ndarray | None,
+        val: Validation | None,
+        sel: CenterSelection,
+        grid: np.ndarray | None,
+        settings: FitSettings,
+        n_tr: int,
+        classifier: bool,
+    ) -> Path:
+        raise NotImplementedError
+
+    def model(self, cand: CandidateFit, coef: np.ndarray) -> dict[str, Any]:
+        coef = np.asarray(coef)
+        m = coef.shape[0]  # the (m, λ) path keeps the first m centers
+        sel = cand.centers
+        assert sel is not None
+        return {
+            "coef": coef,
+            "intercept": cand.intercept,
+            "centers_": sel.points[:m],
+            "center_strategy_": sel.strategy,
+            "center_indices_": None if sel.indices is None else sel.indices[:m],
+            "center_scores_": sel.scores,
+            "center_weights_": None if sel.weights is None else sel.weights[:m],
+            "center_penalty_": sel.penalty,
+            "_center_info": sel,
+        }
+
+    def decision(self, model: Any, X: Any) -> Any:
+        # the higher of the model's and the input's precision: a float64 model's coefficients
+        # (large and cancelling at small penalties) must not be rounded to float32
+        return center_decision(model, X, model.centers_)
+
+
+def center_decision(model: Any, X: Any, centers: Any) -> Any:
+    """f(X) = K(X, centers) coef_ + intercept_ in the higher of the model's and X's
+    precision, on X's device."""
+    dtype = np.result_type(B.dtype_of(X), B.dtype_of(model.coef_))
+    dev = B.array_device(X)
+    op = KernelOperator(
+        B.to_device(X, dev, dtype),
+        B.to_device(centers, dev, dtype),
+        model.kernel_,
+        resolve_memory_budget(model.memory_budget, dev),
+        cache=False,
+    )
+    F = op.matvec(B.to_device(model.coef_, dev, dtype), native=True)
+    return F + B.to_device(np.asarray(model.intercept_, dtype=dtype), dev)
+
+
+def _smoother(settings: FitSettings, classifier: bool) -> SmootherCV | None:
+    if settings.cv_mode is None:
+        return None
+    return SmootherCV(settings.cv_mode, not classifier, "error_rate" if classifier else "mse")
+
+
+def _grid_or_none(penalty: Any) -> np.ndarray | None:
+    return None if isinstance(penalty, str) else np.atleast_1d(penalty)
+
+
+class ExactFamily(_KernelModel):
+    """Exact KRLS with a spectral-filter path: every training point is a center."""
+
+    in_memory = "keeps every training point as a center"
+
+    def method(self, params: Mapping[str, Any]) -> str:
+        return check_choice(params["filter"], "filter", FILTERS)
+
+    def options(self, params: Mapping[str, Any]) -> KernelOptions:
+        return KernelOptions(
+            self.method(params), params.get("max_iter"), nu=params["nu"], step=params["step"]
+        )
+
+    def size_path(self, settings: FitSettings) -> bool:
+        return False
+
+    def unused_penalty(self, method: str) -> bool:
+        return method in ("kols", *ITERATION_FILTERS)
+
+    def smoother_modes(self, settings: FitSettings, method: str) -> tuple[str, ...]:
+        if method == "tikhonov":
+            return ("loo", "gcv")
+        return ("gcv",) if method in ("tsvd", "landweber", "nu") else ()
+
+    def centers(
+        self, Xtr: Any, kernel: Kernel, settings: FitSettings, budget: int
+    ) -> tuple[CenterSelection, np.ndarray | None]:
+        return CenterSelection(Xtr, np.arange(len(Xtr)), "all"), None
+
+    def path(
+        self,
+        op: KernelProducts,
+        Ytr: np.ndarray,
+        wt: np.ndarray | None,
+        val: Validation | None,
+        sel: CenterSelection,
+        grid: np.ndarray | None,
+        settings: FitSettings,
+        n_tr: int,
+        classifier: bool,
+    ) -> Path:
+        opts: KernelOptions = settings.options
+        cv = _smoother(settings, classifier)
+        if opts.method in ITERATION_FILTERS:
+            max_iter = self.max_iter(settings)
+            nu = check_float(opts.nu, "nu", 0.0, np.inf, low_open=True)
+            if isinstance(opts.step, str):
+                check_choice(opts.step, "step", ("auto", "thesis"))
+                step = None if opts.step == "auto" else 2.0  # η = 2 / n: η n = 2
+            else:
+                step = check_float(opts.step, "step", 0.0, np.inf, low_open=True) * n_tr
+            return exact_path(
+                op, Ytr, opts.method, np.arange(1, max_iter + 1), wt, val, cv=cv, nu=nu, step=step
+            )
+        return exact_path(op, Ytr, opts.method, _grid_or_none(settings.penalty), wt, val, cv=cv)
+
+    def refit(self, problem: FitProblem, cand: CandidateFit) -> tuple[CandidateFit, np.ndarray]:
+        best = cand.path.best_params
+        opts: KernelOptions = cand.settings.options
+        carry = best.get("n_iter") if opts.method in ("nu", "landweber") else None
+        fixed = replace(cand.settings, penalty=float(best.get("penalty", 0.0)), n_iter=carry)
+        again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
+        return again, again.path.coef()
+
+
+def check_n_centers(value: Any, n: int, centers: Any) -> tuple[int | None, np.ndarray | None]:
+    """(M, grid): the number of centers to draw and, for a path over m, the m values
+    (None for one m; empty for "auto", filled once M is known). M is None when the
+    strategy chooses it (SQUEAK)."""
+    default = None if chooses_size(centers) else default_n_centers(n)
+    if value is None:
+        return default, None
+    size = check_size(value, "n_centers")
+    if isinstance(size, str):
+        return default, np.array([], dtype=np.int64)
+    clip = centers is None or isinstance(centers, str)
+    if isinstance(size, np.ndarray):
+        if size[-1] > n and clip:
+            warnings.warn(
+                f"n_centers values larger than the number of training points {n} are dropped",
+                UserWarning,
+                stacklevel=5,
+            )
+            size = np.unique(np.minimum(size, n))
+        return int(size[-1]), size
+    if size > n and clip:
+        warnings.warn(
+            f"n_centers={size} is larger than the number of training points {n}: "
+            f"using n_centers={n}",
+            UserWarning,
+            stacklevel=5,
+        )
+        size = n
+    return size, None
+
+
+class NystromFamily(_KernelModel):
+    """Nyström KRLS: the direct λ path, CG with the FALKON preconditioner, or the
+    incremental (m, λ) path."""
+
+    takes_dask = True
+    _solvers: tuple[str, ...] = ("direct", "cg")
+
+    def method(self, params: Mapping[str, Any]) -> str:
+        return check_choice(params["solver"], "solver", self._solvers)
+
+    def options(self, params: Mapping[str, Any]) -> KernelOptions:
+        return KernelOptions(self.method(params), params.get("max_iter"), params["centers"])
+
+    def smoother_modes(self, settings: FitSettings, method: str) -> tuple[str, ...]:
+        if self.size_path(settings):
+            return ()
+        return ("loo", "gcv") if method == "direct" else ()
+
+    def drawn_centers(self, settings: FitSettings, n_rows: int) -> int | None:
+        """The number of centers a fit on ``n_rows`` rows draws at one m (None when the
+        centers are given, the strategy sizes its dictionary, or m is a path)."""
+        centers = settings.options.centers
+        if self.size_path(settings) or not (centers is None or isinstance(centers, str)):
+            return None
+        if chooses_size(centers):
+            return None
+        nc = settings.size
+        return default_n_centers(n_rows) if nc is None else int(nc)
+
+    def screen(self, settings: FitSettings, fraction: float, n_rows: int) -> FitSettings:
+        """A Nyström screening round with a number of centers m drawn by the estimator
+        itself keeps m / sqrt(n) (the regime of Rudi et al.: a fraction f of the rows with
+        sqrt(f) m centers is the same problem at a smaller scale, at f^2 of the cost of the
+        Gram matrix and f^1.5 of the m x m algebra)."""
+        m = self.drawn_centers(settings, n_rows)
+        if m is None:
+            return settings
+        return replace(settings, size=max(1, int(round(m * np.sqrt(fraction)))))
+
+    def screen_floor(self, settings: FitSettings, n_rows: int) -> int:
+        """At least ``SCREEN_CENTER_RATIO`` rows per center: a subsample much smaller than
+        that would change the model, not just its noise."""
+        floor = super().screen_floor(settings, n_rows)
+        if self.size_path(settings):
+            return floor
+        m = self.drawn_centers(settings, n_rows)
+        centers = settings.options.centers
+        if m is None and hasattr(centers, "__len__") and not isinstance(centers, str):
+            m = len(centers)  # given centers
+        return floor if m is None else max(floor, SCREEN_CENTER_RATIO * m)
+
+    def centers(
+        self, Xtr: Any, kernel: Kernel, settings: FitSettings, budget: int
+    ) -> tuple[CenterSelection, np.ndarray | None]:
+        strategy = settings.options.centers
+        m, grid = check_n_centers(settings.size, len(Xtr), strategy)
+        if grid is not None and isinstance(self, NYTROFamily):
+            raise ValueError(
+                "n_centers as a path ('auto' or a sequence) needs the Nyström closed form: "
+                "use NystromRegressor / NystromClassifier (NYTRO's path is over iterations)"
+            )
+        pen = settings.penalty
+        sel = select_centers(
+            strategy, Xtr, m, settings.rng, kernel, pen if isinstance(pen, float) else None, budget
+        )
+        M = len(sel.points)
+        if grid is not None:
+            if grid.size == 0:  # "auto"
+                grid = np.unique(np.geomspace(1, M, AUTO_GRID_SIZE).round().astype(np.int64))
+            grid = grid[grid <= M] if (grid <= M).any() else np.array([M])
+        return sel, grid
+
+    def iteration_options(self, settings: FitSettings) -> dict[str, Any]:
+        """The options of ``iterative_path`` beyond CG's."""
+        return {}
+
+    def path(
+        self,
+        op: KernelProducts,
+        Ytr: np.ndarray,
+        wt: np.ndarray | None,
+        val: Validation | None,
+        sel: CenterSelection,
+        grid: np.ndarray | None,
+        settings: FitSettings,
+        n_tr: int,
+        classifier: bool,
+    ) -> Path:
+        opts: KernelOptions = settings.options
+        pen = settings.penalty
+        max_iter = self.max_iter(settings)
+        factor = None
+        if "gamma" in sel.info:  # SQUEAK's γ-regularized Nyström (SqueakCenters(regularized))
+            if grid is not None:
+                raise ValueError(
+                    "SqueakCenters(regularized=True) fits the whole dictionary: n_centers "
+                    "cannot be a path"
+                )
+            factor = regularized_factor(op.center_gram(), sel.weights, sel.info["gamma"])
+        if grid is not None:
+            return incremental_nystrom_path(op, Ytr, _grid_or_none(pen), grid, wt, val)
+        if opts.method == "direct":
+            cv = _smoother(settings, classifier)
+            return nystrom_direct_path(op, Ytr, _grid_or_none(pen), wt, val, cv, factor)
+        selecting = settings.n_iter is None
+        return iterative_path(
+            op,
+            Ytr,
+            None if isinstance(pen, str) else pen,  # None: the solver's "auto" grid
+            opts.method,
+            max_iter,
+            wt,
+            val,
+            settings.n_iter_no_change if selecting else None,
+            settings.tol if selecting else 0.0,
+            random_state=settings.rng,
+            _setup=None if factor is None else {"factor": factor},
+            **self.iteration_options(settings),
+        )
+
+    def refit(self, problem: FitProblem, cand: CandidateFit) -> tuple[CandidateFit, np.ndarray]:
+        """Fit again on all the rows at the chosen point of the path.
+
+        The (m, λ) path: batch Nyström at the chosen m and λ. Gradient descent and the
+        ν-method keep the chosen penalty and iteration count (their regularization). CG
+        reruns the same path (same penalties, hence the same Krylov construction) on all
+        the data: to convergence when the chosen point had converged, else for the chosen
+        number of iterations, and takes the chosen penalty's point.
+        """
+        path, settings = cand.path, cand.settings
+        opts: KernelOptions = settings.options
+        best = path.best_params
+        every = np.arange(problem.n)
+        if "n_centers" in best:
+            fixed = replace(
+                settings,
+                penalty=float(best["penalty"]),
+                size=int(best["n_centers"]),
+                options=replace(opts, method="direct"),
+            )
+            again = self.solve(problem, cand.kernel, every, None, fixed)
+            return again, again.path.coef()
+        if opts.method == "cg":
+            p, t = path.best_index
+            reached = int(np.isfinite(path.train_error[p]).sum())
+            done = bool(path.info["converged"][p]) and t == reached - 1
+            fixed = replace(
+                settings,
+                penalty=np.asarray(path.params["penalty"][:, 0]),
+                n_iter=None if done else t + 1,
+            )
+            again = self.solve(problem, cand.kernel, every, None, fixed)
+            last = int(np.isfinite(again.path.train_error[p]).sum()) - 1
+            return again, again.path.coef((p, last if done else min(t, last)))
+        carry = best.get("n_iter") if opts.method in ("gd", "nu") else None
+        fixed = replace(settings, penalty=float(best.get("penalty", 0.0)), n_iter=carry)
+        again = self.solve(problem, cand.kernel, every, None, fixed)
+        return again, again.path.coef()
+
+
+class NYTROFamily(NystromFamily):
+    """NYTRO: Nyström gradient descent (or the ν-method) regularized by early stopping."""
+
+    _solvers = ("gd", "nu")
+
+    def options(self, params: Mapping[str, Any]) -> KernelOptions:
+        return KernelOptions(
+            self.method(params),
+            params.get("max_iter"),
+            params["centers"],
+            nu=params["nu"],
+            step=params["step"],
+            stopping=params["stopping"],
+        )
+
+    def smoother_modes(self, settings: FitSettings, method: str) -> tuple[str, ...]:
+        return ()
+
+    def iteration_options(self, settings: FitSettings) -> dict[str, Any]:
+        """NYTRO's ν, step and stopping rule (the plain window rule in a refit)."""
+        opts: KernelOptions = settings.options
+        nu = check_float(opts.nu, "nu", 0.0, np.inf, low_open=True)
+        step = opts.step
+        if isinstance(step, str):
+            check_choice(step, "step", STEP_RULES)
+        else:
+            step = check_float(step, "step", 0.0, np.inf, low_open=True)
+        stopping = check_choice(opts.stopping, "stopping", STOPPING_RULES)
+        return {
+            "nu": nu,
+            "step": step,
+            "stopping": stopping if settings.n_iter is None else "window",
+        }

@@ -1,0 +1,181 @@
+"""A fit as data: the problem (validated inputs), the settings of one candidate fit, and
+what a candidate fit produces. Nothing here is estimator state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import _backend as B
+from .._backend import Device
+from ..centers import CenterSelection
+from ..kernels import Kernel
+from ..path import Path
+
+__all__ = ["FitProblem", "FitSettings", "CandidateFit", "N_VECTORS"]
+
+#: n-sized vectors per output a fit holds besides the operators (their share of the budget
+#: with data read from disk).
+N_VECTORS = 6
+
+
+@dataclass(frozen=True)
+class FitProblem:
+    """The validated inputs of a fit.
+
+    Attributes
+    ----------
+    X : ndarray, tensor, row source or dask array of shape (n, d)
+        On the device of the fit.
+    Y : ndarray of shape (n, k)
+        Coded targets: the targets (regression) or ±1 one-vs-all codes (classification).
+    weights : ndarray of shape (n,) or None
+        Sample weights rescaled to sum to n.
+    labels : ndarray of shape (n,) or None
+        Class labels, for stratified splits (classifiers only).
+    device : Device
+    budget : int
+        Bytes of ``memory_budget``.
+    single_output : bool
+        The targets were one column (a 1-D y, or two classes): the model's ``coef_`` is 1-D.
+    estimator : str
+        The estimator's name, for messages.
+    """
+
+    X: Any
+    Y: np.ndarray
+    weights: np.ndarray | None
+    labels: np.ndarray | None
+    device: Device
+    budget: int
+    single_output: bool = False
+    estimator: str = "the estimator"
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def n_outputs(self) -> int:
+        return int(self.Y.shape[1])
+
+    @property
+    def classifier(self) -> bool:
+        return self.labels is not None
+
+    @property
+    def scoring(self) -> str:
+        """How a validation set scores a point: error rate (classifiers) or MSE."""
+        return "error_rate" if self.classifier else "mse"
+
+    def rows(self, idx: np.ndarray) -> Any:
+        """X[idx] (a lazy subset for a row source or a dask array)."""
+        return B.take_rows(self.X, idx)
+
+    def targets(
+        self, rows: np.ndarray, unit_mean_weights: bool = False
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+        """(centered training targets, training weights, intercept) of ``rows``.
+
+        The intercept is the weighted mean of the targets for regression and 0 for the ±1
+        codes of classification: the models have no constant term. ``unit_mean_weights``
+        rescales the training weights to mean 1 (the stochastic solvers weigh each point's
+        gradient by them)."""
+        wt = None if self.weights is None else self.weights[rows]
+        if wt is not None and unit_mean_weights:
+            wt = wt * (len(wt) / wt.sum())
+        Ytr = self.Y[rows]
+        if self.classifier:
+            intercept = np.zeros(self.Y.shape[1])
+        else:
+            intercept = np.average(Ytr, axis=0, weights=wt)
+        return Ytr - intercept, wt, intercept
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """What one candidate fit is asked to do; changed per candidate with
+    ``dataclasses.replace``.
+
+    Attributes
+    ----------
+    penalty : float, ndarray of float or "auto"
+        λ, a λ grid, or the solver's own grid.
+    rng : numpy.random.Generator
+        The candidate's generator (centers, feature seeds, minibatches); refits continue
+        its stream.
+    validation_fraction : float
+    n_iter_no_change : int or None
+    tol : float
+    refit : bool
+    options : object
+        The family's own options (a frozen dataclass of the family module).
+    cv_mode : "loo", "gcv" or None
+        Score the path in closed form instead of on a validation set.
+    size : object
+        The size parameter (``n_centers`` / ``n_features``) as given, or a candidate's
+        own value (screening, refit).
+    n_iter : int or None
+        A fixed iteration count (refits): no early stopping, the plain stopping rule.
+    feature_seed : int or None
+        The seed of the candidate's feature map, drawn at its first fit and kept for the
+        others (screening rounds, refit).
+    """
+
+    penalty: Any
+    rng: np.random.Generator
+    validation_fraction: float
+    n_iter_no_change: int | None
+    tol: float
+    refit: bool
+    options: Any = None
+    cv_mode: str | None = None
+    size: Any = None
+    n_iter: int | None = None
+    feature_seed: int | None = None
+
+    def seed(self) -> int:
+        """The feature seed: the kept one, or a new draw from ``rng``."""
+        if self.feature_seed is not None:
+            return self.feature_seed
+        return int(self.rng.integers(2**63))
+
+
+@dataclass
+class CandidateFit:
+    """One candidate's fit: its path and what its model is made of.
+
+    Attributes
+    ----------
+    kernel : Kernel
+    path : Path
+    intercept : ndarray of shape (k,)
+    settings : FitSettings
+        The settings it was fit with (its feature seed drawn).
+    rows : int
+        Training rows the path was fit on.
+    centers : CenterSelection or None
+        Nyström centers (the training points for exact KRLS and kernel EigenPro).
+    features : object or None
+        The feature map (random or Nyström features) of a primal model.
+    """
+
+    kernel: Kernel
+    path: Path
+    intercept: np.ndarray
+    settings: FitSettings
+    rows: int
+    centers: CenterSelection | None = None
+    features: Any = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def score(self) -> tuple[float, float]:
+        """(validation error, loss) of the path's chosen point: how candidates compare."""
+        path = self.path
+        i = path.best_index
+        err = path.val_error[i] if path.val_error is not None else np.inf
+        loss = path.val_loss[i] if path.val_loss is not None else err
+        err = float(err) if np.isfinite(err) else np.inf
+        return err, float(loss) if np.isfinite(loss) else np.inf

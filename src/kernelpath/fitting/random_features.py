@@ -1,0 +1,149 @@
+"""The random-features family (RF-KRLS): primal ridge on random Fourier features, with the
+λ path at one D and the path over the number of features D."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .. import _backend as B
+from .._validation import check_size
+from ..features import RandomFourierFeatures, check_rff_kernel
+from ..kernels import Kernel
+from ..solvers._loo import SmootherCV
+from ..solvers.random_features import (
+    feature_moments,
+    rf_feature_path,
+    rf_penalty_path,
+    rff_operator,
+)
+from .family import Family, validation
+from .kernel_models import AUTO_GRID_SIZE
+from .problem import CandidateFit, FitProblem, FitSettings
+
+__all__ = ["RandomFeaturesFamily", "AUTO_MAX_FEATURES", "rff_decision"]
+
+#: D of ``n_features="auto"``: the path goes up to this many features (and at most ~ n).
+AUTO_MAX_FEATURES = 2000
+
+
+@dataclass(frozen=True)
+class RandomFeaturesOptions:
+    """``orthogonal`` as given (checked at the fit); ``memory_budget`` as given (the
+    model's feature map keeps it)."""
+
+    orthogonal: Any
+    memory_budget: Any
+
+
+def feature_grid(value: Any, n: int) -> tuple[int, np.ndarray | None]:
+    """(D_max, grid of D or None) of ``n_features``."""
+    size = check_size(value, "n_features")
+    if isinstance(size, str):  # "auto"
+        Dmax = int(min(AUTO_MAX_FEATURES, max(10, n)))
+        return Dmax, np.unique(np.geomspace(1, Dmax, AUTO_GRID_SIZE).round().astype(np.int64))
+    if isinstance(size, np.ndarray):
+        return int(size[-1]), size
+    return size, None
+
+
+def rff_decision(model: Any, X: Any, n_features: int) -> Any:
+    """f(X) = φ(X) coef_ + intercept_ with the model's first ``n_features`` random features,
+    in the higher of the model's and X's precision."""
+    dtype = np.result_type(B.dtype_of(X), B.dtype_of(model.coef_))
+    dev = B.array_device(X)
+    op = rff_operator(model.features_, B.to_device(X, dev, dtype), n_features)
+    F = op.matvec(model.coef_, native=True)
+    return F + B.to_device(np.asarray(model.intercept_, dtype=dtype), dev)
+
+
+class RandomFeaturesFamily(Family):
+    """RF-KRLS (thesis ch. 5): the λ path from one eigendecomposition of Φ^T W Φ, or the
+    (D, λ) path from one Cholesky factor per penalty."""
+
+    size_param = "n_features"
+    takes_dask = True
+
+    def method(self, params: Mapping[str, Any]) -> str:
+        return "eigh"
+
+    def options(self, params: Mapping[str, Any]) -> RandomFeaturesOptions:
+        return RandomFeaturesOptions(params["orthogonal"], params["memory_budget"])
+
+    def smoother_modes(self, settings: FitSettings, method: str) -> tuple[str, ...]:
+        return () if self.size_path(settings) else ("loo", "gcv")
+
+    def solve(
+        self,
+        problem: FitProblem,
+        kernel: Kernel,
+        rows: np.ndarray,
+        val_rows: np.ndarray | None,
+        settings: FitSettings,
+    ) -> CandidateFit:
+        check_rff_kernel(kernel)
+        orthogonal = settings.options.orthogonal
+        if not isinstance(orthogonal, (bool, np.bool_)):
+            raise TypeError(f"orthogonal must be a bool, got {orthogonal!r}")
+        Ytr, wt, intercept = problem.targets(rows)
+        Dmax, grid = feature_grid(settings.size, len(rows))
+        need = 8 * Dmax * Dmax
+        if need > problem.budget:
+            raise ValueError(
+                f"n_features={Dmax} needs a {Dmax} x {Dmax} matrix ({need / 1e9:.2f} GB), more "
+                f"than memory_budget={problem.budget / 1e9:.2f} GB"
+            )
+        settings = replace(settings, feature_seed=settings.seed())  # the refit reuses the map
+        Xtr = problem.rows(rows)
+        fmap = RandomFourierFeatures(
+            kernel, Dmax, bool(orthogonal), settings.feature_seed, problem.budget
+        ).fit(B.to_numpy(Xtr[:1]))
+        cv = None
+        if settings.cv_mode is not None:
+            clf = problem.classifier
+            cv = SmootherCV(settings.cv_mode, not clf, "error_rate" if clf else "mse")
+        rhs = np.hstack([Ytr, np.ones((len(Ytr), 1))]) if cv is not None and cv.center else Ytr
+        G, b = feature_moments(fmap, Xtr, Dmax, rhs, wt)
+        b1 = None
+        if b.shape[1] > Ytr.shape[1]:
+            b, b1 = b[:, : Ytr.shape[1]], b[:, Ytr.shape[1] :]
+        pen = settings.penalty
+        lam = None if isinstance(pen, str) else np.atleast_1d(pen)
+        dtype = B.dtype_of(problem.X)
+        vX = None if val_rows is None else problem.rows(val_rows)
+        if grid is not None:
+            vop = None if vX is None else rff_operator(fmap, vX, Dmax, normalize=False)
+            val = validation(problem, vop, val_rows, intercept)
+            path = rf_feature_path(G, b, Ytr, lam, grid, wt, val, dtype)
+        else:
+            vop = None if vX is None else rff_operator(fmap, vX, Dmax)
+            val = validation(problem, vop, val_rows, intercept)
+            fop = rff_operator(fmap, Xtr, Dmax) if cv is not None else None
+            path = rf_penalty_path(G, b, Ytr, lam, wt, val, dtype, cv, fop, b1)
+        return CandidateFit(kernel, path, intercept, settings, len(rows), features=fmap)
+
+    def refit(self, problem: FitProblem, cand: CandidateFit) -> tuple[CandidateFit, np.ndarray]:
+        """Refit on all the data at the chosen (D, λ), with the same feature map."""
+        best = cand.path.best_params
+        fixed = replace(
+            cand.settings,
+            penalty=float(best["penalty"]),
+            size=int(best.get("n_features", len(cand.path.coef()))),
+        )
+        again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
+        return again, again.path.coef()
+
+    def model(self, cand: CandidateFit, coef: np.ndarray) -> dict[str, Any]:
+        coef = np.asarray(coef)
+        D = coef.shape[0]
+        opts: RandomFeaturesOptions = cand.settings.options
+        features = RandomFourierFeatures(
+            cand.kernel, D, bool(opts.orthogonal), cand.settings.feature_seed, opts.memory_budget
+        ).fit(cand.features.frequencies_[:1, :] * 0)
+        return {"coef": coef, "intercept": cand.intercept, "features_": features, "n_features_": D}
+
+    def decision(self, model: Any, X: Any) -> Any:
+        return rff_decision(model, X, model.n_features_)

@@ -1,0 +1,226 @@
+"""The SGM / SIGM family: stochastic gradient methods on random or Nyström features, a path
+over (step size, passes), or (θ, step size, passes)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .. import _backend as B
+from .._backend import FACTOR_DTYPE
+from .._validation import check_choice, check_float, check_int
+from ..features import NystromFeatures, RandomFourierFeatures, check_rff_kernel
+from ..kernels import Kernel
+from ..operators import FeatureOperator
+from ..solvers.random_features import indexed_features
+from ..solvers.sgm import AVERAGING, sgm_path
+from .family import Family, validation
+from .problem import CandidateFit, FitProblem, FitSettings
+
+__all__ = ["SGMFamily", "CACHE_FRACTION", "STEP_GRID"]
+
+#: Cache the training features when they take at most this fraction of the memory budget.
+CACHE_FRACTION = 0.4
+#: ``step_size="grid"``: these multiples of the rule's step, run side by side.
+STEP_GRID = np.array([1 / 8, 1 / 4, 1 / 2, 1.0, 2.0])
+
+
+class WithBias:
+    """A feature map followed by a constant feature 1 (the intercept's weight)."""
+
+    def __init__(self, fmap: Any) -> None:
+        self.fmap = fmap
+
+    def transform(self, X: Any) -> Any:
+        F = self.fmap.transform(X)
+        out = B.empty((F.shape[0], F.shape[1] + 1), F)
+        out[:, :-1] = F
+        out[:, -1] = 1.0
+        return out
+
+
+@dataclass(frozen=True)
+class SGMOptions:
+    """The checked SGM parameters; ``steps`` is "auto", "grid" or the step sizes."""
+
+    loss: str
+    features: str
+    n_features: int
+    decay: Any
+    averaging: str
+    batch_size: int
+    n_passes: int
+    fit_intercept: bool
+    averaged: bool
+    steps: Any
+
+
+class SGMFamily(Family):
+    """SGM (one pass) and SIGM (several) with the square, hinge or logistic loss."""
+
+    def __init__(self, default_loss: str = "square", losses: tuple[str, ...] = ("square",)):
+        self.default_loss = default_loss
+        self.losses = losses
+
+    def method(self, params: Mapping[str, Any]) -> str:
+        return "sgm"
+
+    def check_penalty(self, params: Mapping[str, Any]) -> Any:
+        return check_float(params["penalty"], "penalty", 0.0, np.inf, high_open=True)
+
+    def options(self, params: Mapping[str, Any]) -> SGMOptions:
+        loss = self.default_loss if params["loss"] is None else params["loss"]
+        dec = params["decay"]
+        if np.ndim(dec) == 0:
+            decay: Any = check_float(dec, "decay", 0.0, 1.0)
+        else:
+            vals = list(np.asarray(dec, dtype=object).ravel())
+            if np.ndim(dec) != 1 or not vals:
+                raise ValueError(
+                    f"decay must be a number or a 1-D sequence of numbers, got {dec!r}"
+                )
+            decay = np.array([check_float(v, "decay", 0.0, 1.0) for v in vals])
+        opts = {
+            "loss": check_choice(loss, "loss", self.losses),
+            "features": check_choice(params["features"], "features", ("random", "nystrom")),
+            "n_features": check_int(params["n_features"], "n_features", 1),
+            "decay": decay,
+            "averaging": check_choice(params["averaging"], "averaging", AVERAGING),
+            "batch_size": check_int(params["batch_size"], "batch_size", 1),
+            "n_passes": check_int(params["n_passes"], "n_passes", 1),
+        }
+        for name in ("fit_intercept", "averaged"):
+            if not isinstance(params[name], (bool, np.bool_)):
+                raise TypeError(f"{name} must be a bool, got {params[name]!r}")
+        return SGMOptions(
+            **opts,
+            fit_intercept=bool(params["fit_intercept"]),
+            averaged=bool(params["averaged"]),
+            steps=_check_steps(params["step_size"]),
+        )
+
+    def has_path(self, settings: FitSettings, method: str) -> bool:
+        return True
+
+    def feature_map(
+        self, Xtr: Any, kernel: Kernel, opts: SGMOptions, seed: int, budget: int
+    ) -> RandomFourierFeatures | NystromFeatures:
+        D = opts.n_features
+        if opts.features == "random":
+            check_rff_kernel(kernel, " (or use features='nystrom')")
+            return RandomFourierFeatures(kernel, D, random_state=seed, memory_budget=budget).fit(
+                B.to_numpy(Xtr[:1])
+            )
+        return NystromFeatures(kernel, D, seed, budget).fit(Xtr)
+
+    def solve(
+        self,
+        problem: FitProblem,
+        kernel: Kernel,
+        rows: np.ndarray,
+        val_rows: np.ndarray | None,
+        settings: FitSettings,
+    ) -> CandidateFit:
+        opts: SGMOptions = settings.options
+        Xtr = problem.rows(rows)
+        n = len(Xtr)
+        Ytr, wt, intercept = problem.targets(rows, unit_mean_weights=True)
+        seed = settings.seed()
+        settings = replace(settings, feature_seed=seed)  # the refit reuses the map
+        fmap = self.feature_map(Xtr, kernel, opts, seed, problem.budget)
+        full = WithBias(fmap) if opts.fit_intercept else fmap
+        probe = full.transform(Xtr[: min(n, 1000)])
+        D = probe.shape[1]
+        features = indexed_features(full.transform, Xtr, D, CACHE_FRACTION * problem.budget)
+        steps = opts.steps
+        if isinstance(steps, str):
+            # the minibatch rule b / (κ² + (b - 1) λ_1) (κ² = max ||φ(x)||², λ_1 the top
+            # eigenvalue of Φ^T Φ / n, both on up to 1000 training points): the largest step
+            # for which a minibatch of b points is stable for the square loss; 4x for the
+            # logistic loss (its curvature is at most 1/4)
+            P = B.to_numpy(probe, FACTOR_DTYPE)
+            kappa2 = float(np.max(np.einsum("ij,ij->i", P, P)))
+            lam1 = float(np.linalg.norm(P, 2) ** 2 / len(P))
+            b = opts.batch_size
+            scale = 4.0 if opts.loss == "logistic" else 1.0
+            rule = scale * b / max(kappa2 + (b - 1) * lam1, 1e-300)
+            steps = np.array([rule]) if steps == "auto" else rule * STEP_GRID
+        vop = (
+            None if val_rows is None else FeatureOperator(full.transform, problem.rows(val_rows), D)
+        )
+        selecting = settings.n_iter is None
+        path = sgm_path(
+            features,
+            n,
+            D,
+            Ytr,
+            opts.loss,
+            steps,
+            opts.decay,
+            opts.batch_size,
+            opts.n_passes if settings.n_iter is None else settings.n_iter,
+            opts.averaged,
+            settings.penalty,
+            settings.rng,
+            validation(problem, vop, val_rows, intercept),
+            settings.n_iter_no_change if selecting else None,
+            settings.tol,
+            wt,
+            opts.averaging,
+        )
+        return CandidateFit(kernel, path, intercept, settings, n, features=fmap)
+
+    def refit(self, problem: FitProblem, cand: CandidateFit) -> tuple[CandidateFit, np.ndarray]:
+        """Run again on all the data with the chosen step size (and θ) for the chosen
+        passes, with the same feature map."""
+        best = cand.path.best_params
+        opts: SGMOptions = cand.settings.options
+        opts = replace(opts, steps=np.array([best["step_size"]]))
+        if "decay" in best:
+            opts = replace(opts, decay=float(best["decay"]))
+        passes = int(best["n_passes"])
+        fixed = replace(cand.settings, options=opts, n_iter=passes)
+        again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
+        return again, again.path.coef((0, passes - 1))
+
+    def model(self, cand: CandidateFit, coef: np.ndarray) -> dict[str, Any]:
+        opts: SGMOptions = cand.settings.options
+        coef = np.asarray(coef)
+        inter = np.asarray(cand.intercept, dtype=coef.dtype)
+        if opts.fit_intercept:  # the last weight is the intercept's
+            inter = inter + coef[-1]
+            coef = coef[:-1]
+        best = cand.path.best_params
+        return {
+            "coef": coef,
+            "intercept": inter,
+            "features_": cand.features,
+            "step_size_": float(best["step_size"]),
+            "n_passes_": int(best["n_passes"]),
+            "decay_": float(best["decay"]) if "decay" in best else float(np.ravel(opts.decay)[0]),
+        }
+
+    def decision(self, model: Any, X: Any) -> Any:
+        op = FeatureOperator(model.features_.transform, X, len(model.coef_))
+        F = op.matvec(model.coef_, native=True)
+        return F + B.to_device(np.asarray(model.intercept_), B.array_device(F), B.dtype_of(F))
+
+
+def _check_steps(st: Any) -> Any:
+    """``step_size``: "auto", "grid", or a positive number or 1-D sequence of them."""
+    if isinstance(st, str):
+        if st not in ("auto", "grid"):
+            raise ValueError(
+                f"step_size must be a number, a sequence, 'auto' or 'grid', got {st!r}"
+            )
+        return st
+    arr = np.atleast_1d(np.asarray(st))
+    if arr.dtype.kind not in "iuf" or arr.ndim != 1 or arr.size == 0:
+        raise TypeError(f"step_size must be a number, a sequence of numbers or 'auto', got {st!r}")
+    arr = arr.astype(float)
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"step_size values must be positive and finite, got {st!r}")
+    return arr

@@ -1,0 +1,113 @@
+"""What the online learners share: the feature map z = φ(x), checked rows and labels on the
+host, and the batch handling of the stream classifiers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
+
+from .. import _backend as B
+from .._validation import check_rows
+
+__all__ = ["FeatureMap", "as_feature_map", "StreamClassifier"]
+
+FeatureMap = Callable[[np.ndarray], np.ndarray]
+
+
+def as_feature_map(features: Any, X: np.ndarray) -> FeatureMap:
+    """The map z = φ(x) from ``features``: None (the inputs themselves), a transformer (fitted
+    on X when it is not fitted yet) or a callable (n, d) -> (n, D)."""
+    if features is None:
+        return lambda A: A
+    if hasattr(features, "transform"):
+        try:
+            check_is_fitted(features)
+        except NotFittedError:
+            features.fit(X)
+        return features.transform
+    if callable(features):
+        return features
+    raise TypeError(
+        f"features must be None, a transformer or a callable, got {type(features).__name__}"
+    )
+
+
+def _rows(X: Any, name: str = "X") -> np.ndarray:
+    """Checked float64 rows on the host (a tensor is checked on its device, then copied:
+    the rank-one updates are sequential and run on the CPU); a 1-D array is one sample."""
+    return B.to_numpy(check_rows(X, name, one_sample=True), np.float64)
+
+
+def _check_labels(labels: np.ndarray, name: str) -> None:
+    """Class labels must be values, not missing ones: NaN (which is not equal to itself)
+    or None would become a new class at every sample."""
+    for i, v in enumerate(labels):
+        if v is None or (isinstance(v, (float, np.floating)) and not np.isfinite(v)):
+            raise ValueError(f"{name} contains a missing label ({v!r} at position {i})")
+
+
+def _host(a: Any) -> Any:
+    """Targets or labels as NumPy (tensors copied to the host)."""
+    return B.to_numpy(a) if B.is_tensor(a) else a
+
+
+class StreamClassifier:
+    """What the online classifiers share: ``fit`` is a fresh ``partial_fit``, the checks of
+    a batch, labels from scores, accuracy. A subclass sets ``_fitted_attr`` (the attribute
+    that exists once it has started) and defines ``_start`` and ``_class_index``."""
+
+    _fitted_attr = ""
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, self._fitted_attr)
+
+    def fit(self, X: Any, y: Any, classes: Any = None) -> Any:
+        """Forget everything, then ``partial_fit``."""
+        for name in (self._fitted_attr, "classes_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        return self.partial_fit(X, y, classes)  # type: ignore[attr-defined]
+
+    def _check_width(self, X2: np.ndarray) -> np.ndarray:
+        """X2, or a ValueError when its number of features is not the fitted one."""
+        fitted = self.n_features_in_  # type: ignore[attr-defined]
+        if X2.shape[1] != fitted:
+            raise ValueError(
+                f"X has {X2.shape[1]} features, but the classifier is fitted with {fitted}"
+            )
+        return X2
+
+    def _labelled_batch(self, X: Any, y: Any, classes: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The rows and labels of a ``partial_fit``, checked; the classifier started on the
+        first call and the declared ``classes`` added in order."""
+        X2 = _rows(X)
+        labels = np.atleast_1d(np.asarray(_host(y), dtype=object))
+        if labels.ndim != 1 or len(labels) != len(X2):
+            raise ValueError(
+                f"X and y have different numbers of samples: {len(X2)} and {np.shape(y)}"
+            )
+        _check_labels(labels, "y")
+        if not self.__sklearn_is_fitted__():
+            self._start(X2)  # type: ignore[attr-defined]
+        else:
+            self._check_width(X2)
+        if classes is not None:
+            declared = np.atleast_1d(np.asarray(_host(classes), dtype=object))
+            _check_labels(declared, "classes")
+            for label in declared:
+                self._class_index(label)  # type: ignore[attr-defined]
+        return X2, labels
+
+    def _labels(self, scores: Any, X: Any) -> Any:
+        """The labels of the largest scores (rows of ``scores``), like the input X."""
+        best = np.argmax(B.to_numpy(scores), axis=1)
+        return B.like_input(np.array(list(self.classes_[best])), X)  # type: ignore[attr-defined]
+
+    def score(self, X: Any, y: Any) -> float:
+        """Accuracy."""
+        pred = self.predict(X)  # type: ignore[attr-defined]
+        return float(np.mean(B.to_numpy(pred) == np.asarray(_host(y))))
