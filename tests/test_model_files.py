@@ -280,3 +280,15 @@ def test_squeak_regularized_estimator_round_trips(tmp_path):
     back = kp.load(kp.save(est, tmp_path / "sq.kp"))
     assert back.centers.regularized and back.centers.variant == "paper"
     np.testing.assert_array_equal(back.predict(X), est.predict(X))
+
+
+def test_a_model_selected_by_k_fold_round_trips(tmp_path):
+    """A k-fold path keeps no coefficients (the model is refit on all the data): saving it
+    used to fail asking the path for its chosen point's coefficients."""
+    X, y, _ = _data()
+    est = kp.NystromRegressor(n_centers=30, cv=3, random_state=0).fit(X, y)
+    back = kp.load(kp.save(est, tmp_path / "kfold.kp"))
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+    np.testing.assert_array_equal(back.path_.val_error, est.path_.val_error)
+    with pytest.raises(IndexError, match="not kept"):
+        back.path_.coef()

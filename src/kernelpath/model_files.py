@@ -231,7 +231,12 @@ class _Encoder:
         skip = set(_TRANSIENT.get(name, {})) | set(_USER_CODE.get(name, ())) | set(_REBUILT)
         attrs = dict(vars(v))
         if name == "kernelpath.Path":  # the chosen point's coefficients travel with the path
-            attrs["_stored"] = {**v._stored, v.best_index: _host_array(v.coef())}
+            stored = dict(v._stored)
+            try:
+                stored[v.best_index] = _host_array(v.coef())
+            except IndexError:  # a k-fold path has none: its model was refit on all the data
+                pass
+            attrs["_stored"] = stored
         state = {k: self.value(x, f"{where}.{k}") for k, x in attrs.items() if k not in skip}
         return {"$object": name, "id": ref, "state": state}
 
