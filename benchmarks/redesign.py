@@ -134,7 +134,7 @@ def run(old: str, rounds: int) -> dict[str, Any]:
                         res = {
                             "fit_s": res["fit_s"],
                             "test_error": res["test_rmse"],
-                            "best_params": res["extra"]["best_params"],
+                            "best_params": res["best_params"],
                         }
                     records.setdefault(label, {}).setdefault(v, []).append(res)
                     print(f"round {r} {label:22s} {v:6s} {res['fit_s']:7.2f} s", flush=True)

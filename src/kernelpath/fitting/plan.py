@@ -17,9 +17,9 @@ from ..path import Path
 from ..selection import check_cv, cv_folds, holdout_split
 from .family import Family
 from .problem import CandidateFit, FitProblem, FitSettings
-from .search import Screening, SearchResult, fold_search, holdout_search, smoother_search
+from .search import Screening, fold_search, holdout_search, smoother_search
 
-__all__ = ["Selection", "select"]
+__all__ = ["SelectionPlan", "Selection", "make_plan", "select"]
 
 
 @dataclass
@@ -120,10 +120,48 @@ def _check_smoother(
         )
 
 
-def select(
+@dataclass
+class SelectionPlan:
+    """What a fit decided before searching.
+
+    Attributes
+    ----------
+    kernels : list of Kernel
+        The candidates (the learned ARD kernel first when it is pinned).
+    method : str
+        The solver or filter.
+    cv : "holdout", "loo", "gcv", int or splitter
+        How the path is scored ("holdout" also when nothing is selected).
+    train, validation : ndarray of int or None
+        The hold-out split (validation None: no selection).
+    folds : list of (train, validation) or None
+        The k-fold (or splitter) folds.
+    pinned : int
+        Leading kernels that skip the screening (the learned ARD widths).
+    refit : bool
+        Whether the model is refit on all the rows at the chosen point.
+    ard_info : dict or None
+        The report of ``ard.learn_widths``.
+    """
+
+    kernels: list[Kernel]
+    method: str
+    cv: Any
+    train: np.ndarray
+    validation: np.ndarray | None
+    folds: list[tuple[np.ndarray, np.ndarray]] | None = None
+    pinned: int = 0
+    refit: bool = False
+    ard_info: dict[str, Any] | None = None
+
+
+def make_plan(
     family: Family, problem: FitProblem, settings: FitSettings, params: Mapping[str, Any]
-) -> Selection:
-    """Plan the selection from the estimator's ``params``, search, and fit the model."""
+) -> SelectionPlan:
+    """Decide the search from the estimator's ``params``: the kernels, the cv mode and its
+    split, the ARD guard; refuse a plan that cannot select. Draws from ``settings.rng`` in
+    a fixed order (the kernels' median, the split or folds), so that a fit is
+    reproducible from ``random_state``."""
     rng, n = settings.rng, problem.n
     labels = problem.labels
     cv = check_cv(params.get("cv", "holdout"), n, labels)
@@ -158,53 +196,59 @@ def select(
     selecting = has_path and not no_split
     if selecting and n < 2:
         raise ValueError("n_samples=1: at least 2 samples are needed to hold out a validation set")
-    if not selecting:
-        cv = "holdout"
+    every = np.arange(n)
+    if not selecting or cv == "holdout":
+        tr, va = (
+            holdout_split(n, settings.validation_fraction, rng, labels)
+            if selecting
+            else (every, None)
+        )
+        plan = SelectionPlan(
+            kernels, method, "holdout", tr, va, refit=settings.refit and va is not None
+        )
+        if guard:
+            learned, ard_info = learned_kernel(kernel, problem, rng, tr)
+            plan.kernels, plan.pinned = [learned, *kernels], 1
+    else:
+        if guard:
+            learned, ard_info = learned_kernel(kernel, problem, rng, None)
+            kernels = [learned, *kernels]
+        plan = SelectionPlan(kernels, method, cv, every, None, refit=cv not in ("loo", "gcv"))
+        if plan.refit:  # k-fold or a splitter
+            y = labels if labels is not None else problem.Y
+            if labels is None and problem.single_output:
+                y = problem.Y[:, 0]
+            plan.folds = cv_folds(cv, y, rng, problem.classifier)
+    plan.ard_info = ard_info
+    return plan
+
+
+def select(
+    family: Family, problem: FitProblem, settings: FitSettings, params: Mapping[str, Any]
+) -> Selection:
+    """Plan the selection from the estimator's ``params``, run the search the plan chose,
+    and fit the model: the refit on all rows at the chosen point, or that point itself."""
+    plan = make_plan(family, problem, settings, params)
 
     def fit_one(
         k: Kernel, rows: np.ndarray, val: np.ndarray | None, s: FitSettings
     ) -> CandidateFit:
         return family.solve(problem, k, rows, val, s)
 
-    every = np.arange(n)
-    none = np.array([], dtype=int)
-    if cv == "holdout":
-        if selecting:
-            tr, va = holdout_split(n, settings.validation_fraction, rng, labels)
-        else:
-            tr, va = every, None
-        pinned = 0
-        if guard:
-            learned, ard_info = learned_kernel(kernel, problem, rng, tr)
-            kernels, pinned = [learned, *kernels], 1
+    if plan.cv == "holdout":
         screening = Screening(family.screen, family.screen_floor)
-        result = holdout_search(kernels, settings, tr, va, fit_one, screening, pinned)
-        train, validation = tr, (va if va is not None else none)
-        refit = settings.refit and va is not None
+        result = holdout_search(
+            plan.kernels, settings, plan.train, plan.validation, fit_one, screening, plan.pinned
+        )
+    elif plan.folds is None:
+        result = smoother_search(plan.kernels, settings, problem.n, plan.cv, fit_one)
     else:
-        train, validation = every, none
-        if guard:
-            learned, ard_info = learned_kernel(kernel, problem, rng, None)
-            kernels = [learned, *kernels]
-        if cv in ("loo", "gcv"):
-            result = smoother_search(kernels, settings, n, cv, fit_one)
-            refit = False
-        else:
-            y = labels if labels is not None else problem.Y
-            if labels is None and problem.single_output:
-                y = problem.Y[:, 0]
-            folds = cv_folds(cv, y, rng, problem.classifier)
-            result = fold_search(kernels, settings, folds, fit_one, family.path_penalties)
-            refit = True
-    model, coef = _final(family, problem, result, refit)
-    return Selection(result.path, model, coef, len(kernels), train, validation, ard_info)
-
-
-def _final(
-    family: Family, problem: FitProblem, result: SearchResult, refit: bool
-) -> tuple[CandidateFit, np.ndarray]:
-    """The model's fit: the refit on all the rows at the chosen point, or the chosen
-    point of the chosen kernel's path."""
-    if refit:
-        return family.refit(problem, result.best)
-    return result.best, result.best.path.coef()
+        result = fold_search(plan.kernels, settings, plan.folds, fit_one, family.path_penalties)
+    if plan.refit:
+        model, coef = family.refit(problem, result.best)
+    else:
+        model, coef = result.best, result.best.path.coef()
+    validation = plan.validation if plan.validation is not None else np.array([], dtype=int)
+    return Selection(
+        result.path, model, coef, len(plan.kernels), plan.train, validation, plan.ard_info
+    )
