@@ -162,7 +162,8 @@ def run(old: str, rounds: int) -> dict[str, Any]:
 def table() -> str:
     res = json.loads((RESULTS / "redesign.json").read_text())["result"]
     lines = [
-        "| fit | before (s) | after (s) | after / before | same point | test error before / after |",
+        "| fit | before (s) | after (s) | after / before | same point "
+        "| test error before / after |",
         "|---|---:|---:|---:|:---:|---:|",
     ]
     for r in res["rows"]:
