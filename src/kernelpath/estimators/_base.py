@@ -51,13 +51,14 @@ class _KernelPathEstimator(BaseEstimator):
         with verbose_reporter(type(self).__name__, int(verbose or 0)):
             self.__dict__.pop("ard_info_", None)
             family = self._family
+            params = self.get_params(deep=False)
             problem, settings, classes = fit_problem(
-                self, family, X, y, sample_weight, self._classifier
+                self, params, family, X, y, sample_weight, self._classifier
             )
             self.device_ = str(problem.device)
             if classes is not None:
                 self.classes_ = classes
-            chosen = select(family, problem, settings, self.get_params(deep=False))
+            chosen = select(family, problem, settings, params)
             self._publish(problem, chosen)
         return self
 

@@ -116,14 +116,21 @@ def _weights(sample_weight: Any, X: Any) -> np.ndarray | None:
 
 
 def fit_problem(
-    est: Any, family: Family, X: Any, y: Any, sample_weight: Any, classifier: bool
+    est: Any,
+    params: dict[str, Any],
+    family: Family,
+    X: Any,
+    y: Any,
+    sample_weight: Any,
+    classifier: bool,
 ) -> tuple[FitProblem, Any, np.ndarray | None]:
     """(the problem, the family's checked settings, the classes or None) of ``est.fit(X, y,
-    sample_weight)``: inputs checked first, then the parameters, then the targets."""
+    sample_weight)`` with the estimator's ``params``: inputs checked first, then the
+    parameters, then the targets."""
     X, y, sample_weight, dev = check_fit_input(
         est, X, y, sample_weight, classifier, family.takes_dask
     )
-    settings = family.settings(est.get_params(deep=False))
+    settings = family.settings(params)
     budget = resolve_memory_budget(est.memory_budget, dev)
     name = type(est).__name__
     if family.in_memory is not None:  # the n x n kernel matrix is in memory anyway

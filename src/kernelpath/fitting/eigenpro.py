@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _backend as B
 from .._validation import check_choice, check_float, check_int
+from ..centers import CenterSelection
 from ..features import RandomFourierFeatures, check_rff_kernel
 from ..kernels import Kernel
 from ..operators import KernelOperator, Operator
@@ -138,7 +139,8 @@ class EigenProFamily(Family):
             vop: Operator | None = None
             if val_rows is not None:
                 vop = KernelOperator(problem.rows(val_rows), Xtr, kernel, budget, cache="auto")
-            centers = Xtr
+            # the kernel model's centers are its training points
+            centers = CenterSelection(Xtr, np.arange(n), "all")
         else:
             check_rff_kernel(kernel)
             settings = replace(settings, feature_seed=settings.seed())  # kept by the refit
@@ -184,9 +186,7 @@ class EigenProFamily(Family):
             info=info,
             weights=wt,
         )
-        return CandidateFit(
-            kernel, path, intercept, settings, n, features=fmap, info={"centers": centers}
-        )
+        return CandidateFit(kernel, path, intercept, settings, n, centers=centers, features=fmap)
 
     @staticmethod
     def _damping(opts: EigenProOptions, features: bool) -> float:
@@ -206,7 +206,7 @@ class EigenProFamily(Family):
         return {
             "coef": np.asarray(coef),
             "intercept": cand.intercept,
-            "centers_": cand.info["centers"],
+            "centers_": None if cand.centers is None else cand.centers.points,
             "features_": cand.features,
             "n_epochs_": int(cand.path.best_params["n_epochs"]),
         }

@@ -3,7 +3,7 @@ what a candidate fit produces. Nothing here is estimator state."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -157,7 +157,7 @@ class CandidateFit:
     rows : int
         Training rows the path was fit on.
     centers : CenterSelection or None
-        Nyström centers (the training points for exact KRLS and kernel EigenPro).
+        Nyström centers (all the training points for exact KRLS and kernel EigenPro).
     features : object or None
         The feature map (random or Nyström features) of a primal model.
     """
@@ -169,7 +169,6 @@ class CandidateFit:
     rows: int
     centers: CenterSelection | None = None
     features: Any = None
-    info: dict[str, Any] = field(default_factory=dict)
 
     def score(self) -> tuple[float, float]:
         """(validation error, loss) of the path's chosen point: how candidates compare."""
