@@ -51,13 +51,28 @@ def test_semiparametric_file_loads_and_predicts_bit_for_bit():
 @pytest.mark.parametrize("case", make_golden.models(), ids=BATCH)
 def test_fitting_again_gives_the_same_model(case):
     name, est, target = case
-    est.fit(X, TARGETS[target])
+    if name == "nystrom-auto-width":
+        pytest.skip("sigma='auto' with a hold-out is the width screen since issue 24")
+    # the defaults before issue 24: inputs as they are, a named kernel at the median
+    # width, no refit
+    old = {"scale": False}
+    if isinstance(est.kernel, str) and est.kernel in ("gaussian", "rbf"):
+        old["kernel"] = kp.Gaussian("median")
+    if est.get_params().get("refit") == "auto":
+        old["refit"] = False
+    est.set_params(**old).fit(X, TARGETS[target])
     for method, got in _outputs(est, XT).items():
         want = EXPECTED[f"{name}/{method}"]
         if got.dtype.kind == "f":
             np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12, err_msg=method)
         else:
             np.testing.assert_array_equal(got, want, err_msg=method)
+
+
+def test_files_written_before_scale_load_with_scaling_off():
+    for name in BATCH:
+        est = kp.load(os.path.join(GOLDEN, f"{name}.kp"))
+        assert est.get_params()["scale"] is False, name
 
 
 def test_a_file_saved_now_loads_and_predicts_the_same(tmp_path):

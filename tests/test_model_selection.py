@@ -202,8 +202,9 @@ def test_path_over_kernels_matches_separate_fits():
 
 
 def test_sigma_auto_is_a_grid_around_the_median_with_a_sigma_axis():
+    # with k-fold, LOO or GCV "auto" is the grid of widths, each fit in full
     X, y = _data(n=80)
-    est = KRLSRegressor(Gaussian(sigma="auto"), random_state=0).fit(X, y)
+    est = KRLSRegressor(Gaussian(sigma="auto"), cv="gcv", scale=False, random_state=0).fit(X, y)
     assert est.path_.param_names == ("sigma", "penalty")
     sig = est.path_.params["sigma"][:, 0]
     med = median_distance(X)
@@ -238,9 +239,8 @@ def test_successive_halving_screens_widths_on_subsamples():
     n = 8000
     X = rng.normal(size=(n, 2))
     y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=n)
-    est = NystromRegressor(
-        Gaussian(sigma="auto"), n_centers=60, solver="direct", random_state=0
-    ).fit(X, y)
+    grid = [Gaussian(median_distance(X, 0) * f) for f in AUTO_WIDTH_FACTORS]
+    est = NystromRegressor(grid, n_centers=60, solver="direct", random_state=0).fit(X, y)
     info = est.path_.info
     assert len(info["screening"]) == 1  # 6400 training rows: one round on 2133 rows
     rnd = info["screening"][0]

@@ -24,7 +24,12 @@ def test_heatmap_of_the_m_and_sigma_grids():
     X, y = _data()
     for est in (
         kp.NystromRegressor(n_centers="auto", random_state=0),
-        kp.NystromRegressor(kp.Gaussian("auto"), n_centers=30, random_state=0, max_iter=6),
+        kp.NystromRegressor(
+            [kp.Gaussian(s) for s in (0.25, 0.5, 1.0, 2.0)],
+            n_centers=30,
+            random_state=0,
+            max_iter=6,
+        ),
     ):
         path = est.fit(X, y).path_
         fig, ax = plt.subplots()

@@ -75,14 +75,17 @@ def squared_distances(
     return B.clamp_(D, 0.0)
 
 
-def median_distance(X: np.ndarray, random_state: Any = None) -> float:
-    """Median pairwise Euclidean distance of ``X`` (on a subsample of at most 1000 rows)."""
+def median_distance(X: np.ndarray, random_state: Any = None, scales: Any = None) -> float:
+    """Median pairwise Euclidean distance of ``X`` (on a subsample of at most 1000 rows), of
+    its columns divided by ``scales`` (shape (n_features,)) when given."""
     rng = np.random.default_rng(random_state)
     if len(X) > _MEDIAN_SUBSAMPLE:
         X = B.rows_in_memory(X, rng.choice(len(X), _MEDIAN_SUBSAMPLE, replace=False))
     elif B.is_lazy(X):
         X = B.rows_in_memory(X, np.arange(len(X)))
     X = B.to_numpy(X)  # the same numbers whatever the backend of the data
+    if scales is not None:
+        X = X / np.asarray(scales, dtype=np.float64)
     D = squared_distances(X, X)
     iu = np.triu_indices(len(X), k=1)
     d = np.sqrt(D[iu])
@@ -133,10 +136,18 @@ class Kernel:
         """Return a copy whose data-dependent parameters are fixed using ``X``."""
         return type(self)(**self.get_params())
 
-    def candidates(self, X: np.ndarray, random_state: Any = None) -> list[Kernel]:
+    def candidates(
+        self, X: np.ndarray, random_state: Any = None, scales: Any = None
+    ) -> list[Kernel]:
         """The kernels a fit searches for this one: itself resolved on ``X``, or the grid of
-        widths of ``sigma="auto"``."""
+        widths of ``sigma="auto"``; with ``scales`` (one per feature) the widths are in the
+        units of X / scales, folded into per-feature widths (radial kernels only)."""
         return [self.resolve(X, random_state)]
+
+    def scaled_by(self, scale: bool | str) -> bool:
+        """Whether the estimator parameter ``scale`` scales this kernel's inputs: radial
+        kernels only; with "auto" only where the fit chooses the width."""
+        return False
 
     def __call__(self, X: np.ndarray, Z: np.ndarray) -> np.ndarray:
         """Kernel block ``[k(x_i, z_j)]`` of shape ``(len(X), len(Z))``."""
@@ -334,16 +345,34 @@ class _RadialKernel(Kernel):
             params["sigma"] = median_distance(X, random_state)
         return type(self)(**params)
 
-    def candidates(self, X: np.ndarray, random_state: Any = None) -> list[Kernel]:
-        if self.per_feature or self.sigma != "auto":
-            return [self.resolve(X, random_state)]
-        med = median_distance(X, random_state)
-        return [self.set_width(med * f) for f in AUTO_WIDTH_FACTORS]
+    def candidates(
+        self, X: np.ndarray, random_state: Any = None, scales: Any = None
+    ) -> list[Kernel]:
+        if scales is None:
+            if self.per_feature or self.sigma != "auto":
+                return [self.resolve(X, random_state)]
+            med = median_distance(X, random_state)
+            return [self.set_width(med * f) for f in AUTO_WIDTH_FACTORS]
+        # the inputs scaled: widths in the units of X / scales, folded in per feature
+        s = np.asarray(scales, dtype=np.float64)
+        if self.sigma == "ard":
+            self.resolve(X, random_state)  # raises
+        if isinstance(self.sigma, str):
+            med = median_distance(X, random_state, s)
+            factors = AUTO_WIDTH_FACTORS if self.sigma == "auto" else (1.0,)
+            return [self.set_width(med * f * s) for f in factors]
+        return [self.set_width(self.widths(len(s)) * s)]
 
-    def set_width(self, sigma: float) -> Kernel:
-        """A copy with the width ``sigma`` (the other parameters unchanged)."""
+    def scaled_by(self, scale: bool | str) -> bool:
+        return scale is True or (scale == "auto" and isinstance(self.sigma, str))
+
+    def set_width(self, sigma: Any) -> Kernel:
+        """A copy with the width ``sigma``, a number or one per feature (the other
+        parameters unchanged)."""
         params = self.get_params()
-        params["sigma"] = float(sigma)
+        params["sigma"] = (
+            np.asarray(sigma, dtype=np.float64).copy() if _is_width_vector(sigma) else float(sigma)
+        )
         return type(self)(**params)
 
     def diag(self, X: np.ndarray) -> np.ndarray:
@@ -643,11 +672,11 @@ _BY_NAME: dict[str, type[Kernel]] = {
 }
 
 
-def make_kernel(kernel: Any) -> Kernel:
+def make_kernel(kernel: Any, width: str = "median") -> Kernel:
     """Turn a kernel argument (a Kernel or a name) into a Kernel instance.
 
     Names: "gaussian" (alias "rbf"), "laplacian", "matern", "cauchy" (these four with
-    ``sigma="median"``), "polynomial", "linear".
+    ``sigma=width``: "median" here, "auto" in an estimator's fit), "polynomial", "linear".
     """
     if isinstance(kernel, Kernel):
         return kernel
@@ -659,42 +688,63 @@ def make_kernel(kernel: Any) -> Kernel:
             )
         cls = _BY_NAME[key]
         if issubclass(cls, _RadialKernel):
-            return cls(sigma="median")
+            return cls(sigma=width)
         return cls()
     raise TypeError(f"kernel must be a Kernel instance or a name, got {type(kernel).__name__}")
 
 
-def kernel_candidates(kernel: Any, X: Any, random_state: Any = None) -> list[Kernel]:
+def kernel_items(kernel: Any, width: str = "median") -> list[Kernel]:
+    """The kernel argument of an estimator as a list of Kernels (one, or a sequence).
+
+    Raises
+    ------
+    ValueError, TypeError
+        An empty sequence, or an item that is not a kernel (naming ``kernel``).
+    """
+    if isinstance(kernel, (Kernel, str)):
+        return [make_kernel(kernel, width)]
+    if isinstance(kernel, (list, tuple)):
+        if not kernel:
+            raise ValueError("kernel: an empty sequence of kernels; give at least one kernel")
+        for item in kernel:
+            if not isinstance(item, (Kernel, str)):
+                raise TypeError(
+                    f"kernel: every item of the sequence must be a Kernel or a name, got "
+                    f"{type(item).__name__}"
+                )
+        return [make_kernel(k, width) for k in kernel]
+    raise TypeError(
+        "kernel must be a Kernel instance, a name, or a sequence of them, got "
+        f"{type(kernel).__name__}"
+    )
+
+
+def kernel_candidates(
+    kernel: Any,
+    X: Any,
+    random_state: Any = None,
+    scales: Any = None,
+    scale: bool | str = False,
+    width: str = "median",
+) -> list[Kernel]:
     """The kernels a fit searches: one kernel (a Kernel or a name) resolved on ``X``, the
     widths of ``sigma="auto"``, or a sequence of those (a path over kernels), in order,
-    duplicates removed.
+    duplicates removed. ``scales`` are the feature scales folded into the widths of the
+    kernels that ``scale`` scales (``Kernel.scaled_by``); ``width`` is the ``sigma`` of a
+    radial kernel given by name.
 
     Raises
     ------
     ValueError
         An empty sequence (naming ``kernel``).
     """
-    if isinstance(kernel, (Kernel, str)):
-        items = [kernel]
-    elif isinstance(kernel, (list, tuple)):
-        items = list(kernel)
-        if not items:
-            raise ValueError("kernel: an empty sequence of kernels; give at least one kernel")
-    else:
-        raise TypeError(
-            "kernel must be a Kernel instance, a name, or a sequence of them, got "
-            f"{type(kernel).__name__}"
-        )
+    items = kernel_items(kernel, width)
     out: list[Kernel] = []
     rs = np.random.default_rng(random_state).integers(2**63) if len(items) > 1 else random_state
-    for item in items:
-        if not isinstance(item, (Kernel, str)):
-            raise TypeError(
-                f"kernel: every item of the sequence must be a Kernel or a name, got "
-                f"{type(item).__name__}"
-            )
+    for k in items:
         # the same median for every item: the same subsample of X
-        for cand in make_kernel(item).candidates(X, rs):
+        use = scales if scales is not None and k.scaled_by(scale) else None
+        for cand in k.candidates(X, rs, use):
             if cand not in out:
                 out.append(cand)
     return out

@@ -123,6 +123,9 @@ class NystromFactor:
         vals, vecs = scipy.linalg.eigh(
             self.M, lower=True, subset_by_index=[self.rank - 1, self.rank - 1]
         )
+        if len(vals) == 0:  # LAPACK's MRRR (?syevr) can return no eigenvalue for a subset
+            vals, vecs = scipy.linalg.eigh(self.M, lower=True)
+            vals, vecs = vals[-1:], vecs[:, -1:]
         return float(vals[0]), vecs[:, 0]
 
     def preconditioner(self, scale: float, shift: float) -> Callable[[np.ndarray], np.ndarray]:

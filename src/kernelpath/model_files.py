@@ -140,6 +140,9 @@ _TRANSIENT: dict[str, dict[str, Any]] = {
     "kernelpath.IncrementalRLSClassifier": {"_W_cache": dict},
     "kernelpath.RebalancedRLSClassifier": {"_coef": None},
 }
+#: Parameters added since files were first written, with the value that loads an older
+#: file as it was fitted (``scale``: files written before it existed had unscaled inputs).
+_ADDED_PARAMS: dict[str, Any] = {"scale": False}
 #: Attributes rebuilt after loading from what was stored (the map of the online learners'
 #: ``features``).
 _REBUILT = ("_map",)
@@ -308,6 +311,12 @@ class _Decoder:
         state = {str(k): self.value(x) for k, x in v["state"].items()}
         for attr, default in _TRANSIENT.get(name, {}).items():
             state[attr] = default() if callable(default) else default
+        init = getattr(cls, "_get_param_names", None)
+        if init is not None:
+            names = init()
+            for attr, old in _ADDED_PARAMS.items():
+                if attr in names and attr not in state:
+                    state[attr] = old
         for attr in _USER_CODE.get(name, ()):
             state[attr] = self.user_code.get(attr)
             self.used_code.add(attr)

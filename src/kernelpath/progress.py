@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["report", "listening", "verbose_reporter", "tqdm_reporter", "logger"]
+__all__ = ["report", "listening", "quiet", "verbose_reporter", "tqdm_reporter", "logger"]
 
 logger = logging.getLogger("kernelpath")
 
@@ -48,6 +48,17 @@ def report(stage: str, done: int, total: int | None = None, **info: Any) -> None
 def listening(reporter: Reporter) -> Iterator[None]:
     """Send the reports made inside the block (in this thread or context) to ``reporter``."""
     token = _reporters.set((*_reporters.get(), reporter))
+    try:
+        yield
+    finally:
+        _reporters.reset(token)
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """No listener hears the reports made inside the block (the DEBUG log still does): the
+    inner fits of a search that reports its own steps."""
+    token = _reporters.set(())
     try:
         yield
     finally:

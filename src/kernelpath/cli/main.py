@@ -52,7 +52,17 @@ def _parser() -> argparse.ArgumentParser:
         help="auto: classification for text, boolean or at most 20 integer target values",
     )
     fit.add_argument("--kernel", default="gaussian")
-    fit.add_argument("--sigma", help="the kernel width: a number, 'auto' or 'median'")
+    fit.add_argument(
+        "--sigma",
+        help="the kernel width: a number (in the units of the data, or of the scaled "
+        "features with --scale on), 'auto' or 'median'; default: chosen by the fit",
+    )
+    fit.add_argument(
+        "--scale",
+        choices=["auto", "on", "off"],
+        help="scale each feature by its spread (folded into the kernel's widths); auto "
+        "(default): where the fit chooses the width",
+    )
     fit.add_argument("--penalty", help="λ: a number, a comma-separated grid, or 'auto'")
     fit.add_argument("--n-centers", help="Nyström centers: a number or 'auto'")
     fit.add_argument("--n-features", type=int, help="random features (rf, sgm)")

@@ -82,6 +82,8 @@ def _estimator(args: argparse.Namespace, task: str) -> Any:
         value = getattr(args, opt)
         if value is not None:
             params[opt] = value
+    if getattr(args, "scale", None) is not None:
+        params["scale"] = {"auto": "auto", "on": True, "off": False}[args.scale]
     if args.seed is not None:
         params["random_state"] = args.seed
     if args.device is not None:

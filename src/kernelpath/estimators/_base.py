@@ -79,8 +79,7 @@ class _KernelPathEstimator(BaseEstimator):
         path = chosen.path
         self.path_ = path
         if chosen.ard_info is not None:
-            learned = getattr(self.kernel_, "per_feature", False)
-            self.ard_info_ = dict(chosen.ard_info, chosen="learned" if learned else "start")
+            self.ard_info_ = dict(chosen.ard_info)
         self.best_params_ = path.best_params
         if chosen.n_kernels > 1:
             self.best_params_["kernel"] = self.kernel_

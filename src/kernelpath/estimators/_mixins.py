@@ -14,11 +14,25 @@ from .. import _backend as B
 _COMMON_DOC = """
     kernel : str, Kernel or sequence of them, default="gaussian"
         A Kernel instance (``kernelpath.Gaussian(sigma=2.0)``) or a name ("gaussian",
-        "laplacian", "matern", "cauchy" with ``sigma="median"``; "polynomial", "linear").
-        A sequence is a path over kernels (widths or families), searched with the other
-        parameters; a radial kernel with ``sigma="auto"`` is the 11 widths
-        ``kernels.AUTO_WIDTH_FACTORS`` x the median distance. With the hold-out, widths are
-        screened on subsamples first (successive halving).
+        "laplacian", "matern", "cauchy" with ``sigma="auto"``; "polynomial", "linear").
+        ``sigma="auto"`` has the fit choose the width: with the hold-out (the default) a
+        1-D search over log sigma scored by Nyström KRLS's closed-form λ path on a
+        subsample of at most 6,000 training rows, corrected for the number of rows
+        (``fitting.widths``), then one fit at that width; with k-fold, LOO or GCV the 11
+        widths ``kernels.AUTO_WIDTH_FACTORS`` x the median distance, each fit in full.
+        Without a validation split (``validation_fraction=0``) a name takes the median
+        heuristic. A sequence is a path over kernels (widths or families), searched with
+        the other parameters; with the hold-out, several candidates are screened on
+        subsamples first (successive halving).
+    scale : "auto", True or False, default="auto"
+        Scale the inputs of a radial kernel: each feature's standard deviation s_l (1 for a
+        constant column: ``kernelpath.scaling``) is folded into the widths (sigma_l =
+        sigma * s_l), so X is not copied and ``predict`` takes raw inputs. "auto": where
+        the fit chooses the width (a name, ``sigma`` "auto", "median" or "ard"); a width
+        given as a number is in the units of X as passed. True: every radial kernel, a
+        numeric width then in the units of the scaled inputs (an error without a radial
+        kernel). False: never. ``kernel_`` holds the widths on the raw inputs (one per
+        feature when scaled).
     validation_fraction : float in [0, 1), default=0.2
         Fraction of the data held out to score the path and choose its best point
         (``cv="holdout"``). 0 turns selection off and fits on all the data (then
@@ -31,12 +45,16 @@ _COMMON_DOC = """
         spectral filters). An int k: k-fold (stratified for classifiers); or a
         scikit-learn splitter (every solver). With any mode but "holdout" the model is fit
         on all the data at the chosen point.
-    refit : bool, default=False
-        Refit on all the data at the chosen point (like GridSearchCV); by default the model
-        trained on the training part is kept (like scikit-learn's early stopping). The
-        refit keeps the chosen penalty, and the chosen iteration count for gradient descent,
-        Landweber and the ν-method (their regularization); CG runs to convergence (``tol``)
-        when the chosen point had converged, else it keeps the chosen iteration count.
+    refit : "auto", True or False, default="auto"
+        Refit on all the data at the chosen point (like GridSearchCV). "auto": where the
+        chosen point is a closed form at its λ (Nyström ``solver="direct"``, exact KRLS with
+        the Tikhonov, kOLS or TSVD filter, random features) and X is in memory; the
+        iterative solvers keep the model trained on the training part (an early-stopped
+        iterate refit on more rows is another model: CG on cpusmall went from test RMSE 3.7
+        to 16.5), as does data read from disk or Dask (one more pass). The refit keeps the
+        chosen penalty, and the chosen iteration count for gradient descent, Landweber and
+        the ν-method (their regularization); CG runs to convergence (``tol``) when the
+        chosen point had converged, else it keeps the chosen iteration count.
     memory_budget : int, str or None, default=None
         Bytes the kernel blocks may take ("2GB" works); None: half of the available memory.
     random_state : int, Generator, RandomState or None, default=None

@@ -26,7 +26,8 @@ class _KRLSBase(_KernelPathEstimator):
         step: Any = "auto",
         validation_fraction: float = 0.2,
         cv: Any = "holdout",
-        refit: bool = False,
+        refit: bool | str = "auto",
+        scale: Any = "auto",
         memory_budget: Any = None,
         random_state: Any = None,
         device: Any = None,
@@ -41,6 +42,7 @@ class _KRLSBase(_KernelPathEstimator):
         self.validation_fraction = validation_fraction
         self.cv = cv
         self.refit = refit
+        self.scale = scale
         self.memory_budget = memory_budget
         self.random_state = random_state
         self.device = device

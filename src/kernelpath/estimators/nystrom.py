@@ -27,7 +27,8 @@ class _NystromBase(_KernelPathEstimator):
         cv: Any = "holdout",
         n_iter_no_change: int | None = 10,
         tol: float = 1e-4,
-        refit: bool = False,
+        refit: bool | str = "auto",
+        scale: Any = "auto",
         memory_budget: Any = None,
         random_state: Any = None,
         device: Any = None,
@@ -44,6 +45,7 @@ class _NystromBase(_KernelPathEstimator):
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.refit = refit
+        self.scale = scale
         self.memory_budget = memory_budget
         self.random_state = random_state
         self.device = device
@@ -68,7 +70,8 @@ class _NYTROBase(_NystromBase):
         cv: Any = "holdout",
         n_iter_no_change: int | None = 10,
         tol: float = 1e-4,
-        refit: bool = False,
+        refit: bool | str = "auto",
+        scale: Any = "auto",
         memory_budget: Any = None,
         random_state: Any = None,
         device: Any = None,
@@ -86,6 +89,7 @@ class _NYTROBase(_NystromBase):
             n_iter_no_change=n_iter_no_change,
             tol=tol,
             refit=refit,
+            scale=scale,
             memory_budget=memory_budget,
             random_state=random_state,
             device=device,

@@ -23,7 +23,8 @@ class _RandomFeaturesBase(_KernelPathEstimator):
         orthogonal: bool = False,
         validation_fraction: float = 0.2,
         cv: Any = "holdout",
-        refit: bool = False,
+        refit: bool | str = "auto",
+        scale: Any = "auto",
         memory_budget: Any = None,
         random_state: Any = None,
         device: Any = None,
@@ -36,6 +37,7 @@ class _RandomFeaturesBase(_KernelPathEstimator):
         self.validation_fraction = validation_fraction
         self.cv = cv
         self.refit = refit
+        self.scale = scale
         self.memory_budget = memory_budget
         self.random_state = random_state
         self.device = device

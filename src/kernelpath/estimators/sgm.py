@@ -33,7 +33,8 @@ class _SGMBase(_KernelPathEstimator):
         cv: Any = "holdout",
         n_iter_no_change: int | None = 5,
         tol: float = 1e-4,
-        refit: bool = False,
+        refit: bool | str = "auto",
+        scale: Any = "auto",
         memory_budget: Any = None,
         random_state: Any = None,
         device: Any = None,
@@ -56,6 +57,7 @@ class _SGMBase(_KernelPathEstimator):
         self.n_iter_no_change = n_iter_no_change
         self.tol = tol
         self.refit = refit
+        self.scale = scale
         self.memory_budget = memory_budget
         self.random_state = random_state
         self.device = device

@@ -62,6 +62,8 @@ class EigenProOptions:
 class EigenProFamily(Family):
     """EigenPro 2 (or the seed paper's rule) in kernel mode or on D random features."""
 
+    screens_with_own_solver = True
+
     def method(self, params: Mapping[str, Any]) -> str:
         return "eigenpro"
 

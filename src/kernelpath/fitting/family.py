@@ -39,6 +39,12 @@ class Family:
     takes_dask = False
     #: Why X must be in memory, or None when it is read in blocks.
     in_memory: str | None = None
+    #: Whether a width search (``widths.choose_width``) scores widths with the family's
+    #: own solver: NYTRO, SGM and EigenPro, whose iteration, step and epoch budget decides
+    #: which widths they can fit (a wide kernel is ill-conditioned: at the width the closed
+    #: form chose, NYTRO and SGM failed scikit-learn's training-score check); else Nyström
+    #: KRLS's closed form.
+    screens_with_own_solver = False
 
     # ------------------------------------------------------------------ settings
     def settings(self, params: Mapping[str, Any]) -> FitSettings:
@@ -50,15 +56,19 @@ class Family:
         patience = check_int(params.get("n_iter_no_change"), "n_iter_no_change", 1, allow_none=True)
         tol = check_float(params.get("tol", 0.0), "tol", 0.0, np.inf, high_open=True)
         rng = make_rng(params["random_state"])
-        if not isinstance(params["refit"], (bool, np.bool_)):
-            raise TypeError(f"refit must be a bool, got {params['refit']!r}")
+        refit = params["refit"]
+        if isinstance(refit, str):
+            if refit != "auto":
+                raise ValueError(f"refit must be True, False or 'auto', got {refit!r}")
+        elif not isinstance(refit, (bool, np.bool_)):
+            raise TypeError(f"refit must be True, False or 'auto', got {refit!r}")
         return FitSettings(
             penalty=penalty,
             rng=rng,
             validation_fraction=fraction,
             n_iter_no_change=patience,
             tol=tol,
-            refit=bool(params["refit"]),
+            refit=refit if isinstance(refit, str) else bool(refit),
             options=self.options(params),
             size=params.get(self.size_param),
         )
@@ -83,6 +93,11 @@ class Family:
     def has_path(self, settings: FitSettings, method: str) -> bool:
         """Whether a fit makes a path to select on (else one model)."""
         return self.size_path(settings) or not isinstance(settings.penalty, float)
+
+    def closed_form(self, method: str) -> bool:
+        """Whether ``method``'s chosen point is a closed form at its λ (its refit is one
+        more solve, stable in n); an iterate's regularization depends on n instead."""
+        return False
 
     def unused_penalty(self, method: str) -> bool:
         """Whether ``method`` ignores ``penalty`` (its path is over iterations)."""

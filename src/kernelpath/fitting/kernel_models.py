@@ -190,6 +190,9 @@ class ExactFamily(_KernelModel):
 
     in_memory = "keeps every training point as a center"
 
+    def closed_form(self, method: str) -> bool:
+        return method in ("tikhonov", "kols", "tsvd")
+
     def method(self, params: Mapping[str, Any]) -> str:
         return check_choice(params["filter"], "filter", FILTERS)
 
@@ -290,6 +293,9 @@ class NystromFamily(_KernelModel):
 
     def method(self, params: Mapping[str, Any]) -> str:
         return check_choice(params["solver"], "solver", self._solvers)
+
+    def closed_form(self, method: str) -> bool:
+        return method == "direct"
 
     def options(self, params: Mapping[str, Any]) -> KernelOptions:
         return KernelOptions(self.method(params), params.get("max_iter"), params["centers"])
@@ -443,6 +449,8 @@ class NystromFamily(_KernelModel):
 
 class NYTROFamily(NystromFamily):
     """NYTRO: Nyström gradient descent (or the ν-method) regularized by early stopping."""
+
+    screens_with_own_solver = True
 
     _solvers = ("gd", "nu")
 

@@ -12,12 +12,14 @@ import numpy as np
 
 from .. import _backend as B
 from .. import ard
-from ..kernels import Kernel, kernel_candidates
+from ..kernels import Kernel, _RadialKernel, kernel_candidates, kernel_items
 from ..path import Path
+from ..scaling import check_scale, feature_scales
 from ..selection import check_cv, cv_folds, holdout_split
 from .family import Family
-from .problem import CandidateFit, FitProblem, FitSettings
+from .problem import CandidateFit, FitProblem, FitSettings, spawned
 from .search import Screening, fold_search, holdout_search, smoother_search
+from .widths import choose_width
 
 __all__ = ["SelectionPlan", "Selection", "make_plan", "select"]
 
@@ -34,6 +36,22 @@ class Selection:
     train: np.ndarray
     validation: np.ndarray
     ard_info: dict[str, Any] | None = field(default=None)
+    width_info: list[dict[str, Any]] | None = field(default=None)
+
+
+def _refit(settings: FitSettings, problem: FitProblem, family: Family, method: str) -> bool:
+    """``refit`` resolved. "auto": refit on all the rows where the chosen point is a closed
+    form at its λ (Nyström direct, exact KRLS's Tikhonov / kOLS / TSVD, random features) and
+    the data are in memory; not an iterate (CG, gradient descent, SGM, EigenPro: refit with
+    the chosen iteration count on more rows, CG's early-stopped point on cpusmall went from
+    test RMSE 3.7 to 16.5, docs/design.md), nor data read from disk or Dask (one more pass)."""
+    if isinstance(settings.refit, str):
+        return family.closed_form(method) and not B.is_lazy(problem.X)
+    return bool(settings.refit)
+
+
+def _is_auto(sigma: Any) -> bool:
+    return isinstance(sigma, str) and sigma == "auto"
 
 
 def _wants_ard(kernel: Any) -> bool:
@@ -50,15 +68,17 @@ def _wants_ard(kernel: Any) -> bool:
 
 
 def learned_kernel(
-    kernel: Kernel, problem: FitProblem, rng: np.random.Generator, rows: np.ndarray | None
+    kernel: Kernel,
+    problem: FitProblem,
+    rng: np.random.Generator,
+    rows: np.ndarray | None,
+    scales: np.ndarray | None = None,
 ) -> tuple[Kernel, dict[str, Any]]:
     """The ``sigma="ard"`` kernel with one width per feature learned by
-    ``ard.learn_widths`` on a subsample of ``rows`` (all rows when None), and its report.
+    ``ard.learn_widths`` on a subsample of ``rows`` (all rows when None), and its report;
+    with ``scales`` learned on the scaled subsample and folded back (sigma_l * s_l).
     Draws from a generator spawned from ``rng`` (``rng``'s own stream is left as it was)."""
-    try:
-        sub_rng = rng.spawn(1)[0]
-    except (AttributeError, TypeError):  # a generator without a seed sequence
-        sub_rng = np.random.default_rng(rng.integers(2**63))
+    sub_rng = spawned(rng)
     n = problem.n
     pool = np.arange(n) if rows is None else rows
     if len(pool) > ard.N_SUBSAMPLE:
@@ -68,6 +88,8 @@ def learned_kernel(
         ws = None if problem.weights is None else problem.weights[pool]
     else:
         Xs, Ys, ws = problem.X, problem.Y, problem.weights
+    if scales is not None:  # a copy of the subsample (at most ard.N_SUBSAMPLE rows)
+        Xs = B.to_numpy(B.rows_in_memory(Xs, np.arange(len(Xs))), np.float64) / scales
     learned, info = ard.learn_widths(
         kernel,
         Xs,
@@ -78,6 +100,9 @@ def learned_kernel(
         return_info=True,
     )
     info["n_rows"] = len(pool)
+    if scales is not None:
+        assert isinstance(learned, _RadialKernel)
+        learned = learned.set_width(learned.widths(len(scales)) * scales)
     return learned, info
 
 
@@ -142,6 +167,9 @@ class SelectionPlan:
         Whether the model is refit on all the rows at the chosen point.
     ard_info : dict or None
         The report of ``ard.learn_widths``.
+    width_info : list of dict or None
+        The reports of the width searches (``widths.choose_width``), one per kernel whose
+        width the screen chose.
     """
 
     kernels: list[Kernel]
@@ -153,6 +181,7 @@ class SelectionPlan:
     pinned: int = 0
     refit: bool = False
     ard_info: dict[str, Any] | None = None
+    width_info: list[dict[str, Any]] | None = None
 
 
 def make_plan(
@@ -166,20 +195,43 @@ def make_plan(
     labels = problem.labels
     cv = check_cv(params.get("cv", "holdout"), n, labels)
     kernel = params["kernel"]
-    # sigma="ard": the widths are learned on the training rows (all of them without a
-    # hold-out) and the learned kernel joins the "auto" widths as the first candidate
-    # (the guard: selection keeps it only where it beats them); the "auto" part draws
-    # the same numbers as a fit with sigma="auto"
-    ard_wanted = _wants_ard(kernel)
     no_split = cv == "holdout" and settings.validation_fraction == 0
+    # a radial kernel given by name has its width chosen by the fit ("auto"), or the
+    # median heuristic where nothing can be chosen (no validation split)
+    width = "median" if no_split else "auto"
+    items = kernel_items(kernel, width)
+    scale = check_scale(params.get("scale", False))
+    if scale is True and not any(isinstance(k, _RadialKernel) for k in items):
+        raise ValueError(
+            "scale=True scales the inputs of a radial kernel (its widths per feature); "
+            f"kernel={kernel!r} has none: give scale='auto' or False, or scale X yourself"
+        )
+    scales = (
+        feature_scales(problem.X, spawned(rng)) if any(k.scaled_by(scale) for k in items) else None
+    )
+    # sigma="ard": the widths are learned on the training rows (all of them without a
+    # hold-out) and the learned kernel joins the "auto" width as the first candidate
+    # (the guard: selection keeps it only where it beats it)
+    ard_wanted = _wants_ard(kernel)
     guard = ard_wanted and not no_split
     ard_info = None
+    # with a hold-out, an "auto" width is chosen by the screen (widths.choose_width) after
+    # the split; with k-fold, LOO or GCV it is the grid AUTO_WIDTH_FACTORS fit in full
+    screened = cv == "holdout" and not no_split
+    searched: list[_RadialKernel] = []
     if ard_wanted and not guard:
-        learned, ard_info = learned_kernel(kernel, problem, rng, None)
+        learned, ard_info = learned_kernel(items[0], problem, rng, None, scales)
         kernels = [learned]
     else:
-        start = type(kernel)(**dict(kernel.get_params(), sigma="auto")) if ard_wanted else kernel
-        kernels = kernel_candidates(start, problem.X, rng)
+        start = items
+        if ard_wanted:
+            start = [type(k)(**dict(k.get_params(), sigma="auto")) for k in items]
+        searched = [
+            k for k in start if screened and isinstance(k, _RadialKernel) and _is_auto(k.sigma)
+        ]
+        rest = [k for k in start if not any(k is s for s in searched)]
+        given = kernel if not searched and not ard_wanted else rest
+        kernels = kernel_candidates(given, problem.X, rng, scales, scale, width) if given else []
     method = family.method(params)
     pen = settings.penalty
     unused = family.unused_penalty(method)
@@ -188,7 +240,7 @@ def make_plan(
             f"penalty is not used by filter={method!r} (its path is over iterations or it "
             f"has no parameter); leave it at 'auto', got {params['penalty']!r}"
         )
-    has_path = family.has_path(settings, method) or len(kernels) > 1
+    has_path = family.has_path(settings, method) or bool(searched) or len(kernels) > 1
     if no_split:
         _check_selection_off(family, settings, method, len(kernels), params)
     if cv in ("loo", "gcv") and has_path:
@@ -204,14 +256,30 @@ def make_plan(
             else (every, None)
         )
         plan = SelectionPlan(
-            kernels, method, "holdout", tr, va, refit=settings.refit and va is not None
+            kernels,
+            method,
+            "holdout",
+            tr,
+            va,
+            refit=_refit(settings, problem, family, method) and va is not None,
         )
+        if searched:
+            assert va is not None
+            chosen = []
+            plan.width_info = []
+            for k in searched:
+                picked, info = choose_width(
+                    family, problem, k, tr, va, settings, scales, spawned(rng)
+                )
+                chosen.append(picked)
+                plan.width_info.append(info)
+            plan.kernels = [*chosen, *(k for k in kernels if k not in chosen)]
         if guard:
-            learned, ard_info = learned_kernel(kernel, problem, rng, tr)
-            plan.kernels, plan.pinned = [learned, *kernels], 1
+            learned, ard_info = learned_kernel(items[0], problem, rng, tr, scales)
+            plan.kernels, plan.pinned = [learned, *plan.kernels], 1
     else:
         if guard:
-            learned, ard_info = learned_kernel(kernel, problem, rng, None)
+            learned, ard_info = learned_kernel(items[0], problem, rng, None, scales)
             kernels = [learned, *kernels]
         plan = SelectionPlan(kernels, method, cv, every, None, refit=cv not in ("loo", "gcv"))
         if plan.refit:  # k-fold or a splitter
@@ -249,6 +317,18 @@ def select(
     else:
         model, coef = result.best, result.best.path.coef()
     validation = plan.validation if plan.validation is not None else np.array([], dtype=int)
+    if plan.width_info is not None:
+        result.path.info["width_search"] = plan.width_info
+    if plan.ard_info is not None:
+        learned = plan.pinned and result.best.kernel is plan.kernels[0]
+        plan.ard_info["chosen"] = "learned" if learned or not plan.pinned else "start"
     return Selection(
-        result.path, model, coef, len(plan.kernels), plan.train, validation, plan.ard_info
+        result.path,
+        model,
+        coef,
+        len(plan.kernels),
+        plan.train,
+        validation,
+        plan.ard_info,
+        plan.width_info,
     )

@@ -14,11 +14,19 @@ from ..centers import CenterSelection
 from ..kernels import Kernel
 from ..path import Path
 
-__all__ = ["FitProblem", "FitSettings", "CandidateFit", "N_VECTORS"]
+__all__ = ["FitProblem", "FitSettings", "CandidateFit", "N_VECTORS", "spawned"]
 
 #: n-sized vectors per output a fit holds besides the operators (their share of the budget
 #: with data read from disk).
 N_VECTORS = 6
+
+
+def spawned(rng: np.random.Generator) -> np.random.Generator:
+    """A generator spawned from ``rng`` (``rng``'s own stream is left as it was)."""
+    try:
+        return rng.spawn(1)[0]
+    except (AttributeError, TypeError):  # a generator without a seed sequence
+        return np.random.default_rng(rng.integers(2**63))
 
 
 @dataclass(frozen=True)
@@ -109,7 +117,7 @@ class FitSettings:
     validation_fraction : float
     n_iter_no_change : int or None
     tol : float
-    refit : bool
+    refit : bool or "auto"
     options : object
         The family's own options (a frozen dataclass of the family module).
     cv_mode : "loo", "gcv" or None
@@ -129,7 +137,7 @@ class FitSettings:
     validation_fraction: float
     n_iter_no_change: int | None
     tol: float
-    refit: bool
+    refit: bool | str
     options: Any = None
     cv_mode: str | None = None
     size: Any = None

@@ -70,6 +70,9 @@ class RandomFeaturesFamily(Family):
     def method(self, params: Mapping[str, Any]) -> str:
         return "eigh"
 
+    def closed_form(self, method: str) -> bool:
+        return True
+
     def options(self, params: Mapping[str, Any]) -> RandomFeaturesOptions:
         return RandomFeaturesOptions(params["orthogonal"], params["memory_budget"])
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..kernels import Kernel
 from ..path import Path, mean_over_folds, stack_paths
-from .problem import CandidateFit, FitSettings
+from .problem import CandidateFit, FitSettings, spawned
 
 __all__ = [
     "FitOne",
@@ -51,12 +51,16 @@ class SearchResult:
     best: CandidateFit
 
 
-def kernel_settings(settings: FitSettings, n_kernels: int) -> list[FitSettings]:
+def kernel_settings(settings: FitSettings, n_kernels: int, pinned: int = 0) -> list[FitSettings]:
     """One copy of ``settings`` per kernel. With several kernels every copy gets a
     generator of the same seed: the same centers (uniform), feature draws (scaled by
-    1 / sigma) and minibatches for every kernel."""
+    1 / sigma) and minibatches for every kernel. With one kernel besides the ``pinned``
+    ones (the learned ARD widths) that kernel keeps ``settings`` (it draws what it would
+    alone) and the pinned ones get generators spawned from it."""
     if n_kernels == 1:
         return [settings]
+    if n_kernels - pinned == 1:
+        return [replace(settings, rng=spawned(settings.rng)) for _ in range(pinned)] + [settings]
     seed = int(settings.rng.integers(2**63))
     return [replace(settings, rng=np.random.default_rng(seed)) for _ in range(n_kernels)]
 
@@ -132,7 +136,7 @@ def holdout_search(
     validation error each round, while the smallest subsample keeps at least the
     screening floor; the survivors are fit on all the training rows. The first ``pinned``
     kernels (learned widths) skip the screening and meet the survivors at full size."""
-    per_kernel = kernel_settings(settings, len(kernels))
+    per_kernel = kernel_settings(settings, len(kernels), pinned)
     K, n_tr = len(kernels), len(train)
     rounds = 0
     screened = K - pinned

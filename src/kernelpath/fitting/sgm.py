@@ -61,6 +61,8 @@ class SGMOptions:
 class SGMFamily(Family):
     """SGM (one pass) and SIGM (several) with the square, hinge or logistic loss."""
 
+    screens_with_own_solver = True
+
     def __init__(self, default_loss: str = "square", losses: tuple[str, ...] = ("square",)):
         self.default_loss = default_loss
         self.losses = losses

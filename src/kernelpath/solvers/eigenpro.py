@@ -98,9 +98,15 @@ class EigenSystem:
 def _top_pairs(M: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
     size = len(M)
     count = min(count, size)
-    vals, vecs = scipy.linalg.eigh(
-        M, subset_by_index=[size - count, size - 1], driver="evr", check_finite=False
-    )
+    try:
+        vals, vecs = scipy.linalg.eigh(
+            M, subset_by_index=[size - count, size - 1], driver="evr", check_finite=False
+        )
+    except np.linalg.LinAlgError:  # MRRR fails on some near-low-rank matrices (wide kernels)
+        vals, vecs = np.empty(0), np.empty((size, 0))
+    if len(vals) < count:
+        vals, vecs = scipy.linalg.eigh(M, driver="evd", check_finite=False)
+        vals, vecs = vals[size - count :], vecs[:, size - count :]
     return np.maximum(vals[::-1], 0.0), vecs[:, ::-1]
 
 

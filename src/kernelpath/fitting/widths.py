@@ -1,0 +1,167 @@
+"""The width of a radial kernel chosen before the fit (``sigma="auto"`` with a hold-out, the
+default): a 1-D search over log sigma scored by the closed-form λ path of Nyström KRLS (the
+family's own solver for NYTRO, SGM and EigenPro) on a subsample of the training rows,
+corrected for the shift of the best width with n; the estimator's own solver then fits
+once, at that width, on all its training rows.
+
+Draws only from a generator spawned from the fit's (the median's subsample, the screen's
+rows and centers), so the fit that follows is the fit of ``kernel=est.kernel_`` with the
+same ``random_state``, number for number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..kernels import Kernel, _RadialKernel, median_distance
+from ..progress import quiet, report
+from .family import Family
+from .kernel_models import KernelOptions, NystromFamily, default_n_centers
+from .problem import FitProblem, FitSettings, spawned
+
+__all__ = [
+    "SCREEN_ROWS",
+    "SCREEN_CENTERS_MAX",
+    "SCREEN_MAX_ITER",
+    "WIDTH_SHIFT",
+    "COARSE_FACTORS",
+    "spawned",
+    "choose_width",
+]
+
+#: Training rows the screen fits on (all of them below that).
+SCREEN_ROWS = 6000
+#: The most centers a screening fit draws.
+SCREEN_CENTERS_MAX = 1500
+#: The best width on n_s rows is about (n / n_s)^WIDTH_SHIFT times the best on n rows
+#: (measured on the shared data, docs/design.md "Choosing the width").
+WIDTH_SHIFT = 0.2
+#: The most iterations of a screening fit with an iterative solver (NYTRO).
+SCREEN_MAX_ITER = 100
+#: The first pass of the search, as multiples of the median distance; it goes on outward
+#: (by factors of 2, at most ``EXTEND`` more) while the best is at an end.
+COARSE_FACTORS = tuple(2.0**k for k in range(-4, 4))
+EXTEND = 3
+
+_SCREEN = NystromFamily()
+
+
+def _screen_size(family: Family, settings: FitSettings, n_tr: int, n_s: int) -> int:
+    """Centers of a screening fit on ``n_s`` rows: the final model's m (the estimator's
+    drawn centers, else sqrt(n) log n) times sqrt(n_s / n_tr) (the regime of Rudi et al.),
+    at most ``SCREEN_CENTERS_MAX`` and n_s."""
+    drawn = getattr(family, "drawn_centers", None)
+    m = drawn(settings, n_tr) if drawn is not None else None
+    if m is None:
+        m = default_n_centers(n_tr)
+    return int(max(1, min(n_s, SCREEN_CENTERS_MAX, round(m * np.sqrt(n_s / n_tr)))))
+
+
+def choose_width(
+    family: Family,
+    problem: FitProblem,
+    kernel: _RadialKernel,
+    train: np.ndarray,
+    val: np.ndarray,
+    settings: FitSettings,
+    scales: np.ndarray | None,
+    rng: np.random.Generator,
+) -> tuple[Kernel, dict[str, Any]]:
+    """(``kernel`` at the chosen width, the search's report).
+
+    Parameters
+    ----------
+    kernel : radial Kernel with ``sigma="auto"``
+    train, val : ndarray of int
+        The hold-out split of the fit.
+    settings : FitSettings
+        The fit's settings (the number of centers the final model draws).
+    scales : ndarray of shape (n_features,) or None
+        The feature scales folded into the widths (None: the inputs as they are).
+    rng : numpy.random.Generator
+        The search's own generator (spawned from the fit's).
+    """
+    med = median_distance(problem.X, rng, scales)
+    n_tr = len(train)
+    n_s = min(n_tr, SCREEN_ROWS)
+    sub = train if n_s == n_tr else np.sort(rng.choice(train, n_s, replace=False))
+    m_s = _screen_size(family, settings, n_tr, n_s)
+    seed = int(rng.integers(2**63))
+    base = replace(
+        settings,
+        penalty="auto",
+        options=KernelOptions("direct", None, "uniform"),
+        size=m_s,
+        refit=False,
+        cv_mode=None,
+        n_iter=None,
+        feature_seed=None,
+    )
+
+    def at(factor: float) -> Kernel:
+        width = med * factor
+        return kernel.set_width(width if scales is None else width * scales)
+
+    scores: dict[float, tuple[float, float]] = {}
+
+    own = family.screens_with_own_solver
+    if own:  # the estimator's solver on the subsample, as in a screening round
+        base = family.screen(replace(settings, refit=False), n_s / n_tr, n_tr)
+        max_iter = getattr(family, "max_iter", None)
+        if max_iter is not None and hasattr(base.options, "max_iter"):
+            # at most SCREEN_MAX_ITER iterations: a width NYTRO needs more for on n_s rows is
+            # scored by that iterate (without the cap the wide widths ran to the cap of 500)
+            cap = min(max_iter(base), SCREEN_MAX_ITER)
+            base = replace(base, options=replace(base.options, max_iter=cap))
+    screen = family if own else _SCREEN
+
+    def score(factor: float) -> tuple[float, float]:
+        if factor not in scores:
+            s = replace(base, rng=np.random.default_rng(seed))  # the same centers every width
+            with quiet():  # the screen reports its widths, not their fits' steps
+                scores[factor] = screen.solve(problem, at(factor), sub, val, s).score()
+            best = min(v[0] for v in scores.values())
+            report("width screen", len(scores), None, factor=float(factor), best_val=best)
+        return scores[factor]
+
+    for f in COARSE_FACTORS:
+        score(f)
+    lo, hi = min(COARSE_FACTORS), max(COARSE_FACTORS)
+    for _ in range(EXTEND):  # the best at an end: the curve goes on outward
+        best = min(scores, key=lambda f: scores[f])
+        if best == lo:
+            lo /= 2.0
+            score(lo)
+        elif best == hi:
+            hi *= 2.0
+            score(hi)
+        else:
+            break
+    step = 2.0
+    for _ in range(2):  # halve the step around the best twice: sqrt(2), then 2^(1/4)
+        step = np.sqrt(step)
+        best = min(scores, key=lambda f: scores[f])
+        score(best / step)
+        score(best * step)
+    best = min(scores, key=lambda f: scores[f])
+    shift = (n_s / n_tr) ** WIDTH_SHIFT  # the best on n_s rows overestimates the best on n_tr
+    factor = best * shift
+    factors = sorted(scores)
+    info = {
+        "median": med,
+        "n_rows": n_s,
+        "n_centers": m_s,
+        "solver": "own" if own else "nystrom-direct",
+        "factors": factors,
+        "val_error": [scores[f][0] for f in factors],
+        "val_loss": [scores[f][1] for f in factors],
+        "screen_best": best,
+        "shift": shift,
+        "factor": factor,
+        "sigma": med * factor,
+        "scales": None if scales is None else np.asarray(scales, dtype=np.float64),
+    }
+    return at(factor), info

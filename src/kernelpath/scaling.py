@@ -1,0 +1,61 @@
+"""Scaled inputs: each feature's spread s_l, folded into the widths of a radial kernel
+(sigma_l = sigma * s_l on the raw features is sigma on x_l / s_l), so no copy of X is made and
+``predict`` takes the inputs as they are.
+
+The rule (docs/design.md, "Scaled inputs"): s_l is the column's standard deviation
+(scikit-learn's ``StandardScaler``), 1 where that is 0 (a constant column adds nothing to any
+distance). The interquartile range was measured against it and lost (yacht +35%, cpusmall +8%
+test RMSE, where a few columns are mostly one value with far outliers; it won on airfoil and
+concrete by 8% and 2.5%). A heavy-tailed column (a Cauchy column) is therefore scaled by its
+largest values and its bulk counts for little: transform such a column (log, ranks) where its
+bulk matters. A 0/1 column with a fraction p of ones gets s = sqrt(p (1 - p)).
+The statistics are taken on at most ``SCALE_ROWS`` rows drawn at random (all rows below
+that), one read of those rows for data out of core or on Dask.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _backend as B
+
+__all__ = ["SCALE_ROWS", "check_scale", "feature_scales"]
+
+#: Rows the column statistics are taken on (at random above that; the standard deviation
+#: of 100,000 rows of a normal column is within about 0.5% of the population's).
+SCALE_ROWS = 100_000
+
+
+def check_scale(scale: Any) -> bool | str:
+    """``scale`` checked: "auto", True or False.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming ``scale``.
+    """
+    if isinstance(scale, str):
+        if scale != "auto":
+            raise ValueError(f"scale must be 'auto', True or False, got {scale!r}")
+        return scale
+    if isinstance(scale, (bool, np.bool_)):
+        return bool(scale)
+    raise TypeError(f"scale must be 'auto', True or False, got {type(scale).__name__}")
+
+
+def feature_scales(X: Any, rng: np.random.Generator) -> np.ndarray:
+    """The spread of each column of ``X`` (shape (d,), positive, float64): the standard
+    deviation, else 1 (see the module's rule). Draws the rows from ``rng`` only when X has
+    more than ``SCALE_ROWS`` rows."""
+    n = int(X.shape[0])
+    if n > SCALE_ROWS:
+        rows = np.sort(rng.choice(n, SCALE_ROWS, replace=False))
+        sample = B.rows_in_memory(X, rows)
+    elif B.is_lazy(X):
+        sample = B.rows_in_memory(X, np.arange(n))
+    else:
+        sample = X
+    s = B.to_numpy(sample, np.float64).std(axis=0)
+    return np.where(np.isfinite(s) & (s > 0), s, 1.0)

@@ -1,0 +1,160 @@
+"""The defaults (issue 24): inputs scaled by folding the feature scales into the widths, the
+width chosen by the screen, ``refit="auto"``; each against an independent computation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernelpath as kp
+from kernelpath.kernels import median_distance
+from kernelpath.scaling import feature_scales
+
+
+def _data(n=1500, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] ** 2 + 0.1 * rng.standard_normal(n)
+    return X, y
+
+
+def test_the_scale_rule_on_a_constant_a_cauchy_and_a_rare_binary_column():
+    rng = np.random.default_rng(0)
+    n = 20000
+    normal = 3.0 * rng.standard_normal(n)
+    const = np.full(n, 7.0)
+    cauchy = rng.standard_cauchy(n)
+    rare = (rng.random(n) < 0.001).astype(float)  # about 20 ones: IQR 0
+    X = np.column_stack([normal, const, cauchy, rare])
+    s = feature_scales(X, rng)
+    assert np.all(np.isfinite(s)) and np.all(s > 0)
+    assert s[0] == pytest.approx(normal.std(), rel=1e-12) and s[0] == pytest.approx(3, rel=0.03)
+    assert s[1] == 1.0  # constant: adds nothing to any distance
+    assert s[2] == pytest.approx(cauchy.std(), rel=1e-12)  # its largest values decide
+    p = rare.mean()
+    assert s[3] == pytest.approx(np.sqrt(p * (1 - p)), rel=1e-12)
+    # above SCALE_ROWS rows: a random subsample, within its sampling error
+    big = np.tile(X, (6, 1))
+    sub = feature_scales(big, np.random.default_rng(1))
+    np.testing.assert_allclose(sub[[0, 3]], s[[0, 3]], rtol=0.1)
+
+
+def test_a_fit_with_such_columns_is_finite():
+    rng = np.random.default_rng(1)
+    n = 3000
+    c = rng.standard_cauchy(n)
+    X = np.column_stack([c, np.full(n, 3.0), (rng.random(n) < 0.001) * 1.0, rng.random(n)])
+    y = np.sin(6 * X[:, 3]) + 0.05 * rng.standard_normal(n)
+    est = kp.NystromRegressor(random_state=0).fit(X[:2000], y[:2000])
+    pred = est.predict(X[2000:])
+    assert np.all(np.isfinite(pred)) and np.all(np.isfinite(est.coef_))
+    rmse = np.sqrt(np.mean((pred - y[2000:]) ** 2))
+    assert rmse < 0.15, rmse  # the target spreads 0.7, the noise 0.05: the column is learned
+
+
+def test_folding_the_scales_is_the_fit_on_scaled_inputs():
+    X, y = _data()
+    X = X * np.array([1e-3, 1.0, 50.0, 1e4])
+    s = feature_scales(X, np.random.default_rng(0))
+    kw = dict(n_centers=100, solver="direct", random_state=0)
+    a = kp.NystromRegressor(kp.Gaussian(1.5), scale=True, **kw).fit(X, y)
+    b = kp.NystromRegressor(kp.Gaussian(1.5), scale=False, **kw).fit(X / s, y)
+    np.testing.assert_allclose(a.kernel_.sigma, 1.5 * s, rtol=1e-14)
+    np.testing.assert_allclose(a.predict(X), b.predict(X / s), rtol=0, atol=1e-8)
+
+
+def test_raw_and_scaled_inputs_give_the_same_default_fit():
+    # X / s has scales of 1 (up to rounding): the default fit on raw X is the default fit
+    # on X / s
+    X, y = _data()
+    X = X * np.array([1e-3, 1.0, 50.0, 1e4]) + np.array([0.0, 5.0, -3.0, 1e5])
+    s = feature_scales(X, np.random.default_rng(0))
+    a = kp.NystromRegressor(random_state=0).fit(X, y)
+    b = kp.NystromRegressor(random_state=0).fit(X / s, y)
+    np.testing.assert_allclose(a.kernel_.sigma, b.kernel_.sigma * s, rtol=1e-8)
+    np.testing.assert_allclose(a.predict(X), b.predict(X / s), rtol=0, atol=1e-7)
+
+
+def test_a_numeric_width_is_in_the_units_of_x_unless_scale_is_true():
+    X, y = _data(n=300)
+    est = kp.NystromRegressor(kp.Gaussian(2.0), n_centers=30, random_state=0).fit(X * 10, y)
+    assert est.kernel_ == kp.Gaussian(2.0)  # scale="auto": given widths are not scaled
+    off = kp.NystromRegressor(n_centers=30, scale=False, random_state=0).fit(X * 10, y)
+    assert not off.kernel_.per_feature
+    lin = kp.NystromRegressor(kp.Linear(), n_centers=30, random_state=0).fit(X, y)
+    assert lin.kernel_ == kp.Linear()
+    with pytest.raises(ValueError, match="scale=True"):
+        kp.NystromRegressor(kp.Linear(), scale=True).fit(X, y)
+    with pytest.raises(ValueError, match="scale must be"):
+        kp.NystromRegressor(scale="standard").fit(X, y)
+    with pytest.raises(TypeError, match="scale must be"):
+        kp.NystromRegressor(scale=1).fit(X, y)
+    with pytest.raises(ValueError, match="refit must be"):
+        kp.NystromRegressor(refit="always").fit(X, y)
+
+
+def test_the_default_fit_is_the_fit_at_its_width_plus_the_search():
+    X, y = _data()
+    for Est in (kp.NystromRegressor, kp.RandomFeaturesRegressor, kp.NYTRORegressor):
+        a = Est(random_state=0).fit(X, y)
+        b = Est(kernel=a.kernel_, random_state=0).fit(X, y)
+        np.testing.assert_array_equal(a.predict(X), b.predict(X), err_msg=Est.__name__)
+        info = a.path_.info["width_search"][0]
+        assert info["sigma"] == pytest.approx(info["median"] * info["factor"])
+
+
+def test_the_screen_finds_the_best_width_of_a_dense_grid():
+    # the 1-D search against brute force: the direct λ path at 25 widths on the same split
+    X, y = _data(n=2500, seed=3)
+    kw = dict(solver="direct", n_centers=200, refit=False, random_state=0)
+    est = kp.NystromRegressor(**kw).fit(X, y)
+    info = est.path_.info["width_search"][0]
+    assert info["shift"] == 1.0  # 2000 training rows: the screen fits on all of them
+    med = median_distance(X / info["scales"], 0)
+    errs = []
+    for f in 2.0 ** np.linspace(-4, 3, 25):
+        k = kp.Gaussian(med * f * info["scales"])
+        errs.append(kp.NystromRegressor(k, **kw).fit(X, y).path_.best_val_error)
+    assert est.path_.best_val_error <= 1.01 * min(errs)
+
+
+def test_refit_auto_refits_closed_forms_only():
+    X, y = _data(n=600)
+    direct = kp.NystromRegressor(kp.Gaussian(1.0), n_centers=50, solver="direct", random_state=0)
+    cg = kp.NystromRegressor(kp.Gaussian(1.0), n_centers=50, random_state=0)
+    for est, refits in ((direct, True), (cg, False)):
+        a = est.fit(X, y)
+        b = kp.NystromRegressor(**dict(est.get_params(deep=False), refit=refits)).fit(X, y)
+        np.testing.assert_array_equal(a.predict(X), b.predict(X))
+
+
+def test_bad_input_and_small_data():
+    X, y = _data(n=40)
+    with pytest.raises(ValueError, match="NaN"):
+        Xn = X.copy()
+        Xn[:, 1] = np.nan
+        kp.NystromRegressor().fit(Xn, y)
+    with pytest.raises(ValueError, match="n_samples=1"):
+        kp.NystromRegressor().fit(X[:1], y[:1])
+    # a handful of rows: the screen fits on what there is
+    est = kp.NystromRegressor(random_state=0).fit(X[:6], y[:6])
+    assert np.all(np.isfinite(est.predict(X)))
+    # no validation split: a named kernel takes the median heuristic on the scaled inputs
+    est = kp.NystromRegressor(validation_fraction=0, penalty=1e-3, random_state=0).fit(X, y)
+    s = feature_scales(X, np.random.default_rng(0))
+    ratio = est.kernel_.sigma / s
+    assert np.allclose(ratio, ratio[0]) and "width_search" not in est.path_.info
+
+
+def test_the_command_line_scales_by_default_and_can_turn_it_off(tmp_path):
+    from kernelpath.cli.main import main
+
+    X, y = _data(n=200)
+    path = tmp_path / "d.csv"
+    np.savetxt(path, np.column_stack([X * 100, y]), delimiter=",", header="a,b,c,d,y", comments="")
+    for flag, per_feature in (([], True), (["--scale", "off"], False)):
+        out = tmp_path / f"m{len(flag)}.kp"
+        argv = ["fit", str(path), "--target", "y", "--output", str(out), "--seed", "0", *flag]
+        assert main(argv) == 0
+        model = kp.load(out)
+        assert bool(model.kernel_.per_feature) is per_feature
