@@ -30,6 +30,8 @@ def test_the_scale_rule_on_a_constant_a_cauchy_and_a_rare_binary_column():
     assert np.all(np.isfinite(s)) and np.all(s > 0)
     assert s[0] == pytest.approx(normal.std(), rel=1e-12) and s[0] == pytest.approx(3, rel=0.03)
     assert s[1] == 1.0  # constant: adds nothing to any distance
+    rounded = np.full(n, 0.998) + rng.choice([0.0, 2e-16, -2e-16], n)  # naval's columns
+    assert feature_scales(rounded[:, None], rng)[0] == 1.0
     assert s[2] == pytest.approx(cauchy.std(), rel=1e-12)  # its largest values decide
     p = rare.mean()
     assert s[3] == pytest.approx(np.sqrt(p * (1 - p)), rel=1e-12)

@@ -3,14 +3,15 @@
 ``predict`` takes the inputs as they are.
 
 The rule (docs/design.md, "Scaled inputs"): s_l is the column's standard deviation
-(scikit-learn's ``StandardScaler``), 1 where that is 0 (a constant column adds nothing to any
-distance). The interquartile range was measured against it and lost (yacht +35%, cpusmall +8%
-test RMSE, where a few columns are mostly one value with far outliers; it won on airfoil and
-concrete by 8% and 2.5%). A heavy-tailed column (a Cauchy column) is therefore scaled by its
-largest values and its bulk counts for little: transform such a column (log, ranks) where its
-bulk matters. A 0/1 column with a fraction p of ones gets s = sqrt(p (1 - p)).
-The statistics are taken on at most ``SCALE_ROWS`` rows drawn at random (all rows below
-that), one read of those rows for data out of core or on Dask.
+(scikit-learn's ``StandardScaler``), 1 where the column is constant up to rounding (a spread
+below sqrt(eps) = 1.5e-8 of its largest magnitude; it adds nothing to any distance). The
+interquartile range was measured against it and lost (yacht +35%, cpusmall +8% test RMSE,
+where a few columns are mostly one value with far outliers; it won on airfoil and concrete
+by 8% and 2.5%). A heavy-tailed column (a Cauchy column) is therefore scaled by its largest
+values and its bulk counts for little: transform such a column (log, ranks) where its bulk
+matters. A 0/1 column with a fraction p of ones gets s = sqrt(p (1 - p)). The statistics
+are taken on at most ``SCALE_ROWS`` rows drawn at random (all rows below that), one read of
+those rows for data out of core or on Dask.
 """
 
 from __future__ import annotations
@@ -57,5 +58,11 @@ def feature_scales(X: Any, rng: np.random.Generator) -> np.ndarray:
         sample = B.rows_in_memory(X, np.arange(n))
     else:
         sample = X
-    s = B.to_numpy(sample, np.float64).std(axis=0)
-    return np.where(np.isfinite(s) & (s > 0), s, 1.0)
+    S = B.to_numpy(sample, np.float64)
+    s = S.std(axis=0)
+    # constant up to rounding: a spread below sqrt(eps) of the column's magnitude cannot be
+    # resolved by the fold (its squared differences are below the rounding of the squared
+    # norms the kernel blocks expand; naval has columns of 0.998 with a spread of 2e-13)
+    size = np.abs(S).max(axis=0) if len(S) else np.zeros(S.shape[1])
+    varies = np.isfinite(s) & (s > np.sqrt(np.finfo(np.float64).eps) * size)
+    return np.where(varies, s, 1.0)
