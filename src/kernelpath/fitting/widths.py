@@ -1,8 +1,9 @@
 """The width of a radial kernel chosen before the fit (``sigma="auto"`` with a hold-out, the
-default): a 1-D search over log sigma scored by the closed-form λ path of Nyström KRLS (the
-family's own solver for NYTRO, SGM and EigenPro) on a subsample of the training rows,
-corrected for the shift of the best width with n; the estimator's own solver then fits
-once, at that width, on all its training rows.
+default): a 1-D search over log sigma (factors of 2 around the median distance, then the
+vertex of the parabola through the best and its two neighbours) scored by the closed-form λ
+path of Nyström KRLS (the family's own solver for NYTRO, SGM and EigenPro) on a subsample of
+the training rows, corrected for the shift of the best width with n; the estimator's own
+solver then fits once, at that width, on all its training rows.
 
 Draws only from a generator spawned from the fit's (the median's subsample, the screen's
 rows and centers), so the fit that follows is the fit of ``kernel=est.kernel_`` with the
@@ -24,16 +25,23 @@ from .problem import FitProblem, FitSettings, spawned
 
 __all__ = [
     "SCREEN_ROWS",
+    "SCREEN_FRACTION",
+    "SCREEN_MIN_ROWS",
     "SCREEN_CENTERS_MAX",
     "SCREEN_MAX_ITER",
     "WIDTH_SHIFT",
     "COARSE_FACTORS",
     "spawned",
     "choose_width",
+    "screen_rows",
 ]
 
-#: Training rows the screen fits on (all of them below that).
-SCREEN_ROWS = 6000
+#: The screen fits on this fraction of the training rows, at least ``SCREEN_MIN_ROWS`` (all
+#: of them when there are fewer) and at most ``SCREEN_ROWS`` (measured against all rows up to
+#: 6000, benchmarks/results/width_screen.json).
+SCREEN_FRACTION = 0.5
+SCREEN_MIN_ROWS = 2000
+SCREEN_ROWS = 4000
 #: The most centers a screening fit draws.
 SCREEN_CENTERS_MAX = 1500
 #: The best width on n_s rows is about (n / n_s)^WIDTH_SHIFT times the best on n rows
@@ -45,6 +53,9 @@ SCREEN_MAX_ITER = 100
 #: (by factors of 2, at most ``EXTEND`` more) while the best is at an end.
 COARSE_FACTORS = tuple(2.0**k for k in range(-4, 4))
 EXTEND = 3
+#: Rounds of halving the step around the best before the vertex is taken (two scored
+#: widths each; none measured as accurate, benchmarks/results/width_screen.json).
+REFINE_ROUNDS = 0
 
 _SCREEN = NystromFamily()
 
@@ -58,6 +69,34 @@ def _screen_size(family: Family, settings: FitSettings, n_tr: int, n_s: int) -> 
     if m is None:
         m = default_n_centers(n_tr)
     return int(max(1, min(n_s, SCREEN_CENTERS_MAX, round(m * np.sqrt(n_s / n_tr)))))
+
+
+def _vertex(scores: dict[float, tuple[float, float]], best: float) -> float:
+    """The minimum of the parabola in log sigma through the best scored factor and its
+    nearest scored neighbours on either side (``best`` itself at an end, or where the three
+    are not convex)."""
+    fs = sorted(scores)
+    i = fs.index(best)
+    if i == 0 or i == len(fs) - 1:
+        return best
+    x = np.log([fs[i - 1], fs[i], fs[i + 1]])
+    y = np.array([scores[f][0] for f in (fs[i - 1], fs[i], fs[i + 1])])
+    if not np.all(np.isfinite(y)):
+        return best
+    d1, d2 = x[1] - x[0], x[2] - x[1]
+    s1, s2 = (y[1] - y[0]) / d1, (y[2] - y[1]) / d2
+    curv = (s2 - s1) / (x[2] - x[0])  # half the second derivative
+    if curv <= 0:
+        return best
+    # vertex of y = y1 + b (x - x1) + curv (x - x1)^2, b the slope at x1
+    b = (s1 * d2 + s2 * d1) / (d1 + d2)
+    v = x[1] - b / (2 * curv)
+    return float(np.exp(np.clip(v, x[0], x[2])))
+
+
+def screen_rows(n_tr: int) -> int:
+    """Rows the screen fits on, out of ``n_tr`` training rows."""
+    return int(min(n_tr, SCREEN_ROWS, max(SCREEN_MIN_ROWS, round(SCREEN_FRACTION * n_tr))))
 
 
 def choose_width(
@@ -86,7 +125,7 @@ def choose_width(
     """
     med = median_distance(problem.X, rng, scales)
     n_tr = len(train)
-    n_s = min(n_tr, SCREEN_ROWS)
+    n_s = screen_rows(n_tr)
     sub = train if n_s == n_tr else np.sort(rng.choice(train, n_s, replace=False))
     m_s = _screen_size(family, settings, n_tr, n_s)
     seed = int(rng.integers(2**63))
@@ -141,12 +180,12 @@ def choose_width(
         else:
             break
     step = 2.0
-    for _ in range(2):  # halve the step around the best twice: sqrt(2), then 2^(1/4)
+    for _ in range(REFINE_ROUNDS):  # halve the step around the best: sqrt(2), 2^(1/4), ...
         step = np.sqrt(step)
         best = min(scores, key=lambda f: scores[f])
         score(best / step)
         score(best * step)
-    best = min(scores, key=lambda f: scores[f])
+    best = _vertex(scores, min(scores, key=lambda f: scores[f]))
     shift = (n_s / n_tr) ** WIDTH_SHIFT  # the best on n_s rows overestimates the best on n_tr
     factor = best * shift
     factors = sorted(scores)
