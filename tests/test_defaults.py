@@ -170,11 +170,15 @@ def test_the_command_line_scales_by_default_and_can_turn_it_off(tmp_path):
 def test_the_vertex_of_the_screen_is_the_parabola_minimum_in_log_sigma():
     from kernelpath.fitting.widths import _vertex
 
-    # y = (log f - log 0.7)^2 + 1 sampled at factors of 2: the vertex is 0.7 exactly
+    # y = (log f - log v)^2 + 1 sampled at factors of 2: the vertex is v, on the grid of
+    # 2^(1/16) the nearest point of it
     fs = [0.25, 0.5, 1.0, 2.0]
-    scores = {f: ((np.log(f) - np.log(0.7)) ** 2 + 1.0, 0.0) for f in fs}
-    assert _vertex(scores, 0.5) == pytest.approx(0.7, rel=1e-12)
-    assert _vertex(scores, 1.0) == pytest.approx(0.7, rel=1e-12)  # from either neighbour
+    v = 2.0 ** (-8 / 16)  # on the grid
+    scores = {f: ((np.log(f) - np.log(v)) ** 2 + 1.0, 0.0) for f in fs}
+    assert _vertex(scores, 0.5) == pytest.approx(v, rel=1e-12)
+    assert _vertex(scores, 1.0) == pytest.approx(v, rel=1e-12)  # from either neighbour
+    off = {f: ((np.log(f) - np.log(0.7)) ** 2 + 1.0, 0.0) for f in fs}  # 0.7 = 2^(-8.23/16)
+    assert _vertex(off, 0.5) == pytest.approx(2.0 ** (-8 / 16), rel=1e-12)
     # an end, and a concave triple, keep the best scored factor
     assert _vertex(scores, 0.25) == 0.25
     concave = {0.5: (1.0, 0.0), 1.0: (0.9, 0.0), 2.0: (2.0, 0.0), 4.0: (1.0, 0.0)}

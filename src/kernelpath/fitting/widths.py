@@ -53,6 +53,8 @@ SCREEN_MAX_ITER = 100
 #: (by factors of 2, at most ``EXTEND`` more) while the best is at an end.
 COARSE_FACTORS = tuple(2.0**k for k in range(-4, 4))
 EXTEND = 3
+#: The vertex is rounded to a multiple of 2^(1 / VERTEX_GRID) (``_vertex``).
+VERTEX_GRID = 16
 #: Rounds of halving the step around the best before the vertex is taken (two scored
 #: widths each; none measured as accurate, benchmarks/results/width_screen.json).
 REFINE_ROUNDS = 0
@@ -73,8 +75,8 @@ def _screen_size(family: Family, settings: FitSettings, n_tr: int, n_s: int) -> 
 
 def _vertex(scores: dict[float, tuple[float, float]], best: float) -> float:
     """The minimum of the parabola in log sigma through the best scored factor and its
-    nearest scored neighbours on either side (``best`` itself at an end, or where the three
-    are not convex)."""
+    nearest scored neighbours on either side, rounded to the grid of 2^(1/16) (``best``
+    itself at an end, or where the three are not convex)."""
     fs = sorted(scores)
     i = fs.index(best)
     if i == 0 or i == len(fs) - 1:
@@ -90,8 +92,10 @@ def _vertex(scores: dict[float, tuple[float, float]], best: float) -> float:
         return best
     # vertex of y = y1 + b (x - x1) + curv (x - x1)^2, b the slope at x1
     b = (s1 * d2 + s2 * d1) / (d1 + d2)
-    v = x[1] - b / (2 * curv)
-    return float(np.exp(np.clip(v, x[0], x[2])))
+    v = float(np.clip(x[1] - b / (2 * curv), x[0], x[2]))
+    # on a grid of 2^(1/16) (2% apart): scores that differ by rounding (a Dask or torch fit,
+    # chunk sums in another order) give the same width
+    return float(2.0 ** (np.round(v / np.log(2) * VERTEX_GRID) / VERTEX_GRID))
 
 
 def screen_rows(n_tr: int) -> int:
