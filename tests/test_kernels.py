@@ -72,8 +72,12 @@ def test_squared_distances_never_negative_far_from_origin(rng):
     X = np.vstack([X, X])
     D = K.squared_distances(X, X)
     assert D.min() >= 0
-    G = K.Gaussian(sigma=1e-3)(X, X)
+    G = K.Gaussian(sigma=0.1)(X, X)
     assert np.all(G <= 1.0) and np.all(G >= 0.0)
+    # a width of the data's spread, 1e-3, is below what norms of 1e4 resolve (the rounding
+    # of d^2, 1e-6, is a whole width^2): refused with the smallest safe width (issue 25)
+    with pytest.raises(ValueError, match=r"too narrow .* give sigma >= 0.00\d+ .* or center"):
+        K.Gaussian(sigma=1e-3)(X, X)
     L = K.Laplacian(sigma=1.0)(X, X)
     assert np.all(np.isfinite(L)) and L.max() <= 1.0
 

@@ -115,11 +115,12 @@ def check_rows(X: Any, name: str = "X", one_sample: bool = False) -> np.ndarray:
         return check_tensor_rows(X[None, :] if one_sample and X.ndim == 1 else X, name)
     try:
         A = np.asarray(X)
-        if A.dtype.kind in "OUSV" or A.dtype == bool:
+        if A.dtype.kind in "OUSVc" or A.dtype == bool:
             raise TypeError(f"dtype {A.dtype}")
         A = A.astype(np.float32 if A.dtype == np.float32 else np.float64, copy=False)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must contain numbers only: {exc}") from exc
+        real = " (real ones: the imaginary part would be lost)" if "complex" in str(exc) else ""
+        raise TypeError(f"{name} must contain numbers only{real}: {exc}") from exc
     if one_sample and A.ndim == 1:
         A = A[None, :]
     if A.ndim != 2 or A.shape[0] == 0 or A.shape[1] == 0:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 import scipy.optimize
+import scipy.sparse
 
 from . import _backend as B
 from ._validation import check_int
@@ -290,6 +291,8 @@ def learn_widths(
     n_subsample = int(check_int(n_subsample, "n_subsample", 10))
     n_centers = int(check_int(n_centers, "n_centers", 1))
     max_iter = int(check_int(max_iter, "max_iter", 1))
+    if scipy.sparse.issparse(X):
+        raise TypeError("X must be a dense array, got a sparse matrix: pass X.toarray()")
     if getattr(X, "ndim", 2) != 2 or len(getattr(X, "shape", ())) != 2:
         raise ValueError(f"X must be 2-D, got shape {getattr(X, 'shape', None)}")
     n, d = int(X.shape[0]), int(X.shape[1])
@@ -304,7 +307,10 @@ def learn_widths(
         raise ValueError("sample_weight must be n non-negative finite numbers, not all 0")
     rng = np.random.default_rng(random_state)
     idx = np.arange(n) if n <= n_subsample else np.sort(rng.choice(n, n_subsample, False))
-    Xs = np.ascontiguousarray(B.to_numpy(B.rows_in_memory(X, idx)), dtype=np.float64)
+    rows = B.to_numpy(B.rows_in_memory(X, idx))
+    if np.iscomplexobj(rows) or np.asarray(rows).dtype.kind not in "biuf":
+        raise TypeError(f"X must contain real numbers, got dtype {np.asarray(rows).dtype}")
+    Xs = np.ascontiguousarray(rows, dtype=np.float64)
     if not np.isfinite(Xs).all():
         raise ValueError("X contains NaN or infinity")
     # the objective in units of the targets' variance: L-BFGS-B's tolerances are absolute

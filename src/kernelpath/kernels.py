@@ -93,6 +93,20 @@ def median_distance(X: np.ndarray, random_state: Any = None, scales: Any = None)
     return float(np.median(d)) if d.size else 1.0
 
 
+#: The narrowest and widest width a radial kernel accepts: sigma^2 and 1 / sigma^2 stay
+#: normal float64 numbers (the data-dependent part of the rule is ``check_data``).
+SIGMA_MIN = 1e-150
+SIGMA_MAX = 1e150
+
+
+def width_units_limit(d: int, dtype: Any = np.float64) -> float:
+    """The largest ||x / sigma|| for which kernel blocks of d features are exact to
+    rounding: 1 / sqrt(4 (d + 2) eps) (``_RadialKernel.check_data``); 1.9e7 for one float64
+    feature, 840 for one float32 feature."""
+    eps = float(np.finfo(np.dtype(dtype)).eps)
+    return float(1.0 / np.sqrt(4 * (max(int(d), 1) + 2) * eps))
+
+
 class Kernel:
     """Base class: parameters are the ``__init__`` arguments (scikit-learn style)."""
 
@@ -254,6 +268,11 @@ class _RadialKernel(Kernel):
             )
         elif not (np.isfinite(s) and s > 0):
             raise ValueError(f"sigma must be a positive finite number, got {s!r}")
+        elif not SIGMA_MIN <= s <= SIGMA_MAX:
+            raise ValueError(
+                f"sigma must be in [{SIGMA_MIN:g}, {SIGMA_MAX:g}] (a kernel computes with "
+                f"1 / sigma^2, which is not representable outside), got {s!r}"
+            )
 
     @staticmethod
     def _check_widths(s: Any) -> None:
@@ -271,6 +290,46 @@ class _RadialKernel(Kernel):
             raise ValueError(
                 f"sigma: every per-feature width must be positive and finite, got {s!r}"
             )
+        if not ((arr >= SIGMA_MIN).all() and (arr <= SIGMA_MAX).all()):
+            raise ValueError(
+                f"sigma: every per-feature width must be in [{SIGMA_MIN:g}, {SIGMA_MAX:g}] "
+                f"(a kernel computes with 1 / sigma^2), got {s!r}"
+            )
+
+    def check_data(self, max_abs: Any, name: str = "X", dtype: Any = np.float64) -> None:
+        """Refuse a width too narrow for this data's magnitude: kernel blocks are computed
+        from norms, d^2 = ||x||^2 + ||z||^2 - 2 <x, z>, whose rounding is about
+        4 (d + 2) eps max ||x||^2; measured in widths it must stay below 1, else even
+        k(x, x) comes out wrong (0 instead of 1 at sigma = 1e-140 on unit data) and, further
+        down, the squares overflow. The rule: ||x / sigma|| <= ``width_units_limit(d)``
+        for every row x (bounded by the largest |x_l| of each feature). A narrow width on
+        data near the origin is allowed (a nearly diagonal kernel is a valid one); far from
+        it, center X.
+
+        Parameters
+        ----------
+        max_abs : array of shape (n_features,)
+            The largest |x_l| of each feature of the data the kernel meets.
+        dtype : the precision the blocks are computed in.
+        """
+        if isinstance(self.sigma, str):
+            return
+        m = np.asarray(B.to_numpy(max_abs), dtype=np.float64).ravel()
+        w = self.widths(len(m))
+        lim = width_units_limit(len(m), dtype)
+        with np.errstate(over="ignore"):
+            norm = float(np.sqrt(np.sum((m / w) ** 2)))
+        if norm <= lim:
+            return
+        j = int(np.argmax(m / w))
+        which = f" (feature {j})" if self.per_feature else ""
+        raise ValueError(
+            f"sigma: a width of {w[j]:.3g}{which} is too narrow for the values of {name} (up "
+            f"to {m[j]:.3g}): the rounding of squared distances computed from norms, "
+            f"measured in widths, exceeds 1 (||x / sigma|| up to {norm:.3g}, at most "
+            f"{lim:.3g} in {np.dtype(dtype).name}); give sigma >= {w[j] * norm / lim:.3g} "
+            f"(widths up to {SIGMA_MAX:g}), or center the data"
+        )
 
     @property
     def per_feature(self) -> bool:
@@ -386,6 +445,9 @@ class _RadialKernel(Kernel):
         return 1.0
 
     def prepare(self, Z: np.ndarray, z_sq: np.ndarray | None = None) -> np.ndarray:
+        if len(Z):
+            top = Z.abs().amax(dim=0) if B.is_tensor(Z) else np.abs(Z).max(axis=0)  # type: ignore[attr-defined]
+            self.check_data(B.to_numpy(top), "the centers", B.dtype_of(Z))
         dtype = np.float64 if self._uses_distance else B.dtype_of(Z)
         Z = B.astype(Z, dtype)
         s = self._scale(B.base2_exp(Z))

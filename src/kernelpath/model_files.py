@@ -26,9 +26,11 @@ physical model) is left out of the file and passed back to ``load``::
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import math
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -75,6 +77,29 @@ __all__ = ["save", "load", "ModelFileError", "FORMAT_VERSION"]
 FORMAT_VERSION = 1
 #: What the header's ``format`` entry says.
 FORMAT_NAME = "kernelpath-model"
+
+
+#: The most bytes a file's header (its JSON: the model's description, not its arrays) may
+#: hold. Parsed JSON takes up to about 25 times its text (a small dict per three bytes), so
+#: this keeps a header's objects inside the 64 MB ``load`` allows beyond twice the file.
+MAX_HEADER_BYTES = 2 * 1024**2
+#: The most bytes the strings of one stored text array (``$items``) may take in memory.
+MAX_TEXT_ARRAY_BYTES = 64 * 1024**2
+#: safetensors dtypes a model file may hold, with their sizes.
+_DTYPES = {
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U64": 8,
+    "U32": 4,
+    "U16": 2,
+    "U8": 1,
+    "BOOL": 1,
+}
 
 
 class ModelFileError(ValueError):
@@ -138,8 +163,11 @@ _TRANSIENT: dict[str, dict[str, Any]] = {
     "kernelpath.Path": {"_coef_fn": None},
     "kernelpath.RandomFourierFeatures": {"_on_device": dict},
     "kernelpath.IncrementalRLSClassifier": {"_W_cache": dict},
-    "kernelpath.RebalancedRLSClassifier": {"_coef": None},
+    "kernelpath.RebalancedRLSClassifier": {"_coef_cache": dict},
+    "kernelpath.RecursiveRLS": {"_W_cache": dict},
 }
+#: Caches of files written before they were held in dicts: dropped on load.
+_OLD_CACHES = ("_coef", "_W")
 #: Parameters added since files were first written, with the value that loads an older
 #: file as it was fitted (``scale``: files written before it existed had unscaled inputs).
 _ADDED_PARAMS: dict[str, Any] = {"scale": False}
@@ -253,6 +281,7 @@ class _Decoder:
         self.user_code = user_code
         self.objects: dict[int, Any] = {}
         self.used_code: set[str] = set()
+        self.lenient = False  # inside a Path's scores (NaN marks a point not scored)
 
     def value(self, v: Any) -> Any:
         if v is None or isinstance(v, (bool, str, int, float)):
@@ -265,7 +294,10 @@ class _Decoder:
             key = v["$array"]
             if key not in self.tensors:
                 raise ModelFileError(f"the header names an array {key!r} the file does not hold")
-            return self.tensors[key]
+            a = self.tensors[key]
+            if not self.lenient and a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+                raise ModelFileError(f"array {key!r} of the model holds NaN or infinity")
+            return a
         if "$float" in v:
             if v["$float"] not in ("nan", "inf", "-inf"):
                 raise ModelFileError(f"bad float {v['$float']!r} in the model header")
@@ -279,6 +311,14 @@ class _Decoder:
             kind = "U" if v.get("kind") == "U" else "O"
             items = [self.value(x) for x in v["$items"]]
             shape = tuple(int(s) for s in v["shape"])
+            if any(d < 0 for d in shape) or math.prod(shape) != len(items):
+                raise ModelFileError(f"a text array of shape {shape} holds {len(items)} items")
+            longest = max((len(x) for x in items if isinstance(x, str)), default=1)
+            if kind == "U" and 4 * longest * len(items) > MAX_TEXT_ARRAY_BYTES:
+                raise ModelFileError(
+                    f"a text array of {len(items)} items up to {longest} characters long would "
+                    f"take more than {MAX_TEXT_ARRAY_BYTES >> 20} MB"
+                )
             if kind == "U":
                 return np.asarray(items, dtype=str).reshape(shape)
             out = np.empty(len(items), dtype=object)
@@ -308,9 +348,18 @@ class _Decoder:
             )
         out: Any = object.__new__(cls)  # no constructor runs
         self.objects[int(v["id"])] = out
-        state = {str(k): self.value(x) for k, x in v["state"].items()}
+        outer = self.lenient
+        state = {}
+        for k, x in v["state"].items():
+            # a path's errors may be NaN (points not scored); its coefficients may not
+            self.lenient = outer or (cls is Path and k != "_stored")
+            state[str(k)] = self.value(x)
+        self.lenient = outer
         for attr, default in _TRANSIENT.get(name, {}).items():
             state[attr] = default() if callable(default) else default
+        if name in ("kernelpath.RecursiveRLS", "kernelpath.RebalancedRLSClassifier"):
+            for attr in _OLD_CACHES:
+                state.pop(attr, None)
         init = getattr(cls, "_get_param_names", None)
         if init is not None:
             names = init()
@@ -346,13 +395,28 @@ def _checksum(header: dict[str, str], tensors: dict[str, np.ndarray]) -> str:
     """SHA-256 of the header's entries (but the checksum) and of every array's name,
     dtype, shape and bytes."""
     h = hashlib.sha256()
-    body = {k: v for k, v in header.items() if k != "checksum"}
+    body = {k: v for k, v in header.items() if k not in ("checksum", "signature")}
     h.update(json.dumps(body, sort_keys=True).encode())
     for key in sorted(tensors):
         a = np.ascontiguousarray(tensors[key])
         h.update(f"\0{key}\0{a.dtype.str}\0{a.shape}\0".encode())
         h.update(a.tobytes())
     return h.hexdigest()
+
+
+def _signature(checksum: str, key: bytes) -> str:
+    """HMAC-SHA256 of the checksum under the user's key."""
+    return hmac.new(key, checksum.encode(), hashlib.sha256).hexdigest()
+
+
+def _key(key: Any) -> bytes | None:
+    if key is None:
+        return None
+    if isinstance(key, str):
+        key = key.encode()
+    if not isinstance(key, (bytes, bytearray)) or len(key) == 0:
+        raise TypeError(f"key must be a non-empty str or bytes, got {type(key).__name__}")
+    return bytes(key)
 
 
 def _version() -> str:
@@ -366,7 +430,7 @@ def _compatible(written_by: str) -> bool:
 
 
 # --------------------------------------------------------------------------- public
-def save(model: Any, path: str | os.PathLike[str]) -> str:
+def save(model: Any, path: str | os.PathLike[str], *, key: str | bytes | None = None) -> str:
     """Write a fitted (or unfitted) kernelpath estimator or online learner to ``path``.
 
     Parameters
@@ -375,6 +439,10 @@ def save(model: Any, path: str | os.PathLike[str]) -> str:
     path : path-like
         The file to write (conventionally ``.kp``). Written to a temporary file in the
         same folder and renamed into place: never half-written.
+    key : str, bytes or None
+        Sign the file with HMAC-SHA256 under this secret key; ``load(path, key=key)`` then
+        refuses a file not signed with it. The checksum every file carries detects damage,
+        not a forger (anyone can recompute it); the signature detects both.
 
     Returns
     -------
@@ -388,6 +456,7 @@ def save(model: Any, path: str | os.PathLike[str]) -> str:
         ``features``) or an object kernelpath cannot store; the message names it.
     """
 
+    secret = _key(key)
     enc = _Encoder()
     name = _class_name(model, enc.registry)
     if name is None or name in ("kernelpath.Path", "kernelpath.CenterSelection"):
@@ -415,6 +484,8 @@ def save(model: Any, path: str | os.PathLike[str]) -> str:
         "user_code": json.dumps(list(_USER_CODE.get(name, ()))),
     }
     header["checksum"] = _checksum(header, enc.tensors)
+    if secret is not None:
+        header["signature"] = _signature(header["checksum"], secret)
     data = st_save(enc.tensors, metadata=header)
     out = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(out))
@@ -473,12 +544,27 @@ def _plain(v: Any) -> Any:
     return v if isinstance(v, (bool, int, float, str)) or v is None else repr(v)
 
 
-def load(path: str | os.PathLike[str], **user_code: Callable[..., Any]) -> Any:
+def load(
+    path: str | os.PathLike[str],
+    *,
+    key: str | bytes | None = None,
+    **user_code: Callable[..., Any],
+) -> Any:
     """Read a model written by ``save``.
+
+    What a file may claim is bounded before anything is allocated: regular files only, a
+    header of at most ``MAX_HEADER_BYTES``, every array's dtype, shape and byte range
+    consistent with the file (no dimension larger than the file's size in bytes), text
+    arrays within ``MAX_TEXT_ARRAY_BYTES``, the model's arrays finite and its centers,
+    coefficients and features consistent. Loading takes at most about twice the file's
+    size and 64 MB besides.
 
     Parameters
     ----------
     path : path-like
+    key : str, bytes or None
+        The key the file was signed with (``save(..., key=)``): a file without that
+        signature is refused. None: the checksum only (damage, not forgery).
     **user_code
         The parts of the model that are code and were left out of the file:
         ``regressor=f`` for a ``SemiparametricRegressor``.
@@ -491,28 +577,28 @@ def load(path: str | os.PathLike[str], **user_code: Callable[..., Any]) -> Any:
     Raises
     ------
     ModelFileError
-        The file is not a kernelpath model, is damaged (checksum, truncation, parse), or
-        was written by an incompatible version.
+        The file is not a kernelpath model, is damaged (checksum, truncation, parse), claims
+        more than it holds, is not signed with ``key``, or was written by an incompatible
+        version.
     ValueError
         Code the model needs (``regressor``) was not passed, or was passed for a model
         that has none.
     """
 
     p = os.fspath(path)
+    secret = _key(key)
+    data = _read_file(p)
     try:
-        with open(p, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        raise ValueError(f"path: no such file {p!r}") from None
-    except OSError as exc:
-        raise ValueError(f"path: cannot read {p!r}: {exc.strerror or exc}") from None
-    try:
+        _check_layout(data)
         tensors = st_load(data)
         header = _header(data)
     except (SafetensorError, ValueError, UnicodeDecodeError, OverflowError) as exc:
+        if isinstance(exc, ModelFileError):
+            raise ModelFileError(f"{p} is not a readable kernelpath model file: {exc}") from None
         raise ModelFileError(
             f"{p} is not a readable kernelpath model file (damaged or truncated): {exc}"
         ) from None
+    del data
     if header.get("format") != FORMAT_NAME:
         raise ModelFileError(f"{p} is not a kernelpath model file (no 'format' entry)")
     if header.get("checksum") != _checksum(header, tensors):
@@ -520,6 +606,15 @@ def load(path: str | os.PathLike[str], **user_code: Callable[..., Any]) -> Any:
             f"{p} is damaged: its checksum does not match its contents (a changed byte, or "
             "an edited header)"
         )
+    if secret is not None:
+        signed = header.get("signature")
+        if signed is None:
+            raise ModelFileError(f"{p} is not signed: it was saved without a key")
+        if not hmac.compare_digest(signed, _signature(header["checksum"], secret)):
+            raise ModelFileError(
+                f"{p}: its signature does not match the key (signed with another key, or "
+                "changed since)"
+            )
     written = header.get("kernelpath_version", "?")
     if header.get("format_version") != str(FORMAT_VERSION) or not _compatible(written):
         raise ModelFileError(
@@ -553,7 +648,81 @@ def load(path: str | os.PathLike[str], **user_code: Callable[..., Any]) -> Any:
         raise ModelFileError(f"{p}: the model header is not valid: {exc}") from None
     if _class_name(model, _registry()) != header["class"]:
         raise ModelFileError(f"{p}: the header's class and its model differ")
+    _check_consistent(model, p)
     return model
+
+
+def _read_file(p: str) -> bytes:
+    """The bytes of a regular file (not a device, FIFO or folder), read up to its size."""
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise ValueError(f"path: no such file {p!r}") from None
+    except OSError as exc:
+        raise ValueError(f"path: cannot read {p!r}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ModelFileError(f"{p} is not a regular file (a device, FIFO or folder)")
+    try:
+        with open(p, "rb") as fh:
+            return fh.read(st.st_size)
+    except OSError as exc:
+        raise ValueError(f"path: cannot read {p!r}: {exc.strerror or exc}") from None
+
+
+def _check_layout(data: bytes) -> None:
+    """What the safetensors header claims, against the file's size, before any array is
+    made: the header's length, each dtype, shape and byte range."""
+    if len(data) < 8:
+        raise ModelFileError("too short to be a model file")
+    n = int.from_bytes(data[:8], "little")
+    if n > MAX_HEADER_BYTES or 8 + n > len(data):
+        raise ModelFileError(
+            f"its header claims {n} bytes (the file has {len(data)}, the limit is "
+            f"{MAX_HEADER_BYTES})"
+        )
+    entries = json.loads(data[8 : 8 + n].decode("utf-8"))
+    if not isinstance(entries, dict):
+        raise ModelFileError("its header is not a table of arrays")
+    body = len(data) - 8 - n
+    for name, e in entries.items():
+        if name == "__metadata__":
+            continue
+        if not isinstance(e, dict):
+            raise ModelFileError(f"array {name!r}: not described")
+        size = _DTYPES.get(e.get("dtype"))  # type: ignore[arg-type]
+        shape, offsets = e.get("shape"), e.get("data_offsets")
+        if size is None:
+            raise ModelFileError(f"array {name!r}: dtype {e.get('dtype')!r} is not one kept")
+        if (
+            not isinstance(shape, list)
+            or not all(isinstance(d, int) and 0 <= d <= len(data) for d in shape)
+            or not isinstance(offsets, list)
+            or len(offsets) != 2
+            or not all(isinstance(o, int) for o in offsets)
+            or not 0 <= offsets[0] <= offsets[1] <= body
+            or offsets[1] - offsets[0] != size * math.prod(shape)
+        ):
+            raise ModelFileError(
+                f"array {name!r}: shape {shape} and bytes {offsets} do not fit a file of "
+                f"{len(data)} bytes"
+            )
+
+
+def _check_consistent(model: Any, p: str) -> None:
+    """The fitted arrays agree with each other: centers have the model's features, the
+    coefficients one row per center (or per feature of the map)."""
+    d = getattr(model, "n_features_in_", None)
+    centers = getattr(model, "centers_", None)
+    coef = getattr(model, "coef_", None)
+    if isinstance(centers, np.ndarray):
+        if centers.ndim != 2 or centers.shape[0] == 0 or (d is not None and centers.shape[1] != d):
+            raise ModelFileError(
+                f"{p}: centers_ of shape {centers.shape} do not fit a model of {d} features"
+            )
+        if isinstance(coef, np.ndarray) and (coef.ndim == 0 or coef.shape[0] != centers.shape[0]):
+            raise ModelFileError(
+                f"{p}: coef_ of shape {coef.shape} does not fit {centers.shape[0]} centers"
+            )
 
 
 def _header(data: bytes) -> dict[str, str]:

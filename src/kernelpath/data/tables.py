@@ -67,6 +67,9 @@ def read_table(
 def _choose_columns(
     available: list[str], target: str | None, columns: Sequence[str] | None, path: str
 ) -> list[str]:
+    dup = sorted({c for c in available if available.count(c) > 1})
+    if dup:
+        raise ValueError(f"path: {path} has duplicate column names {dup}: rename them")
     if target is not None and target not in available:
         raise ValueError(f"target: no column {target!r} in {path} (columns: {available})")
     if columns is None:
@@ -107,60 +110,89 @@ def _read_parquet(
     return X, y
 
 
+def _csv_type(pa: Any, t: Any) -> Any:
+    """The type a CSV column is read as: numbers as float64 whatever the first block held
+    (an integer column may hold 3.5 further down), booleans as booleans, None for text."""
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t):
+        return pa.float64()
+    if pa.types.is_boolean(t):
+        return t
+    return None
+
+
 def _read_csv(
     path: str, target: str | None, columns: Sequence[str] | None, cache_dir: Any
 ) -> tuple[RowSource, RowSource | None]:
     """Stream the CSV once into an unlinked binary file (features then the target), and
-    map it."""
+    map it.
+
+    The column types are inferred from the first block (``CSV_BATCH_BYTES``) and widened:
+    a numeric column is read as float64 in every block. The binary copy is unlinked as soon
+    as it is created (where the system allows), so no signal leaves it behind.
+    """
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
+    read = pcsv.ReadOptions(block_size=CSV_BATCH_BYTES)
     try:
-        reader = pcsv.open_csv(path, read_options=pcsv.ReadOptions(block_size=CSV_BATCH_BYTES))
+        first = pcsv.open_csv(path, read_options=read)
     except pa.ArrowInvalid as exc:
         raise ValueError(f"path: cannot read {path} as CSV: {exc}") from exc
-    names = list(reader.schema.names)
+    schema = first.schema
+    first.close()
+    names = list(schema.names)
     feats = _choose_columns(names, target, columns, path)
-    if all(pa.types.is_null(reader.schema.field(c).type) for c in names):
+    if all(pa.types.is_null(schema.field(c).type) for c in names):
         raise ValueError(f"path: {path} has no data rows")
+    types = {c: _csv_type(pa, schema.field(c).type) for c in names}
     for c in feats:
-        t = reader.schema.field(c).type
-        if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
+        if types[c] is None:
+            t = schema.field(c).type
             raise ValueError(f"columns: feature column {c!r} of {path} is not numeric ({t})")
-    label_type = reader.schema.field(target).type if target is not None else None
-    numeric_target = label_type is not None and (
-        pa.types.is_integer(label_type) or pa.types.is_floating(label_type)
+    numeric_target = target is not None and types[target] == pa.float64()
+    convert = pcsv.ConvertOptions(
+        column_types={c: t for c, t in types.items() if t is not None},
+        include_columns=feats + ([target] if target is not None else []),
     )
+    try:
+        reader = pcsv.open_csv(path, read_options=read, convert_options=convert)
+    except pa.ArrowInvalid as exc:
+        raise ValueError(f"path: cannot read {path} as CSV: {exc}") from exc
     width = len(feats) + (1 if numeric_target else 0)
     folder = os.fspath(cache_dir) if cache_dir is not None else tempfile.gettempdir()
     fd, tmp = tempfile.mkstemp(prefix="kernelpath-csv-", suffix=".bin", dir=folder)
+    fh = os.fdopen(fd, "w+b")
+    try:
+        os.unlink(tmp)  # the open file keeps the data until the mapping is freed
+        tmp = ""
+    except OSError:  # pragma: no cover - systems that cannot unlink an open file
+        pass
     labels: list[Any] = []
     n = 0
     try:
-        with os.fdopen(fd, "wb") as fh:
-            for batch in reader:
-                try:
-                    cols = [batch.column(c).to_numpy(zero_copy_only=False) for c in feats]
-                except pa.ArrowInvalid as exc:
-                    raise ValueError(f"path: {path}: {exc}") from exc
-                rows = np.empty((batch.num_rows, width), dtype=np.float64)
-                for j, c in enumerate(cols):
-                    rows[:, j] = c
-                if target is not None:
-                    lab = batch.column(target).to_numpy(zero_copy_only=False)
-                    if numeric_target:
-                        rows[:, -1] = lab
-                    else:
-                        labels.append(lab)
-                fh.write(rows.tobytes())
-                n += batch.num_rows
+        for batch in reader:
+            cols = [batch.column(c).to_numpy(zero_copy_only=False) for c in feats]
+            rows = np.empty((batch.num_rows, width), dtype=np.float64)
+            for j, c in enumerate(cols):
+                rows[:, j] = c
+            if target is not None:
+                lab = batch.column(target).to_numpy(zero_copy_only=False)
+                if numeric_target:
+                    rows[:, -1] = lab
+                else:
+                    labels.append(lab)
+            fh.write(rows.tobytes())
+            n += batch.num_rows
         if n == 0:
             raise ValueError(f"path: {path} has no data rows")
-        mm = np.memmap(tmp, dtype=np.float64, mode="r", shape=(n, width))
+        fh.flush()
+        mm = np.memmap(fh, dtype=np.float64, mode="r", shape=(n, width))
     except pa.ArrowInvalid as exc:
-        raise ValueError(f"path: cannot read {path} as CSV: {exc}") from exc
+        raise ValueError(f"path: cannot read {path} as CSV (after row {n}): {exc}") from exc
     finally:
-        os.unlink(tmp)  # the mapping keeps the data until the arrays are freed
+        fh.close()
+        if tmp:  # pragma: no cover
+            os.unlink(tmp)
     X = ArraySource(mm[:, : len(feats)], "X")
     X.feature_names = list(feats)
     y: RowSource | None = None

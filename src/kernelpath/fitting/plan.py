@@ -184,6 +184,16 @@ class SelectionPlan:
     width_info: list[dict[str, Any]] | None = None
 
 
+def _check_widths_on(kernels: list[Any], X: Any) -> None:
+    """Every given width against the training rows in memory (``Kernel.check_data``; rows
+    on disk meet the same rule in the centers' ``prepare``)."""
+    radial = [k for k in kernels if isinstance(k, _RadialKernel) and not isinstance(k.sigma, str)]
+    if radial and isinstance(X, np.ndarray) and X.size:
+        top = np.abs(X).max(axis=0)
+        for k in radial:
+            k.check_data(top, "X", X.dtype)
+
+
 def make_plan(
     family: Family, problem: FitProblem, settings: FitSettings, params: Mapping[str, Any]
 ) -> SelectionPlan:
@@ -232,6 +242,7 @@ def make_plan(
         rest = [k for k in start if not any(k is s for s in searched)]
         given = kernel if not searched and not ard_wanted else rest
         kernels = kernel_candidates(given, problem.X, rng, scales, scale, width) if given else []
+    _check_widths_on(kernels, problem.X)
     method = family.method(params)
     pen = settings.penalty
     unused = family.unused_penalty(method)

@@ -7,22 +7,29 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import scipy.sparse
 from sklearn.exceptions import NotFittedError
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_array, check_is_fitted
 
 from .. import _backend as B
-from .._validation import check_rows
+from .._validation import check_magnitude, check_rows
 
 __all__ = ["FeatureMap", "as_feature_map", "StreamClassifier"]
 
 FeatureMap = Callable[[np.ndarray], np.ndarray]
 
 
+def identity(A: np.ndarray) -> np.ndarray:
+    """The map of ``features=None``: the inputs themselves (a module-level function, so a
+    learner that holds it pickles)."""
+    return A
+
+
 def as_feature_map(features: Any, X: np.ndarray) -> FeatureMap:
     """The map z = φ(x) from ``features``: None (the inputs themselves), a transformer (fitted
     on X when it is not fitted yet) or a callable (n, d) -> (n, D)."""
     if features is None:
-        return lambda A: A
+        return identity
     if hasattr(features, "transform"):
         try:
             check_is_fitted(features)
@@ -38,8 +45,34 @@ def as_feature_map(features: Any, X: np.ndarray) -> FeatureMap:
 
 def _rows(X: Any, name: str = "X") -> np.ndarray:
     """Checked float64 rows on the host (a tensor is checked on its device, then copied:
-    the rank-one updates are sequential and run on the CPU); a 1-D array is one sample."""
-    return B.to_numpy(check_rows(X, name, one_sample=True), np.float64)
+    the rank-one updates are sequential and run on the CPU); a 1-D array is one sample.
+    Other inputs go through scikit-learn's ``check_array`` (its messages for sparse,
+    complex, object and empty input)."""
+    if B.is_tensor(X):
+        return B.to_numpy(check_rows(X, name, one_sample=True), np.float64)
+    if not scipy.sparse.issparse(X):
+        X = np.asarray(X)
+        if X.ndim == 1:
+            X = X[None, :]
+    A = check_array(X, dtype=np.float64, input_name=name)
+    check_magnitude(A, name)
+    return A
+
+
+def check_n_features(est: Any, X2: np.ndarray) -> np.ndarray:
+    """X2, or scikit-learn's ValueError when its number of features is not the fitted one."""
+    fitted = est.n_features_in_
+    if X2.shape[1] != fitted:
+        raise ValueError(
+            f"X has {X2.shape[1]} features, but {type(est).__name__} is expecting {fitted} "
+            "features as input"
+        )
+    return X2
+
+
+def require_y(est: Any, y: Any) -> None:
+    if y is None:
+        raise ValueError(f"{type(est).__name__} requires y to be passed, but the target y is None")
 
 
 def _check_labels(labels: np.ndarray, name: str) -> None:
@@ -74,16 +107,12 @@ class StreamClassifier:
 
     def _check_width(self, X2: np.ndarray) -> np.ndarray:
         """X2, or a ValueError when its number of features is not the fitted one."""
-        fitted = self.n_features_in_  # type: ignore[attr-defined]
-        if X2.shape[1] != fitted:
-            raise ValueError(
-                f"X has {X2.shape[1]} features, but the classifier is fitted with {fitted}"
-            )
-        return X2
+        return check_n_features(self, X2)
 
     def _labelled_batch(self, X: Any, y: Any, classes: Any) -> tuple[np.ndarray, np.ndarray]:
         """The rows and labels of a ``partial_fit``, checked; the classifier started on the
         first call and the declared ``classes`` added in order."""
+        require_y(self, y)
         X2 = _rows(X)
         labels = np.atleast_1d(np.asarray(_host(y), dtype=object))
         if labels.ndim != 1 or len(labels) != len(X2):

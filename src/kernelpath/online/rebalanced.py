@@ -62,7 +62,7 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
         self.classes_: np.ndarray = np.array([], dtype=object)
         self.class_counts_: np.ndarray = np.zeros(0, dtype=np.int64)
         self.n_samples_seen_ = 0
-        self._coef: np.ndarray | None = None
+        self._coef_cache: dict[str, np.ndarray] = {}  # the coefficients, until new samples
 
     def _class_index(self, label: Any) -> int:
         hit = np.flatnonzero(self.classes_ == label) if len(self.classes_) else np.empty(0, int)
@@ -98,20 +98,20 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
             self.sums_[:, t] += Zt.sum(axis=0)
             self.class_counts_[t] += len(Zt)
         self.n_samples_seen_ += len(Z)
-        self._coef = None
+        self._coef_cache.clear()
         return self
 
     @property
     def coef_(self) -> np.ndarray:
         check_is_fitted(self)
-        coef = getattr(self, "_coef", None)
+        coef = self._coef_cache.get("coef")
         if coef is None:
             counts = self.class_counts_.astype(float)
             g = np.where(counts > 0, counts.sum() / np.maximum(counts, 1.0), 0.0)
             A = np.tensordot(g, self.grams_, axes=1)
             A[np.diag_indices_from(A)] += self._lam
             coef = scipy.linalg.solve(A, self.sums_ * g, assume_a="pos")
-            self._coef = coef
+            self._coef_cache["coef"] = coef
         return coef
 
     def decision_function(self, X: Any) -> np.ndarray:

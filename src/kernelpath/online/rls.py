@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import _backend as B
 from .._validation import check_float
 from ..linalg import cholesky_update
-from .common import _host, _rows, as_feature_map
+from .common import _host, _rows, as_feature_map, check_n_features, require_y
 
 __all__ = ["RecursiveRLS"]
 
@@ -75,8 +75,13 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "factor_")
 
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True  # y of shape (n, k): k outputs, one factor
+        return tags
+
     def _reset(self) -> None:
-        for name in ("factor_", "cross_", "n_samples_seen_", "n_features_in_", "_W"):
+        for name in ("factor_", "cross_", "n_samples_seen_", "n_features_in_", "_W_cache"):
             if hasattr(self, name):
                 delattr(self, name)
 
@@ -107,13 +112,14 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
         -------
         self
         """
+        require_y(self, y)
         X2 = _rows(X)
         y = _host(y)
         try:
             Y = np.asarray(y, dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"y must contain numbers only: {exc}") from exc
-        if np.ndim(X) == 1:  # one sample: y is a number or the vector of its outputs
+        if getattr(X, "ndim", 2) == 1:  # one sample: y is a number or its outputs' vector
             vector = Y.ndim == 0
             Y = Y.reshape(1, -1)
         else:
@@ -128,16 +134,13 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
         if not hasattr(self, "factor_"):
             self._start(X2, Y)
             self._vector_y = vector
-        elif X2.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X2.shape[1]} features, but RecursiveRLS is fitted with "
-                f"{self.n_features_in_}"
-            )
-        elif Y.shape[1] != self.cross_.shape[1]:
-            raise ValueError(
-                f"y has {Y.shape[1]} outputs, but RecursiveRLS is fitted with "
-                f"{self.cross_.shape[1]}"
-            )
+        else:
+            check_n_features(self, X2)
+            if Y.shape[1] != self.cross_.shape[1]:
+                raise ValueError(
+                    f"y has {Y.shape[1]} outputs, but RecursiveRLS is fitted with "
+                    f"{self.cross_.shape[1]}"
+                )
         Z = np.asarray(self._map(X2), dtype=np.float64)
         if Z.ndim != 2 or Z.shape != (len(X2), self.factor_.shape[0]):
             raise ValueError(
@@ -153,7 +156,7 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
             cholesky_update(R, z, overwrite=True)
             B += np.outer(z, u)
         self.n_samples_seen_ += len(X2)
-        self._W = None
+        self._W_cache.clear()
         return self
 
     def _start(self, X: np.ndarray, Y: np.ndarray) -> None:
@@ -165,16 +168,16 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
         self.factor_ = np.sqrt(lam) * np.eye(D)
         self.cross_ = np.zeros((D, Y.shape[1]))
         self.n_samples_seen_ = 0
+        self._W_cache: dict[str, np.ndarray] = {}  # W, until the next sample
 
     @property
     def coef_(self) -> np.ndarray:
         check_is_fitted(self)
-        if getattr(self, "_W", None) is None:
+        W = self._W_cache.get("W")
+        if W is None:
             R = self.factor_
             T = scipy.linalg.solve_triangular(R, self.cross_, trans="T", check_finite=False)
-            self._W = scipy.linalg.solve_triangular(R, T, check_finite=False)
-        W = self._W
-        assert W is not None
+            W = self._W_cache["W"] = scipy.linalg.solve_triangular(R, T, check_finite=False)
         return W[:, 0] if self._vector_y and W.shape[1] == 1 else W
 
     def predict(self, X: Any) -> np.ndarray:
@@ -190,10 +193,5 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
             Like X.
         """
         check_is_fitted(self)
-        X2 = _rows(X)
-        if X2.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X2.shape[1]} features, but RecursiveRLS is fitted with "
-                f"{self.n_features_in_}"
-            )
+        X2 = check_n_features(self, _rows(X))
         return B.like_input(np.asarray(self._map(X2), dtype=np.float64) @ self.coef_, X)

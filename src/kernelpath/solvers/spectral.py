@@ -151,7 +151,7 @@ def _tikhonov_cholesky(
     del Kw, cf
     alpha = d[:, None] * z / n
     # D f = (DKD / n) z = D y - λ z, so the weighted residual is -λ z
-    train_err = np.array([lam**2 * np.sum(z * z) / (np.sum(d * d) * k)])
+    train_err = np.array([np.sum((lam * z) ** 2) / (np.sum(d * d) * k)])  # λ z: the residual
     return closed_form_path(
         "penalty", np.array([lam]), alpha[:, None, :], train_err, validation, op.dtype
     )

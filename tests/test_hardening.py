@@ -1,0 +1,343 @@
+"""Issue 25: the holes a hostile audit found, each pinned by a test that failed before the
+fix (CSV reading, model files, widths and magnitudes, pickling, complex input)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from kernelpath.data import tables
+from kernelpath.data.tables import read_table
+
+
+# ----------------------------------------------------------------------------- CSV
+def test_csv_integer_column_that_holds_a_fraction_after_the_first_block(tmp_path, monkeypatch):
+    # the types are inferred from the first block; a later 3.5 in an "integer" column is a
+    # valid number, not an error
+    monkeypatch.setattr(tables, "CSV_BATCH_BYTES", 1024)
+    n = 2000
+    a = np.arange(n, dtype=float)
+    a[-1] = 3.5
+    path = tmp_path / "t.csv"
+    with open(path, "w") as fh:
+        fh.write("a,b,y\n")
+        for i in range(n):
+            fh.write(f"{a[i]:g},{i % 7},{i % 3}\n")
+    X, y = read_table(path, target="y")
+    assert X.shape == (n, 2) and y is not None
+    np.testing.assert_array_equal(np.asarray(X)[:, 0], a)
+    assert np.asarray(y)[-1] == (n - 1) % 3
+
+
+def test_csv_with_duplicate_column_names_is_a_value_error(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("a,a,y\n1,2,3\n4,5,6\n")
+    with pytest.raises(ValueError, match=r"duplicate column names \['a'\]"):
+        read_table(path, target="y")
+
+
+def test_csv_binary_copy_is_unlinked_before_it_is_written(tmp_path, monkeypatch):
+    # a signal mid-read (SIGKILL included) can leave nothing behind: the copy has no name
+    # from the start
+    path = tmp_path / "t.csv"
+    path.write_text("a,b,y\n" + "".join(f"{i},{i * 2},{i % 2}\n" for i in range(50)))
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    real = os.fdopen
+    seen = []
+
+    class Spy:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def write(self, data):
+            seen.append(sorted(os.listdir(cache)))
+            return self.fh.write(data)
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+    monkeypatch.setattr(tables.os, "fdopen", lambda fd, *a, **k: Spy(real(fd, *a, **k)))
+    X, _ = read_table(path, target="y", cache_dir=cache)
+    assert seen and all(names == [] for names in seen)
+    assert np.asarray(X)[49, 1] == 98.0
+
+
+# ----------------------------------------------------------------------------- model files
+def _fitted(classes=None):
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 3))
+    if classes is None:
+        return kp.NystromRegressor(kp.Gaussian(1.0), n_centers=20).fit(X, X[:, 0]), X
+    y = np.asarray(classes)[(X[:, 0] > 0).astype(int)]
+    return kp.NystromClassifier(kp.Gaussian(1.0), n_centers=20).fit(X, y), X
+
+
+def _resign(src, dst, edit):
+    """A file whose contents ``edit(header, model_tree, tensors)`` changed, with its
+    checksum recomputed, as anyone can (the checksum is not keyed)."""
+    import json
+
+    from safetensors.numpy import load as st_load
+    from safetensors.numpy import save as st_save
+
+    from kernelpath import model_files as mf
+
+    data = open(src, "rb").read()
+    tensors, header = dict(st_load(data)), mf._header(data)
+    tree = json.loads(header["model"])
+    edit(header, tree, tensors)
+    header["model"] = json.dumps(tree)
+    header["checksum"] = mf._checksum(header, tensors)
+    open(dst, "wb").write(st_save(tensors, metadata=header))
+
+
+def _state_array(tree, attr):
+    return tree["state"][attr]["$array"]
+
+
+def _peak(fn):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - the error is checked by the caller
+        err = exc
+    else:
+        err = None
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak, err
+
+
+def test_a_resigned_file_with_a_text_array_bomb_is_refused_within_bounded_memory(tmp_path):
+    import kernelpath as kp
+    from kernelpath.model_files import ModelFileError
+
+    est, _ = _fitted(classes=["no", "yes"])
+    kp.save(est, tmp_path / "m.kp")
+
+    def bomb(header, tree, tensors):
+        # 40,000 short items and one of 20,000 characters: a few hundred kB of JSON, 3 GB as
+        # a fixed-width array
+        tree["state"]["classes_"] = {
+            "$items": ["a"] * 40_000 + ["b" * 20_000],
+            "kind": "U",
+            "shape": [40_001],
+        }
+
+    _resign(tmp_path / "m.kp", tmp_path / "bomb.kp", bomb)
+    size = os.path.getsize(tmp_path / "bomb.kp")
+    peak, err = _peak(lambda: kp.load(tmp_path / "bomb.kp"))
+    assert isinstance(err, ModelFileError) and "text array" in str(err)
+    assert peak <= 2 * size + 64 * 2**20, peak
+
+
+def test_a_resigned_file_with_an_empty_but_huge_coefficient_array_is_refused(tmp_path):
+    import kernelpath as kp
+    from kernelpath.model_files import ModelFileError
+
+    est, _ = _fitted()
+    kp.save(est, tmp_path / "m.kp")
+
+    def huge(header, tree, tensors):
+        tensors[_state_array(tree, "coef_")] = np.zeros((0, 10**9))
+
+    _resign(tmp_path / "m.kp", tmp_path / "huge.kp", huge)
+    with pytest.raises(ModelFileError, match="do not fit a file"):
+        kp.load(tmp_path / "huge.kp")
+
+
+def test_a_resigned_file_with_nan_or_inconsistent_coefficients_is_refused(tmp_path):
+    import kernelpath as kp
+    from kernelpath.model_files import ModelFileError
+
+    est, X = _fitted()
+    kp.save(est, tmp_path / "m.kp")
+
+    def nan(header, tree, tensors):
+        key = _state_array(tree, "coef_")
+        tensors[key] = tensors[key].copy()
+        tensors[key][3] = np.nan
+
+    def short(header, tree, tensors):
+        key = _state_array(tree, "coef_")
+        tensors[key] = tensors[key][:5].copy()
+
+    _resign(tmp_path / "m.kp", tmp_path / "nan.kp", nan)
+    with pytest.raises(ModelFileError, match="NaN or infinity"):
+        kp.load(tmp_path / "nan.kp")
+    _resign(tmp_path / "m.kp", tmp_path / "short.kp", short)
+    with pytest.raises(ModelFileError, match="does not fit 20 centers"):
+        kp.load(tmp_path / "short.kp")
+    # the untouched file still loads and predicts as saved
+    np.testing.assert_array_equal(kp.load(tmp_path / "m.kp").predict(X), est.predict(X))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
+def test_load_refuses_devices_and_fifos_without_reading_them(tmp_path):
+    import kernelpath as kp
+    from kernelpath.model_files import ModelFileError
+
+    os.symlink("/dev/zero", tmp_path / "zero.kp")
+    with pytest.raises(ModelFileError, match="not a regular file"):
+        kp.load(tmp_path / "zero.kp")
+    os.mkfifo(tmp_path / "fifo.kp")
+    with pytest.raises(ModelFileError, match="not a regular file"):
+        kp.load(tmp_path / "fifo.kp")  # before the fix: blocked forever in open()
+
+
+def test_keyed_signature(tmp_path):
+    import kernelpath as kp
+    from kernelpath.model_files import ModelFileError
+
+    est, X = _fitted()
+    kp.save(est, tmp_path / "signed.kp", key="s3cret")
+    kp.save(est, tmp_path / "plain.kp")
+    np.testing.assert_array_equal(
+        kp.load(tmp_path / "signed.kp", key="s3cret").predict(X), est.predict(X)
+    )
+    kp.load(tmp_path / "signed.kp")  # without a key: the checksum only
+    with pytest.raises(ModelFileError, match="signature does not match"):
+        kp.load(tmp_path / "signed.kp", key=b"other")
+    with pytest.raises(ModelFileError, match="not signed"):
+        kp.load(tmp_path / "plain.kp", key="s3cret")
+
+    def forge(header, tree, tensors):  # the checksum is recomputed; the signature cannot be
+        key = _state_array(tree, "coef_")
+        tensors[key] = tensors[key] * 2
+
+    _resign(tmp_path / "signed.kp", tmp_path / "forged.kp", forge)
+    kp.load(tmp_path / "forged.kp")  # the checksum alone cannot tell
+    with pytest.raises(ModelFileError, match="signature does not match"):
+        kp.load(tmp_path / "forged.kp", key="s3cret")
+    with pytest.raises(TypeError, match="key must be"):
+        kp.save(est, tmp_path / "x.kp", key=123)
+
+
+# ----------------------------------------------------------------------------- widths
+@pytest.mark.parametrize("sigma", [1e-200, 1e-155, 1e155, 1e200])
+def test_an_unrepresentable_width_is_refused_where_it_is_given(sigma):
+    import kernelpath as kp
+
+    with pytest.raises(ValueError, match=r"sigma must be in \[1e-150, 1e\+150\]"):
+        kp.Gaussian(sigma)
+    with pytest.raises(ValueError, match=r"per-feature width must be in \[1e-150"):
+        kp.Laplacian(np.array([1.0, sigma]))
+
+
+def test_a_width_that_overflows_the_data_in_widths_is_refused_at_fit():
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 3)) * 1e150
+    y = rng.standard_normal(200)
+    for est in (
+        kp.EigenProRegressor(kp.Gaussian(1e-82), scale=False),  # ZeroDivisionError before
+        kp.NystromRegressor(kp.Gaussian(1e-82), scale=False, n_centers=20),
+    ):
+        with pytest.raises(
+            ValueError, match=r"sigma: a width of 1e-82 is too narrow .* give sigma >="
+        ):
+            est.fit(X, y)
+
+
+def test_a_narrow_width_is_a_nearly_diagonal_kernel_and_a_too_narrow_one_an_error():
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 3))  # |x| up to about 3, distances at least 0.01
+    K = kp.Gaussian(1e-5)(X, X)  # ||x / sigma|| up to 4e5: the kernel is exact, diagonal
+    np.testing.assert_allclose(K, np.eye(60), rtol=0, atol=1e-3)  # rounding 4(d+2) eps |x/s|^2
+    est = kp.NystromRegressor(kp.Gaussian(1e-5), n_centers=20, scale=False).fit(X, X[:, 0])
+    assert np.all(np.isfinite(est.coef_))
+    # at 1e-140 the rounding of the norms, in widths, made k(x, x) = 0 (before the fix)
+    with pytest.raises(ValueError, match="too narrow for the values of the centers"):
+        kp.Gaussian(1e-140)(X, X)
+    with pytest.raises(ValueError, match="too narrow for the values of X"):
+        kp.NystromRegressor(kp.Gaussian(1e-140), n_centers=20, scale=False).fit(X, X[:, 0])
+    # far from the origin the same spread needs a wider kernel: centering fixes it
+    far = X + 1e6
+    with pytest.raises(ValueError, match="or center the data"):
+        kp.NystromRegressor(kp.Gaussian(1e-2), n_centers=20, scale=False).fit(far, X[:, 0])
+
+
+def test_a_huge_penalty_gives_the_zero_model_not_an_overflow():
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((100, 2))
+    y = X[:, 0] + 3.0
+    est = kp.KRLSRegressor(kp.Gaussian(1.0), penalty=1e200).fit(X, y)  # OverflowError before
+    assert np.all(np.isfinite(est.coef_)) and np.abs(est.coef_).max() < 1e-150
+    assert np.isfinite(est.path_.train_error).all()
+
+
+# ----------------------------------------------------------------------------- input types
+def test_complex_input_is_refused_not_truncated():
+    import scipy.sparse
+
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 3)) + 1j
+    y = X.real[:, 0]
+    calls = {
+        "RecursiveRLS": lambda: kp.RecursiveRLS().partial_fit(X[:5], y[:5]),
+        "IncrementalRLSClassifier": lambda: kp.IncrementalRLSClassifier().partial_fit(
+            X[:4], np.array([0, 1, 0, 1])
+        ),
+        "RebalancedRLSClassifier": lambda: kp.RebalancedRLSClassifier().partial_fit(
+            X[:4], np.array([0, 1, 0, 1])
+        ),
+        "leverage_scores": lambda: kp.leverage_scores(X, kp.Gaussian(1.0), 1e-3),
+        "effective_dimension": lambda: kp.effective_dimension(X, kp.Gaussian(1.0), 1e-3),
+        "learn_widths": lambda: kp.learn_widths(kp.Gaussian("ard"), X, y),
+    }
+    for name, call in calls.items():
+        with pytest.raises((TypeError, ValueError), match="[Cc]omplex|real") as info:
+            call()
+        assert any(w in str(info.value) for w in ("imaginary", "Complex", "real numbers")), name
+    with pytest.raises(TypeError, match="sparse matrix"):
+        kp.learn_widths(kp.Gaussian("ard"), scipy.sparse.csr_matrix(X.real), y)
+
+
+def test_online_learners_without_a_feature_map_pickle():
+    import pickle
+
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3))
+    labels = np.array(["a", "b"])[(X[:, 0] > 0).astype(int)]
+    for est, y in (
+        (kp.RecursiveRLS(), X[:, 0]),
+        (kp.IncrementalRLSClassifier(), labels),
+        (kp.RebalancedRLSClassifier(), labels),
+    ):
+        est.partial_fit(X[:30], y[:30])
+        back = pickle.loads(pickle.dumps(est))
+        np.testing.assert_array_equal(back.predict(X[30:]), est.predict(X[30:]))
+        back.partial_fit(X[30:], y[30:])  # the stream goes on
+
+
+@pytest.mark.parametrize(
+    "make", ["RecursiveRLS", "IncrementalRLSClassifier", "RebalancedRLSClassifier"]
+)
+def test_online_learners_pass_scikit_learns_estimator_checks(make):
+    from sklearn.utils.estimator_checks import check_estimator
+
+    import kernelpath as kp
+
+    # a 1-D x is one sample of a stream (documented: partial_fit(x_t, y_t)), so the checks
+    # that want a 1-D X refused cannot hold
+    one_sample = "a 1-D x is one sample of the stream, by design"
+    expected = {"check_fit2d_predict1d": one_sample}
+    if make == "RecursiveRLS":
+        expected["check_fit1d"] = one_sample
+    check_estimator(getattr(kp, make)(), expected_failed_checks=expected)
