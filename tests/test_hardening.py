@@ -341,3 +341,25 @@ def test_online_learners_pass_scikit_learns_estimator_checks(make):
     if make == "RecursiveRLS":
         expected["check_fit1d"] = one_sample
     check_estimator(getattr(kp, make)(), expected_failed_checks=expected)
+
+
+# ----------------------------------------------------------------------------- outputs
+def test_an_output_in_a_missing_folder_is_refused_before_the_fit(tmp_path, capsys, monkeypatch):
+    import kernelpath as kp
+    from kernelpath.cli import main
+    from kernelpath.estimators import NystromRegressor
+
+    est, _ = _fitted()
+    out = tmp_path / "missing" / "m.kp"
+    with pytest.raises(ValueError, match="path: no folder"):
+        kp.save(est, out)
+    path = tmp_path / "t.csv"
+    path.write_text("a,b,y\n" + "".join(f"{i},{i % 5},{i % 3}\n" for i in range(40)))
+    fits = []
+    monkeypatch.setattr(NystromRegressor, "fit", lambda self, *a, **k: fits.append(1))
+    code = main(["fit", str(path), "--target", "y", "-o", str(out), "--quiet", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 1 and fits == []  # before: the whole fit, then the temporary file's name
+    assert "--output: no folder" in err and ".kernelpath-" not in err
+    code = main(["predict", str(path), str(path), "-o", str(tmp_path / "no" / "p.csv")])
+    assert code == 1 and "--output: no folder" in capsys.readouterr().err

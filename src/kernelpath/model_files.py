@@ -489,6 +489,8 @@ def save(model: Any, path: str | os.PathLike[str], *, key: str | bytes | None = 
     data = st_save(enc.tensors, metadata=header)
     out = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        raise ValueError(f"path: no folder {folder!r} to write {out!r} in")
     fd, tmp = tempfile.mkstemp(prefix=".kernelpath-", suffix=".kp", dir=folder)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -98,6 +98,15 @@ def _info(_: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------- commands
+def _check_output(path: str) -> None:
+    """Refuse, before any work, an output in a missing or read-only folder."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UserError(f"--output: no folder {folder!r} to write {path!r} in")
+    if not os.access(folder, os.W_OK):
+        raise UserError(f"--output: the folder {folder!r} is not writable")
+
+
 def _fit(args: argparse.Namespace) -> int:
 
     columns = args.columns.split(",") if args.columns else None
@@ -107,6 +116,7 @@ def _fit(args: argparse.Namespace) -> int:
     y = _check_target(y, task)
     est = _estimator(args, task)
     out = args.output or str(FsPath(args.data).with_suffix(".kp").name)
+    _check_output(out)
     _say(args, f"fitting {type(est).__name__} ({task}) on {_rows_x_cols(X)}")
     t0 = time.perf_counter()
     with _progress(args, "fit"):
@@ -136,6 +146,7 @@ def _predict_columns(model: Any) -> list[str] | None:
 
 def _predict(args: argparse.Namespace) -> int:
 
+    _check_output(args.output)
     model = _load_model(args.model)
     if not hasattr(model, args.method):
         raise UserError(f"--method: a {type(model).__name__} has no {args.method}")
