@@ -363,3 +363,32 @@ def test_an_output_in_a_missing_folder_is_refused_before_the_fit(tmp_path, capsy
     assert "--output: no folder" in err and ".kernelpath-" not in err
     code = main(["predict", str(path), str(path), "-o", str(tmp_path / "no" / "p.csv")])
     assert code == 1 and "--output: no folder" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not hasattr(os, "kill") or os.name != "posix", reason="POSIX signals")
+def test_sigterm_mid_predict_leaves_no_temporary_file(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3000, 8))
+    est = kp.NystromRegressor(kp.Gaussian(2.0), n_centers=2000, penalty=1e-3).fit(X, X[:, 0])
+    kp.save(est, tmp_path / "m.kp")
+    np.save(tmp_path / "big.npy", rng.standard_normal((2_000_000, 8)))
+    out = tmp_path / "out"
+    out.mkdir()
+    cmd = [sys.executable, "-m", "kernelpath.cli", "predict", str(tmp_path / "m.kp")]
+    cmd += [str(tmp_path / "big.npy"), "-o", str(out / "p.npy"), "--quiet", "--no-progress"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not any(p.name.startswith(".kernelpath-") for p in out.iterdir()):
+        assert proc.poll() is None and time.monotonic() < deadline, "no temporary file seen"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and "terminated" in err
+    assert list(out.iterdir()) == []  # before: .kernelpath-*.npy stayed behind

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 from collections.abc import Sequence
+from typing import Any
 
 from .._backend import check_device
 from .._version import __version__
@@ -134,8 +137,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             check_device(args.device, "--device")
         except (ValueError, TypeError) as exc:
             parser.error(str(exc))
+    previous = _on_sigterm()
     try:
         return int(args.func(args))
+    except _Terminated:
+        print(f"kernelpath {args.command}: terminated", file=sys.stderr)
+        return 143
     except (UserError, ModelFileError, ValueError, TypeError, NotFittedError, OSError) as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"kernelpath {args.command}: error: {message}", file=sys.stderr)
@@ -143,6 +150,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"kernelpath {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised in the main thread so that the writers' cleanup runs (their
+    temporary files are removed, as on Ctrl-C)."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise _Terminated
+
+
+def _on_sigterm() -> Any:
+    """Route SIGTERM to ``_Terminated`` while a command runs (main thread only); the
+    handler it replaces, or None."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGTERM, _raise_terminated)
 
 
 if __name__ == "__main__":  # pragma: no cover
