@@ -392,3 +392,25 @@ def test_sigterm_mid_predict_leaves_no_temporary_file(tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 143 and "terminated" in err
     assert list(out.iterdir()) == []  # before: .kernelpath-*.npy stayed behind
+
+
+# ----------------------------------------------------------------------------- data on disk
+def test_rows_on_disk_meet_the_magnitude_rule_of_rows_in_memory(tmp_path):
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 3))
+    X[217, 1] = 1e200
+    y = rng.standard_normal(300)
+    with pytest.raises(ValueError, match="values up to 1e"):
+        kp.NystromRegressor(kp.Gaussian(1.0), n_centers=20).fit(X, y)  # in memory
+    np.save(tmp_path / "x.npy", X)
+    mm = np.load(tmp_path / "x.npy", mmap_mode="r")
+    with open(tmp_path / "t.csv", "w") as fh:
+        fh.write("a,b,c,y\n")
+        np.savetxt(fh, np.column_stack([X, y]), delimiter=",", fmt="%.17g")
+    Xc, yc = read_table(tmp_path / "t.csv", target="y")
+    for source, target in ((mm, y), (Xc, yc)):
+        # before: LinAlgError, or a kernel row of zeros fitted silently
+        with pytest.raises(ValueError, match=r"values up to 1e\+200"):
+            kp.NystromRegressor(kp.Gaussian(1.0), n_centers=20, scale=False).fit(source, target)

@@ -124,6 +124,16 @@ class RowSource:
         if not np.isfinite(A).all():
             bad = np.flatnonzero(~np.isfinite(A.reshape(len(A), -1)).all(axis=1))[0]
             raise ValueError(f"{self.name} contains NaN or infinity (row {start + bad})")
+        if A.ndim == 2 and A.size:  # the rule in-memory X meets (_validation.check_magnitude)
+            limit = float(np.sqrt(np.finfo(A.dtype).max / (4 * A.shape[1])))
+            top = np.abs(A).max(axis=1)
+            if top.max() > limit:
+                bad = int(np.argmax(top > limit))
+                raise ValueError(
+                    f"{self.name} has values up to {top[bad]:.3g} (row {start + bad}): squared "
+                    f"distances of rows overflow {A.dtype} (|x| must stay below {limit:.3g}); "
+                    "rescale the features"
+                )
         return A
 
     def read(self, start: int, stop: int) -> np.ndarray:
