@@ -414,3 +414,23 @@ def test_rows_on_disk_meet_the_magnitude_rule_of_rows_in_memory(tmp_path):
         # before: LinAlgError, or a kernel row of zeros fitted silently
         with pytest.raises(ValueError, match=r"values up to 1e\+200"):
             kp.NystromRegressor(kp.Gaussian(1.0), n_centers=20, scale=False).fit(source, target)
+
+
+def test_a_damaged_parquet_page_is_refused_naming_the_file_and_row_group(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3000, 2))
+    path = tmp_path / "t.parquet"
+    table = pa.table({"a": X[:, 0], "b": X[:, 1], "y": X[:, 0]})
+    pq.write_table(table, path, row_group_size=1000, write_page_checksum=True, compression="NONE")
+    data = bytearray(path.read_bytes())
+    offset = pq.ParquetFile(path).metadata.row_group(1).column(0).data_page_offset
+    data[offset + 200] ^= 0xFF  # a byte of a value of row group 1
+    path.write_bytes(bytes(data))
+    Xs, _ = read_table(path, target="y")
+    np.testing.assert_array_equal(Xs.read(0, 1000), X[:1000])  # the intact group reads
+    # before: the altered rows were read silently
+    with pytest.raises(ValueError, match=r"t.parquet: row group 1 \(rows 1000-1999\)"):
+        Xs.read(0, 3000)

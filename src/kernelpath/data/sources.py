@@ -266,7 +266,7 @@ class ParquetSource(RowSource):
         import pyarrow.parquet as pq
 
         self.path, self.columns, self.name, self.numeric = path, list(columns), name, numeric
-        self._file = pq.ParquetFile(path)
+        self._file = pq.ParquetFile(path, page_checksum_verification=True)
         meta = self._file.metadata
         sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
         self._starts = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
@@ -294,7 +294,7 @@ class ParquetSource(RowSource):
         import pyarrow.parquet as pq
 
         self.__dict__.update(state)
-        self._file = pq.ParquetFile(self.path)
+        self._file = pq.ParquetFile(self.path, page_checksum_verification=True)
         self._lock = threading.Lock()
 
     def _group(self, g: int) -> np.ndarray:
@@ -302,7 +302,13 @@ class ParquetSource(RowSource):
             if g in self._cache:
                 self._cache.move_to_end(g)
                 return self._cache[g]
-            table = self._file.read_row_group(g, columns=self.columns)
+            try:  # pages written with checksums are verified (pyarrow does when asked)
+                table = self._file.read_row_group(g, columns=self.columns)
+            except OSError as exc:
+                raise ValueError(
+                    f"{self.path}: row group {g} (rows {self._starts[g]}-"
+                    f"{self._starts[g + 1] - 1}) cannot be read, the file is damaged: {exc}"
+                ) from exc
             cols = [table.column(c).to_numpy(zero_copy_only=False) for c in self.columns]
             if len(self.shape) == 1:
                 arr = cols[0]
