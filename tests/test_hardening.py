@@ -434,3 +434,24 @@ def test_a_damaged_parquet_page_is_refused_naming_the_file_and_row_group(tmp_pat
     # before: the altered rows were read silently
     with pytest.raises(ValueError, match=r"t.parquet: row group 1 \(rows 1000-1999\)"):
         Xs.read(0, 3000)
+
+
+def test_threads_writing_the_same_zarr_folder_all_succeed(tmp_path):
+    pytest.importorskip("zarr")
+    from concurrent.futures import ThreadPoolExecutor
+
+    import zarr
+
+    from kernelpath.data import write_predictions
+
+    est, X = _fitted()
+    out = str(tmp_path / "p.zarr")
+    write_predictions(est, X, out)  # the folder exists: every writer replaces it
+
+    def write(_):
+        return write_predictions(est, X, out, block_rows=50)
+
+    with ThreadPoolExecutor(8) as pool:  # before: FileNotFoundError in some threads
+        assert list(pool.map(write, range(16))) == [out] * 16
+    np.testing.assert_allclose(np.asarray(zarr.open(out, mode="r")), est.predict(X), rtol=1e-12)
+    assert [p.name for p in tmp_path.iterdir()] == ["p.zarr"]
