@@ -309,3 +309,102 @@ def test_cli_fit_on_arbitrary_files(tmp_path_factory, text, argv):
         return
     assert code in (0, 1)
     assert (folder / "m.kp").exists() == (code == 0)
+
+
+# --------------------------------------------------------------------- issue 25's classes
+def _resigned(data: bytes, edit) -> bytes:
+    """A model file whose header's model tree ``edit`` changed, checksum recomputed."""
+    import json
+
+    from safetensors.numpy import load as st_load
+    from safetensors.numpy import save as st_save
+
+    from kernelpath import model_files as mf
+
+    tensors, header = dict(st_load(data)), mf._header(data)
+    tree = json.loads(header["model"])
+    edit(tree, tensors)
+    header["model"] = json.dumps(tree)
+    header["checksum"] = mf._checksum(header, tensors)
+    return st_save(tensors, metadata=header)
+
+
+_MODEL = kp.NystromRegressor(kp.Gaussian(1.0), n_centers=8, random_state=0).fit(X0, Y0)
+
+
+@FUZZ
+@given(
+    attr=st.sampled_from(["coef_", "centers_"]),
+    shape=st.lists(st.integers(0, 10**12), min_size=0, max_size=3),
+    value=st.sampled_from([0.0, np.nan, np.inf, 1e308]),
+)
+def test_load_resigned_files_with_any_array(tmp_path_factory, attr, shape, value):
+    # a re-signed file passes the checksum: whatever array it holds, load refuses it with
+    # ModelFileError or loads a model that predicts finite values, within bounded memory
+    import tracemalloc
+
+    path = tmp_path_factory.mktemp("m") / "m.kp"
+    kp.save(_MODEL, path)
+
+    def edit(tree, tensors):
+        key = tree["state"][attr]["$array"]
+        if np.prod(shape, dtype=float) * 8 <= 2**20:
+            tensors[key] = np.full(shape, value)
+        else:  # too big to write: an empty array that claims the shape's largest dimension
+            tensors[key] = np.zeros((0, max(shape)))
+
+    path.write_bytes(_resigned(path.read_bytes(), edit))
+    tracemalloc.start()
+    try:
+        model = kp.load(path)
+    except kp.ModelFileError:
+        model = None
+    finally:
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    assert peak <= 2 * path.stat().st_size + 64 * 2**20
+    if model is not None:
+        assert np.all(np.isfinite(model.predict(X0)))
+
+
+@FUZZ
+@given(
+    log_sigma=st.floats(-320, 320),
+    log_scale=st.floats(-300, 300),
+    offset=st.sampled_from([0.0, 1.0, 1e6, 1e100]),
+)
+def test_widths_against_data_magnitudes(log_sigma, log_scale, offset):
+    # any width on any data: a ValueError naming sigma or X, or a finite model
+    with np.errstate(over="ignore"):
+        X = X0 * np.power(10.0, log_scale) + offset
+        sigma = float(np.power(10.0, log_sigma))  # inf and 0 included
+    try:
+        est = kp.NystromRegressor(kp.Gaussian(sigma), n_centers=8, scale=False)
+        est.fit(X, Y0)
+    except ValueError as exc:
+        assert "sigma" in str(exc) or "X" in str(exc), str(exc)
+        return
+    assert np.all(np.isfinite(est.coef_)) and np.all(np.isfinite(est.predict(X)))
+
+
+@FUZZ
+@given(
+    header=st.lists(st.sampled_from(["a", "b", "y", "c"]), min_size=1, max_size=4),
+    cells=st.lists(
+        st.sampled_from(["1", "2.5", "-3", "", "x", "1e200", "nan", "true", "3.5"]),
+        min_size=0,
+        max_size=24,
+    ),
+)
+def test_read_table_on_arbitrary_csv(tmp_path_factory, header, cells):
+    from kernelpath.data.tables import read_table
+
+    path = tmp_path_factory.mktemp("c") / "t.csv"
+    k = len(header)
+    rows = [cells[i : i + k] for i in range(0, len(cells) - len(cells) % k, k)]
+    path.write_text(",".join(header) + "\n" + "".join(",".join(r) + "\n" for r in rows))
+    try:
+        X, y = read_table(path, target="y")
+        np.asarray(X)
+    except (ValueError, TypeError) as exc:
+        assert str(exc), "an empty message"
