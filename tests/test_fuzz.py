@@ -16,6 +16,8 @@ from sklearn.exceptions import NotFittedError
 
 import kernelpath as kp
 
+from .test_hardening import resigned
+
 #: Derandomized in the suite (the same examples on every run); ``KERNELPATH_FUZZ=N`` runs N
 #: random examples per entry point instead (a deeper search, outside CI).
 _DEEP = int(os.environ.get("KERNELPATH_FUZZ", "0"))
@@ -312,23 +314,6 @@ def test_cli_fit_on_arbitrary_files(tmp_path_factory, text, argv):
 
 
 # --------------------------------------------------------------------- issue 25's classes
-def _resigned(data: bytes, edit) -> bytes:
-    """A model file whose header's model tree ``edit`` changed, checksum recomputed."""
-    import json
-
-    from safetensors.numpy import load as st_load
-    from safetensors.numpy import save as st_save
-
-    from kernelpath import model_files as mf
-
-    tensors, header = dict(st_load(data)), mf._header(data)
-    tree = json.loads(header["model"])
-    edit(tree, tensors)
-    header["model"] = json.dumps(tree)
-    header["checksum"] = mf._checksum(header, tensors)
-    return st_save(tensors, metadata=header)
-
-
 _MODEL = kp.NystromRegressor(kp.Gaussian(1.0), n_centers=8, random_state=0).fit(X0, Y0)
 
 
@@ -346,14 +331,14 @@ def test_load_resigned_files_with_any_array(tmp_path_factory, attr, shape, value
     path = tmp_path_factory.mktemp("m") / "m.kp"
     kp.save(_MODEL, path)
 
-    def edit(tree, tensors):
+    def edit(header, tree, tensors):
         key = tree["state"][attr]["$array"]
         if np.prod(shape, dtype=float) * 8 <= 2**20:
             tensors[key] = np.full(shape, value)
         else:  # too big to write: an empty array that claims the shape's largest dimension
             tensors[key] = np.zeros((0, max(shape)))
 
-    path.write_bytes(_resigned(path.read_bytes(), edit))
+    path.write_bytes(resigned(path.read_bytes(), edit))
     tracemalloc.start()
     try:
         model = kp.load(path)

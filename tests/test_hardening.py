@@ -77,9 +77,9 @@ def _fitted(classes=None):
     return kp.NystromClassifier(kp.Gaussian(1.0), n_centers=20).fit(X, y), X
 
 
-def _resign(src, dst, edit):
-    """A file whose contents ``edit(header, model_tree, tensors)`` changed, with its
-    checksum recomputed, as anyone can (the checksum is not keyed)."""
+def resigned(data, edit):
+    """The bytes of a model file whose contents ``edit(header, model_tree, tensors)``
+    changed, with its checksum recomputed, as anyone can (the checksum is not keyed)."""
     import json
 
     from safetensors.numpy import load as st_load
@@ -87,13 +87,17 @@ def _resign(src, dst, edit):
 
     from kernelpath import model_files as mf
 
-    data = open(src, "rb").read()
     tensors, header = dict(st_load(data)), mf._header(data)
     tree = json.loads(header["model"])
     edit(header, tree, tensors)
     header["model"] = json.dumps(tree)
     header["checksum"] = mf._checksum(header, tensors)
-    open(dst, "wb").write(st_save(tensors, metadata=header))
+    return st_save(tensors, metadata=header)
+
+
+def _resign(src, dst, edit):
+    """``resigned`` from the file ``src`` to the file ``dst``."""
+    open(dst, "wb").write(resigned(open(src, "rb").read(), edit))
 
 
 def _state_array(tree, attr):

@@ -8,7 +8,7 @@ from typing import Any, Literal, overload
 import numpy as np
 
 from ._backend import is_dask, is_tensor, to_numpy
-from .data.sources import as_source, is_lazy_array
+from .data.sources import as_source, is_lazy_array, magnitude_limit
 
 
 def check_penalty(penalty: Any, name: str = "penalty") -> float | np.ndarray | str:
@@ -115,12 +115,13 @@ def check_rows(X: Any, name: str = "X", one_sample: bool = False) -> np.ndarray:
         return check_tensor_rows(X[None, :] if one_sample and X.ndim == 1 else X, name)
     try:
         A = np.asarray(X)
-        if A.dtype.kind in "OUSVc" or A.dtype == bool:
+        if A.dtype.kind == "c":
+            raise TypeError(f"dtype {A.dtype} (real numbers only: the imaginary part is lost)")
+        if A.dtype.kind in "OUSV" or A.dtype == bool:
             raise TypeError(f"dtype {A.dtype}")
         A = A.astype(np.float32 if A.dtype == np.float32 else np.float64, copy=False)
     except (TypeError, ValueError) as exc:
-        real = " (real ones: the imaginary part would be lost)" if "complex" in str(exc) else ""
-        raise TypeError(f"{name} must contain numbers only{real}: {exc}") from exc
+        raise TypeError(f"{name} must contain numbers only: {exc}") from exc
     if one_sample and A.ndim == 1:
         A = A[None, :]
     if A.ndim != 2 or A.shape[0] == 0 or A.shape[1] == 0:
@@ -161,7 +162,7 @@ def check_magnitude(A: Any, name: str = "X") -> None:
         return
     big = float(to_numpy(abs(A).max())) if is_tensor(A) else float(np.abs(A).max())
     dtype = np.dtype(str(A.dtype).replace("torch.", ""))
-    limit = float(np.sqrt(np.finfo(dtype).max / (4 * A.shape[1])))
+    limit = magnitude_limit(A.shape[1], dtype)
     if big > limit:
         raise ValueError(
             f"{name} has values up to {big:.3g}: squared distances of rows overflow {dtype} "

@@ -308,7 +308,7 @@ def learn_widths(
     rng = np.random.default_rng(random_state)
     idx = np.arange(n) if n <= n_subsample else np.sort(rng.choice(n, n_subsample, False))
     rows = B.to_numpy(B.rows_in_memory(X, idx))
-    if np.iscomplexobj(rows) or np.asarray(rows).dtype.kind not in "biuf":
+    if np.asarray(rows).dtype.kind not in "biuf":
         raise TypeError(f"X must contain real numbers, got dtype {np.asarray(rows).dtype}")
     Xs = np.ascontiguousarray(rows, dtype=np.float64)
     if not np.isfinite(Xs).all():

@@ -591,9 +591,9 @@ def load(
     secret = _key(key)
     data = _read_file(p)
     try:
-        _check_layout(data)
+        entries = _check_layout(data)
         tensors = st_load(data)
-        header = _header(data)
+        header = _metadata(entries)
     except (SafetensorError, ValueError, UnicodeDecodeError, OverflowError) as exc:
         if isinstance(exc, ModelFileError):
             raise ModelFileError(f"{p} is not a readable kernelpath model file: {exc}") from None
@@ -671,9 +671,10 @@ def _read_file(p: str) -> bytes:
         raise ValueError(f"path: cannot read {p!r}: {exc.strerror or exc}") from None
 
 
-def _check_layout(data: bytes) -> None:
+def _check_layout(data: bytes) -> dict[str, Any]:
     """What the safetensors header claims, against the file's size, before any array is
-    made: the header's length, each dtype, shape and byte range."""
+    made: the header's length, each dtype, shape and byte range. Returns the parsed
+    header."""
     if len(data) < 8:
         raise ModelFileError("too short to be a model file")
     n = int.from_bytes(data[:8], "little")
@@ -708,6 +709,7 @@ def _check_layout(data: bytes) -> None:
                 f"array {name!r}: shape {shape} and bytes {offsets} do not fit a file of "
                 f"{len(data)} bytes"
             )
+    return entries
 
 
 def _check_consistent(model: Any, p: str) -> None:
@@ -730,7 +732,12 @@ def _check_consistent(model: Any, p: str) -> None:
 def _header(data: bytes) -> dict[str, str]:
     """The metadata of a safetensors buffer (already checked by safetensors' own parser)."""
     n = int.from_bytes(data[:8], "little")
-    meta = json.loads(data[8 : 8 + n].decode("utf-8")).get("__metadata__") or {}
+    return _metadata(json.loads(data[8 : 8 + n].decode("utf-8")))
+
+
+def _metadata(entries: dict[str, Any]) -> dict[str, str]:
+    """The ``__metadata__`` table of a parsed safetensors header, as strings."""
+    meta = entries.get("__metadata__") or {}
     if not isinstance(meta, dict):
         raise ValueError("no metadata")
     return {str(k): str(v) for k, v in meta.items()}

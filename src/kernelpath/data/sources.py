@@ -31,6 +31,7 @@ __all__ = [
     "as_source",
     "is_source",
     "is_lazy_array",
+    "magnitude_limit",
 ]
 
 #: Rows closer than this are read as one contiguous span by ``take`` (random rows of a
@@ -41,6 +42,12 @@ READ_SPAN = 2048
 #: Decoded Parquet row groups kept per source (the operator's workers read different
 #: parts of the file at once).
 ROW_GROUP_CACHE = 4
+
+
+def magnitude_limit(d: int, dtype: Any) -> float:
+    """The largest |x| whose rows of d features keep their squared norms and distances
+    finite in ``dtype``: sqrt(max / (4 d))."""
+    return float(np.sqrt(np.finfo(np.dtype(dtype)).max / (4 * max(int(d), 1))))
 
 
 class DataChangedError(RuntimeError):
@@ -121,12 +128,15 @@ class RowSource:
         if not self.numeric:
             return A
         A = np.ascontiguousarray(A, dtype=self.dtype)
-        if not np.isfinite(A).all():
-            bad = np.flatnonzero(~np.isfinite(A.reshape(len(A), -1)).all(axis=1))[0]
+        if not A.size:
+            return A
+        # one pass: each row's largest |x| (NaN where the row holds one) gives both checks
+        top = np.abs(A.reshape(len(A), -1)).max(axis=1)
+        if not np.isfinite(top).all():
+            bad = int(np.flatnonzero(~np.isfinite(top))[0])
             raise ValueError(f"{self.name} contains NaN or infinity (row {start + bad})")
-        if A.ndim == 2 and A.size:  # the rule in-memory X meets (_validation.check_magnitude)
-            limit = float(np.sqrt(np.finfo(A.dtype).max / (4 * A.shape[1])))
-            top = np.abs(A).max(axis=1)
+        if A.ndim == 2:  # the rule rows in memory meet (_validation.check_magnitude)
+            limit = magnitude_limit(A.shape[1], A.dtype)
             if top.max() > limit:
                 bad = int(np.argmax(top > limit))
                 raise ValueError(
