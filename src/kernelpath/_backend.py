@@ -354,6 +354,26 @@ def compute_dtype(*arrays: Any) -> np.dtype:
     return np.dtype(np.float64)
 
 
+def symmetrize(A: np.ndarray, lower: bool = False, block: int = 256) -> np.ndarray:
+    """A <- (A + A^T) / 2 in place, a band of ``block`` rows at a time (``A += A.T`` makes an
+    m x m copy to resolve the overlap); ``lower``: A's lower triangle copied onto its upper
+    one instead (the upper is not read). Returns A."""
+    m = A.shape[0]
+    for s in range(0, m, block):
+        e = min(m, s + block)
+        if lower:  # rows s:e of the lower triangle become columns s:e of the upper one
+            A[:s, s:e] = A[s:e, :s].T
+            diag = A[s:e, s:e]
+            upper = np.triu_indices(e - s, 1)
+            diag[upper] = diag.T[upper]
+            continue
+        band = A[s:e, :e] + A[:e, s:e].T
+        band *= 0.5
+        A[s:e, :e] = band
+        A[:e, s:e] = band.T
+    return A
+
+
 # --------------------------------------------------------------------------- memory
 def available_memory(device: Device | None = None) -> int:
     """Bytes available now: ``MemAvailable`` on Linux (else physical memory) for the host,

@@ -27,7 +27,15 @@ import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
 
-from ._backend import FACTOR_DTYPE, Device, array_device, is_tensor, to_device, to_numpy
+from ._backend import (
+    FACTOR_DTYPE,
+    Device,
+    array_device,
+    is_tensor,
+    symmetrize,
+    to_device,
+    to_numpy,
+)
 from ._kernels import givens_downdate_rows, givens_update_rows
 
 __all__ = [
@@ -71,9 +79,10 @@ class NystromFactor:
 
     R: Any
     #: (r,) diagonal, or (r, r): the host Cholesky form keeps only the lower triangle of
-    #: L^T L (see ``_lauum_lower``); the device form is the whole matrix
+    #: L^T L (see ``_lauum_lower``); the device form is the whole matrix. None: not kept
+    #: (a factor made for a solver without a preconditioner, ``nystrom_factor``)
     M: Any
-    method: str  # "cholesky" or "eigh"
+    method: str  # "cholesky", "eigh", "regularized", or "cholesky-eigh" (``diagonalized``)
     #: a unit top eigenvector of K_mm in R's coordinates (device Cholesky factors only)
     top_vector: Any = None
 
@@ -102,16 +111,20 @@ class NystromFactor:
         return to_numpy(self.R.T @ self._dev(U))
 
     def project(self, G: Any, native: bool = False) -> Any:
-        """R^T G R, symmetrized, for G of shape (m, m)."""
+        """R^T G R, symmetrized, for G of shape (m, m) (on the host: two m x m matrices
+        beside G at the peak)."""
         if not self.on_device:
-            H = self.R.T @ to_numpy(G, FACTOR_DTYPE) @ self.R
-            return (H + H.T) / 2
+            H = self.R.T @ to_numpy(G, FACTOR_DTYPE)
+            H = H @ self.R
+            return symmetrize(H)
         H = self.R.T @ self._dev(G) @ self.R
         H = (H + H.T) / 2
         return H if native else to_numpy(H)
 
     def top(self) -> tuple[float, np.ndarray]:
         """The largest eigenvalue of K_mm and the matching direction in R's coordinates."""
+        if self.M is None:
+            raise ValueError("this factor was made without M (preconditioned=False)")
         if self.M.ndim == 1:
             M = to_numpy(self.M)
             v = np.zeros(self.rank)
@@ -131,6 +144,8 @@ class NystromFactor:
     def preconditioner(self, scale: float, shift: float) -> Callable[[np.ndarray], np.ndarray]:
         """V -> (scale M + shift I)^-1 V (FALKON's preconditioner in these coordinates),
         NumPy in and out."""
+        if self.M is None:
+            raise ValueError("this factor was made without M (preconditioned=False)")
         if self.M.ndim == 1:
             d = to_numpy(scale * self.M + shift)
             return lambda V: V / (d[:, None] if V.ndim == 2 else d)
@@ -147,10 +162,27 @@ class NystromFactor:
                 return to_numpy(out[:, 0] if Vd.ndim == 1 else out)
 
             return solve
-        P = scale * self.M
+        P = scale * self.M  # Fortran order, like M: factored in place (one m x m each)
         P[np.diag_indices_from(P)] += shift
-        cf = scipy.linalg.cho_factor(P, lower=True, check_finite=False)
+        cf = scipy.linalg.cho_factor(P, lower=True, overwrite_a=True, check_finite=False)
         return lambda V: scipy.linalg.cho_solve(cf, V, check_finite=False)
+
+    def diagonalized(self) -> NystromFactor:
+        """The same factor rotated so that M is diagonal: with M = Q diag(mu) Q^T, R' = R Q
+        keeps R' R'^T = K_mm^+ and R'^T K_mm R' = I, and M' = R'^T K_mm^2 R' = diag(mu).
+        Every preconditioner (scale M' + shift I)^-1 is then a diagonal scaling: one
+        eigendecomposition of M serves any number of shifts (CG's anchors) in one m x m
+        matrix, where a Cholesky factor per shift holds one each. Host factors only; M is
+        overwritten (the factor is not usable afterwards)."""
+        if self.M is None or self.M.ndim == 1 or self.on_device:
+            return self
+        mu, Q = scipy.linalg.eigh(
+            self.M, lower=True, driver="evr", overwrite_a=True, check_finite=False
+        )
+        self.M = None
+        R = self.R @ Q
+        del Q
+        return NystromFactor(R, np.maximum(mu, 0.0), "cholesky-eigh")
 
 
 def factor_on_device(device: Device, m: int) -> bool:
@@ -176,7 +208,10 @@ def _lauum_lower(L: np.ndarray) -> np.ndarray:
 
 
 def nystrom_factor(
-    K_mm: np.ndarray, rcond: float | None = None, dtype_eps: float | None = None
+    K_mm: np.ndarray,
+    rcond: float | None = None,
+    dtype_eps: float | None = None,
+    preconditioned: bool = True,
 ) -> NystromFactor:
     """Factor of the pseudo-inverse of K_mm: R with R R^T = K_mm^+ and R^T K_mm R = I.
 
@@ -203,6 +238,9 @@ def nystrom_factor(
         eigendecomposition.
     dtype_eps : float or None
         Machine epsilon of the precision K_mm was computed in (default float64's).
+    preconditioned : bool
+        Keep M = R^T K_mm^2 R (CG's preconditioner, ``top``); False: a Cholesky factor
+        leaves it out (one m x m matrix less).
 
     Returns
     -------
@@ -220,10 +258,12 @@ def nystrom_factor(
             anorm = float(np.abs(K).sum(axis=0).max())
             rc, info = scipy.linalg.lapack.dpocon(L, anorm, uplo="L")
             if info == 0 and rc > eps * m**1.5:
-                Linv, info = scipy.linalg.lapack.dtrtri(L, lower=1)
+                M = _lauum_lower(L) if preconditioned else None
+                # L (Fortran order) inverted in place: R = L^-T is its C-ordered transpose
+                Linv, info = scipy.linalg.lapack.dtrtri(L, lower=1, overwrite_c=1)
                 if info == 0:
-                    R = np.ascontiguousarray(Linv.T)
-                    return NystromFactor(R, _lauum_lower(L), "cholesky")
+                    return NystromFactor(np.ascontiguousarray(Linv.T), M, "cholesky")
+                del M
     s, U = scipy.linalg.eigh(K, driver="evd", check_finite=False)
     s, U = s[::-1], U[:, ::-1]
     if not np.isfinite(s).all() or s[0] <= 0:
@@ -231,8 +271,10 @@ def nystrom_factor(
     if rcond is None:
         rcond = eps * np.sqrt(m)
     keep = s > rcond * s[0]
-    s, U = s[keep], np.ascontiguousarray(U[:, keep])
-    return NystromFactor(U / np.sqrt(s), s, "eigh")
+    s, R = s[keep], np.ascontiguousarray(U[:, keep])
+    del U
+    R /= np.sqrt(s)
+    return NystromFactor(R, s, "eigh")
 
 
 def regularized_factor(K_mm: Any, weights: Any, gamma: float) -> NystromFactor:

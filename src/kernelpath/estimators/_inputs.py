@@ -17,6 +17,7 @@ from .._backend import resolve_memory_budget
 from .._validation import check_labels, check_magnitude, check_numeric, validate_X
 from ..data.sources import is_lazy_array
 from ..fitting.family import Family, in_memory
+from ..fitting.memory import copied_bytes
 from ..fitting.problem import FitProblem
 
 __all__ = ["fit_problem", "gathered"]
@@ -127,6 +128,7 @@ def fit_problem(
     """(the problem, the family's checked settings, the classes or None) of ``est.fit(X, y,
     sample_weight)`` with the estimator's ``params``: inputs checked first, then the
     parameters, then the targets."""
+    given = X
     X, y, sample_weight, dev = check_fit_input(
         est, X, y, sample_weight, classifier, family.takes_dask
     )
@@ -139,6 +141,14 @@ def fit_problem(
     w = _weights(sample_weight, X)
     single = Y.shape[1] == 1 if classifier else np.ndim(y) == 1
     problem = FitProblem(
-        X, Y, w, y if classifier else None, dev, budget, bool(single), estimator=name
+        X,
+        Y,
+        w,
+        y if classifier else None,
+        dev,
+        budget,
+        bool(single),
+        estimator=name,
+        held=copied_bytes(given, X),  # a dtype or layout conversion counts in the budget
     )
     return problem, settings, classes

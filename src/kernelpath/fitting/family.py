@@ -16,7 +16,7 @@ from ..kernels import Kernel
 from ..operators.protocol import KernelProducts, Operator
 from ..path import Path
 from ..solvers._common import Validation
-from .problem import N_VECTORS, CandidateFit, FitProblem, FitSettings
+from .problem import CandidateFit, FitProblem, FitSettings
 
 __all__ = ["Family", "SCREEN_MIN_ROWS", "kernel_operators", "validation", "in_memory"]
 
@@ -176,27 +176,17 @@ def in_memory(X: Any, budget: int, who: str, why: str) -> Any:
 
 
 def kernel_operators(
-    problem: FitProblem,
-    kernel: Kernel,
-    rows: np.ndarray,
-    val_rows: np.ndarray | None,
-    centers: Any,
+    kernel: Kernel, Xtr: Any, Xva: Any, centers: Any, budget: int
 ) -> tuple[KernelProducts, KernelProducts | None]:
-    """The training and validation operators against ``centers``, sharing the memory
-    budget by rows (with data read from disk the fit's n-sized vectors are taken out
-    first)."""
-    budget = problem.budget
-    n_tr = len(rows)
-    n_va = 0 if val_rows is None else len(val_rows)
+    """The training and validation operators against ``centers``, sharing ``budget`` (what
+    ``memory.operator_budget`` left them) by rows."""
+    n_tr = len(Xtr)
+    n_va = 0 if Xva is None else len(Xva)
     share = n_tr / (n_tr + n_va)
-    if B.is_lazy(problem.X):
-        budget = max(budget - N_VECTORS * 8 * problem.n_outputs * (n_tr + n_va), 2**20)
-    op = make_operator(problem.rows(rows), centers, kernel, max(int(budget * share), 2**20))
+    op = make_operator(Xtr, centers, kernel, max(int(budget * share), 2**20))
     vop = None
-    if val_rows is not None:
-        vop = make_operator(
-            problem.rows(val_rows), centers, kernel, max(int(budget * (1 - share)), 2**20)
-        )
+    if Xva is not None:
+        vop = make_operator(Xva, centers, kernel, max(int(budget * (1 - share)), 2**20))
     return op, vop
 
 

@@ -23,9 +23,12 @@ from ..selection import STOPPING_RULES
 from ..solvers import exact_path, incremental_nystrom_path, iterative_path, nystrom_direct_path
 from ..solvers._common import Validation
 from ..solvers._loo import SmootherCV
-from ..solvers.iterative import STEP_RULES
+from ..solvers.incremental import incremental_memory
+from ..solvers.iterative import STEP_RULES, cg_memory, gradient_memory
+from ..solvers.nystrom import direct_memory
 from ..solvers.spectral import ITERATION_FILTERS
 from .family import Family, kernel_operators, validation
+from .memory import N_VECTORS, SOLVER_SHARE, copied_bytes, operator_budget
 from .problem import CandidateFit, FitProblem, FitSettings
 
 __all__ = [
@@ -44,6 +47,9 @@ MAX_CENTERS_DEFAULT = 5000
 AUTO_GRID_SIZE = 20
 #: A Nyström screening round fits on at least this many rows per center.
 SCREEN_CENTER_RATIO = 2
+#: n x n matrices exact KRLS holds beside K (its eigendecomposition's vectors and
+#: workspace).
+EXACT_MATRICES = 3
 
 
 def default_n_centers(n: int) -> int:
@@ -111,16 +117,43 @@ class _KernelModel(Family):
         settings: FitSettings,
     ) -> CandidateFit:
         Ytr, wt, intercept = problem.targets(rows)
-        sel, grid = self.centers(problem.rows(rows), kernel, settings, problem.budget)
-        op, vop = kernel_operators(problem, kernel, rows, val_rows, sel.points)
+        Xtr = problem.rows(rows)
+        Xva = None if val_rows is None else problem.rows(val_rows)
+        copies = copied_bytes(problem.X, Xtr) + copied_bytes(problem.X, Xva)
+        sel, grid = self.centers(Xtr, kernel, settings, problem.budget)
+        copies += copied_bytes(Xtr, sel.points)
+        m, n_va = len(sel.points), 0 if Xva is None else len(Xva)
+        aside = copies + N_VECTORS * 8 * problem.n_outputs * (len(rows) + n_va)
+        solver = self.solver_memory(problem, settings, m, n_va, grid, aside)
+        how = self.describe(settings, settings.options.method)
+        what = f"{problem.estimator} with {m} centers ({how})"
+        budget = operator_budget(problem, copies, len(rows) + n_va, solver, what)
+        op, vop = kernel_operators(kernel, Xtr, Xva, sel.points, budget)
+        del Xtr, Xva
         val = validation(problem, vop, val_rows, intercept)
-        path = self.path(op, Ytr, wt, val, sel, grid, settings, len(rows), problem.classifier)
+        path = self.path(
+            op, Ytr, wt, val, sel, grid, settings, len(rows), problem.classifier, solver
+        )
         if not np.isfinite(path.train_error).any():
             raise ValueError(
                 "no point of the path could be computed (the centers' system is numerically "
                 "singular at every penalty): give larger penalties or fewer centers"
             )
         return CandidateFit(kernel, path, intercept, settings, len(rows), centers=sel)
+
+    def solver_memory(
+        self,
+        problem: FitProblem,
+        settings: FitSettings,
+        m: int,
+        n_val: int,
+        grid: np.ndarray | None,
+        aside: int,
+    ) -> int:
+        """Bytes the solver holds beside its operators for ``m`` centers (``grid``: the m
+        values of a path over m) and ``n_val`` validation rows, with ``aside`` bytes of the
+        budget set aside already (the fit's copies and n-sized vectors)."""
+        raise NotImplementedError
 
     def path(
         self,
@@ -133,6 +166,7 @@ class _KernelModel(Family):
         settings: FitSettings,
         n_tr: int,
         classifier: bool,
+        memory_limit: int | None = None,
     ) -> Path:
         raise NotImplementedError
 
@@ -217,6 +251,19 @@ class ExactFamily(_KernelModel):
     ) -> tuple[CenterSelection, np.ndarray | None]:
         return CenterSelection(Xtr, np.arange(len(Xtr)), "all"), None
 
+    def solver_memory(
+        self,
+        problem: FitProblem,
+        settings: FitSettings,
+        m: int,
+        n_val: int,
+        grid: np.ndarray | None,
+        aside: int,
+    ) -> int:
+        """The eigendecomposition of K (n x n, its vectors and workspace: ``EXACT_MATRICES``;
+        K itself is the operator's) and the validation block K_vn."""
+        return 8 * (EXACT_MATRICES * m * m + n_val * m)
+
     def path(
         self,
         op: KernelProducts,
@@ -228,6 +275,7 @@ class ExactFamily(_KernelModel):
         settings: FitSettings,
         n_tr: int,
         classifier: bool,
+        memory_limit: int | None = None,
     ) -> Path:
         opts: KernelOptions = settings.options
         cv = _smoother(settings, classifier)
@@ -363,6 +411,33 @@ class NystromFamily(_KernelModel):
         """The options of ``iterative_path`` beyond CG's."""
         return {}
 
+    def solver_memory(
+        self,
+        problem: FitProblem,
+        settings: FitSettings,
+        m: int,
+        n_val: int,
+        grid: np.ndarray | None,
+        aside: int,
+    ) -> int:
+        """The solver's own memory: the (m, λ) path's, the direct path's, gradient
+        descent's, or CG's, with one Cholesky factor per anchor when that takes at most
+        ``memory.SOLVER_SHARE`` of what the copies and n-sized vectors leave of the budget
+        (else one eigendecomposition for all of them)."""
+        pen = _grid_or_none(settings.penalty)
+        k, method = problem.n_outputs, settings.options.method
+        if grid is not None:
+            return incremental_memory(m, k, pen, len(grid), n_val)
+        if method == "direct":
+            return direct_memory(m, k, 20 if pen is None else len(pen), B.n_threads())
+        if method != "cg":
+            return gradient_memory(m, k, pen, n_val)
+        max_iter = self.max_iter(settings)
+        fast = cg_memory(m, k, pen, max_iter, n_val, cholesky=True)
+        if fast <= SOLVER_SHARE * (problem.budget - problem.held - aside):
+            return fast
+        return cg_memory(m, k, pen, max_iter, n_val, cholesky=False)
+
     def path(
         self,
         op: KernelProducts,
@@ -374,6 +449,7 @@ class NystromFamily(_KernelModel):
         settings: FitSettings,
         n_tr: int,
         classifier: bool,
+        memory_limit: int | None = None,
     ) -> Path:
         opts: KernelOptions = settings.options
         pen = settings.penalty
@@ -404,6 +480,7 @@ class NystromFamily(_KernelModel):
             settings.tol if selecting else 0.0,
             random_state=settings.rng,
             _setup=None if factor is None else {"factor": factor},
+            memory_limit=memory_limit,
             **self.iteration_options(settings),
         )
 

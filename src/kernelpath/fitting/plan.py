@@ -5,7 +5,7 @@ search it chose and the final model's fit (refit or the chosen point)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -17,6 +17,7 @@ from ..path import Path
 from ..scaling import check_scale, feature_scales
 from ..selection import check_cv, cv_folds, holdout_split
 from .family import Family
+from .memory import held_bytes
 from .problem import CandidateFit, FitProblem, FitSettings, spawned
 from .search import Screening, fold_search, holdout_search, smoother_search
 from .widths import choose_width
@@ -323,8 +324,9 @@ def select(
         result = smoother_search(plan.kernels, settings, problem.n, plan.cv, fit_one)
     else:
         result = fold_search(plan.kernels, settings, plan.folds, fit_one, family.path_penalties)
-    if plan.refit:
-        model, coef = family.refit(problem, result.best)
+    if plan.refit:  # beside what the search holds (its paths, the chosen point's centers)
+        held = replace(problem, held=problem.held + held_bytes(result, problem.X))
+        model, coef = family.refit(held, result.best)
     else:
         model, coef = result.best, result.best.path.coef()
     validation = plan.validation if plan.validation is not None else np.array([], dtype=int)

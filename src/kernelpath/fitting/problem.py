@@ -14,11 +14,7 @@ from ..centers import CenterSelection
 from ..kernels import Kernel
 from ..path import Path
 
-__all__ = ["FitProblem", "FitSettings", "CandidateFit", "N_VECTORS", "spawned"]
-
-#: n-sized vectors per output a fit holds besides the operators (their share of the budget
-#: with data read from disk).
-N_VECTORS = 6
+__all__ = ["FitProblem", "FitSettings", "CandidateFit", "spawned"]
 
 
 def spawned(rng: np.random.Generator) -> np.random.Generator:
@@ -50,6 +46,9 @@ class FitProblem:
         The targets were one column (a 1-D y, or two classes): the model's ``coef_`` is 1-D.
     estimator : str
         The estimator's name, for messages.
+    held : int
+        Bytes of the budget the fit holds already (``fitting.memory``): the copy of X made
+        while validating it, and at the refit the search's paths.
     """
 
     X: Any
@@ -60,6 +59,7 @@ class FitProblem:
     budget: int
     single_output: bool = False
     estimator: str = "the estimator"
+    held: int = 0
 
     @property
     def n(self) -> int:

@@ -54,7 +54,13 @@ from ..path import Path
 from ..selection import penalty_grid
 from ._common import Validation, as_2d, weights_or_ones
 
-__all__ = ["incremental_nystrom_path", "incremental_factor", "prefix_solutions", "METHODS"]
+__all__ = [
+    "incremental_nystrom_path",
+    "incremental_factor",
+    "incremental_memory",
+    "prefix_solutions",
+    "METHODS",
+]
 
 METHODS = ("blocked", "rank-one")
 #: A new center whose Cholesky pivot satisfies R_jj^2 <= PIVOT_RTOL * ||H||_1 is skipped.
@@ -67,6 +73,15 @@ METHODS = ("blocked", "rank-one")
 #: 3.198), 1e-10 lost more centers on cpusmall (3.326), thresholds relative to H_jj instead
 #: of ||H|| skipped up to 70% of the centers there.
 PIVOT_RTOL = 1e-12
+
+
+def incremental_memory(M: int, k: int, penalties: Any, n_grid: int, n_val: int) -> int:
+    """Bytes the (m, λ) path holds beside its operators for M centers: G and K_MM, the
+    factor that sets its own λ grid (R, M and a copy), one λ's H and its factor, the
+    coefficients of every point (twice: the path and its stored copies) and one m's
+    validation predictions (n_val x P k)."""
+    P = 20 if penalties is None else int(np.size(penalties))
+    return 8 * int(5 * M * M + 3 * M * n_grid * P * k + 2 * n_val * P * k)
 
 
 def incremental_factor(
@@ -241,13 +256,13 @@ def incremental_nystrom_path(
     train = (ywy[None, None, :] - 2 * ab + aga).sum(axis=2) / (w.sum() * k)
     train = np.maximum(train, 0.0)
     val_err = val_loss = None
-    if validation is not None:
-        F = validation.op.matvec(flat.astype(validation.op.dtype, copy=False))
-        F = np.asarray(F, dtype=FACTOR_DTYPE).reshape(-1, g * P * k)
-        e, loss = validation.errors(F, k)
+    if validation is not None:  # one m of the grid at a time: n_val x P k predictions
+        val_err, val_loss = np.empty((g, P)), np.empty((g, P))
+        for i in range(g):
+            cols = alphas[:, i].reshape(M, P * k).astype(validation.op.dtype)
+            F = np.asarray(validation.op.matvec(cols), dtype=FACTOR_DTYPE)
+            val_err[i], val_loss[i] = validation.errors(F.reshape(-1, P * k), k)
         validation.op.release()
-        val_err = np.asarray(e).reshape(g, P)
-        val_loss = np.asarray(loss).reshape(g, P)
     stored: dict[tuple[int, ...], np.ndarray] = {
         (i, p): alphas[: grid[i], i, p, :].astype(op.dtype) for i in range(g) for p in range(P)
     }

@@ -24,7 +24,7 @@ from ..selection import penalty_grid
 from ._common import Validation, as_2d, closed_form_path, weights_or_ones
 from ._loo import SmootherCV, eigen_smoother_scores
 
-__all__ = ["nystrom_direct_path", "center_factor"]
+__all__ = ["nystrom_direct_path", "center_factor", "direct_memory", "DIRECT_MATRICES"]
 
 
 def _torch():
@@ -33,14 +33,29 @@ def _torch():
     return torch
 
 
-def center_factor(op: KernelProducts) -> NystromFactor:
+#: m x m float64 matrices the direct path holds at its peak on the host: the factor R, the
+#: projected matrix H and the eigendecomposition's vectors and workspace (LAPACK's dsyevr
+#: through scipy: two), or R, the workers' sums of the Gram matrix (one per worker) and the
+#: projection's two (measured with tracemalloc, tests/test_memory.py).
+DIRECT_MATRICES = 4
+
+
+def direct_memory(m: int, k: int, n_penalties: int, n_jobs: int) -> int:
+    """Bytes the direct path holds beside its operators, for m centers, k outputs and
+    ``n_penalties`` λ values: its m x m matrices (``DIRECT_MATRICES``, or the Gram matrix's
+    per-worker sums when there are more workers) and the coefficients of the path."""
+    matrices = max(DIRECT_MATRICES, 1 + n_jobs)
+    return 8 * (matrices * m * m + 3 * m * max(n_penalties, 20) * (k + 1))
+
+
+def center_factor(op: KernelProducts, preconditioned: bool = True) -> NystromFactor:
     """The Nyström factor of the operator's centers (``linalg.nystrom_factor``): on the
     operator's device when ``linalg.factor_on_device`` says so (CUDA, many centers), else
-    on the host."""
+    on the host. ``preconditioned=False``: without M (a solver that has no preconditioner)."""
     eps = float(np.finfo(op.dtype).eps)
     if linalg.factor_on_device(op.device, op.m):
         return linalg.nystrom_factor_device(op.center_gram(native=True), dtype_eps=eps)
-    return linalg.nystrom_factor(op.center_gram(), dtype_eps=eps)
+    return linalg.nystrom_factor(op.center_gram(), dtype_eps=eps, preconditioned=preconditioned)
 
 
 def nystrom_direct_path(
@@ -80,22 +95,24 @@ def nystrom_direct_path(
     w = weights_or_ones(weights, n)
     if op.expected_passes is None:  # the Gram matrix and the right-hand side (and the LOO)
         op.expected_passes = 3 if cv is not None and cv.mode == "loo" else 2
-    fac = center_factor(op) if factor is None else factor
+    fac = center_factor(op, preconditioned=False) if factor is None else factor
     dev = fac.on_device
-    G = op.gram(weights, native=dev)
     # with the intercept scored too: A^T W 1 beside A^T W y
     rhs = np.hstack([Y, np.ones((n, 1))]) if cv is not None and cv.center else Y
     b = fac.apply_t(op.rmatvec(w[:, None] * rhs, native=dev))
+    G = op.gram(weights, native=dev)
     if cv is None or cv.mode != "loo":
         op.release()
-    H = fac.project(G, native=dev) / n
+    H = fac.project(G, native=dev)
     del G
+    H /= n
     if dev:  # the m x m eigendecomposition where the factor lives (torch.linalg, float64)
         sig_d, V_d = _torch().linalg.eigh(H)
         sig = np.maximum(to_numpy(sig_d), 0.0)
         c = to_numpy(V_d.T @ to_device(b, array_device(V_d))) / n
-    else:
-        sig, V = scipy.linalg.eigh(H, driver="evd", check_finite=False)
+    else:  # dsyevr on H in place: two m x m beside it (dsyevd: three)
+        sig, V = scipy.linalg.eigh(H, driver="evr", overwrite_a=True, check_finite=False)
+        del H
         sig = np.maximum(sig, 0.0)
         c = V.T @ b / n  # (r, k)
     c1 = None

@@ -1,0 +1,108 @@
+"""What a fit's ``memory_budget`` covers and how it is shared out: the copies of the data
+the fit makes, its n-sized vectors and the solver's own matrices are set aside first, and
+the kernel operators (their cached rows of K_nm and their streamed blocks) get what is
+left; a budget that leaves them less than ``MIN_OPERATOR_BYTES`` is refused, with the
+budget the fit would need (docs/design.md, "Memory")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import _backend as B
+from .problem import FitProblem
+
+__all__ = [
+    "MIN_OPERATOR_BYTES",
+    "N_VECTORS",
+    "SOLVER_SHARE",
+    "copied_bytes",
+    "operator_budget",
+    "held_bytes",
+]
+
+#: The least the kernel operators of a fit may be left (their streamed blocks: a few rows
+#: per worker; below this the products slow to a row at a time).
+MIN_OPERATOR_BYTES = 2**20
+#: n-sized float64 vectors per output a fit holds besides the operators: the coded and
+#: centered targets, the weights, the operators' row norms, a product's result and the
+#: validation targets.
+N_VECTORS = 6
+#: A solver's faster storage (CG's Cholesky factor per anchor) is kept only while it
+#: takes at most this share of what the copies and vectors leave of the budget; the rest
+#: goes to the operators' cache, which saves more time.
+SOLVER_SHARE = 0.5
+
+
+def copied_bytes(original: Any, made: Any) -> int:
+    """Bytes of ``made`` when it is a copy of (part of) ``original`` in memory: 0 when it is
+    ``original`` itself, a view of it, or rows read lazily (a row source, a dask array)."""
+    if made is None or made is original or B.is_lazy(made):
+        return 0
+    if isinstance(made, np.ndarray) and isinstance(original, np.ndarray):
+        if np.shares_memory(made, original):
+            return 0
+    if B.is_tensor(made):
+        return int(made.element_size() * made.nelement())
+    return int(getattr(made, "nbytes", 0))
+
+
+def held_bytes(obj: Any, data: Any = None) -> int:
+    """Bytes of the NumPy arrays ``obj`` holds (a search's result: its paths' errors and
+    stored coefficients, what their coefficient functions keep, the centers), a few levels
+    into containers and attributes, leaving out ``data`` (the user's X) and its views."""
+    seen: set[int] = set()
+    total = 0
+
+    def add(a: Any) -> None:
+        nonlocal total
+        if id(a) in seen:
+            return
+        seen.add(id(a))
+        if isinstance(data, np.ndarray) and np.shares_memory(a, data):
+            return
+        if a.base is None or not isinstance(a.base, np.ndarray):
+            total += a.nbytes
+
+    def visit(o: Any, depth: int) -> None:
+        if isinstance(o, np.ndarray):
+            add(o)
+        elif depth > 0 and isinstance(o, dict):
+            for v in o.values():
+                visit(v, depth - 1)
+        elif depth > 0 and isinstance(o, (list, tuple)):
+            for v in o:
+                visit(v, depth - 1)
+        elif depth > 0 and hasattr(o, "__dict__") and not isinstance(o, type):
+            for v in vars(o).values():
+                visit(v, depth - 1)
+
+    visit(obj, 5)
+    return total
+
+
+def operator_budget(problem: FitProblem, copies: int, n_rows: int, solver: int, what: str) -> int:
+    """The bytes left for the kernel operators of one candidate fit on ``n_rows`` rows
+    (training and validation): ``problem.budget`` less what the fit set aside
+    (``problem.held``: copies made while validating X, earlier candidates' paths), the
+    rows it copied for this fit (``copies``), its n-sized vectors and the solver's own
+    memory (``solver``). Refuses a budget that leaves the operators less than
+    ``MIN_OPERATOR_BYTES``, naming ``what`` (the centers and solver) and the budget it
+    needs."""
+    vectors = N_VECTORS * 8 * problem.n_outputs * n_rows
+    aside = problem.held + copies + vectors + solver
+    left = problem.budget - aside
+    if left < MIN_OPERATOR_BYTES:
+        need = aside + MIN_OPERATOR_BYTES
+        parts = [f"the solver's matrices {solver / 1e6:.0f} MB"]
+        if copies + problem.held:
+            parts.append(f"copies of the data {(copies + problem.held) / 1e6:.0f} MB")
+        parts.append(f"n-sized vectors {vectors / 1e6:.0f} MB")
+        raise ValueError(
+            f"memory_budget={problem.budget / 1e6:.0f} MB is too small for {what}: "
+            f"{', '.join(parts)} and at least {MIN_OPERATOR_BYTES / 1e6:.0f} MB for the "
+            f"kernel blocks; give memory_budget of at least {np.ceil(need / 1e6):.0f}MB, "
+            "or fewer centers"
+        )
+    return int(left)
