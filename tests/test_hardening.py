@@ -459,3 +459,31 @@ def test_threads_writing_the_same_zarr_folder_all_succeed(tmp_path):
         assert list(pool.map(write, range(16))) == [out] * 16
     np.testing.assert_allclose(np.asarray(zarr.open(out, mode="r")), est.predict(X), rtol=1e-12)
     assert [p.name for p in tmp_path.iterdir()] == ["p.zarr"]
+
+
+def test_next_writer_removes_what_a_killed_process_left(tmp_path):
+    """SIGKILL runs no handler: a writer killed mid-write leaves its temporary file. The
+    next writer in that folder removes it (its process is gone); a live process's
+    temporary file, and other hosts', stay."""
+    import subprocess
+    import sys
+
+    import kernelpath as kp
+    from kernelpath.data.files import _host
+
+    code = (
+        "import os, sys, tempfile; from kernelpath.data.files import temporary; "
+        "temporary(sys.argv[1], '.kp'); temporary(sys.argv[1], directory=True); "
+        "os.kill(os.getpid(), 9)"
+    )
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=False)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert len(left) == 2 and all(n.startswith(f".kernelpath-{_host()}-") for n in left)
+    mine = tmp_path / f".kernelpath-{_host()}-{os.getpid()}-inflight.kp"
+    other = tmp_path / ".kernelpath-otherhost-1-x.kp"
+    mine.write_bytes(b"")
+    other.write_bytes(b"")
+    X, y = np.random.default_rng(0).standard_normal((60, 2)), np.arange(60.0)
+    est = kp.NystromRegressor(kp.Gaussian(1.0), n_centers=10, penalty=1e-3).fit(X, y)
+    kp.save(est, tmp_path / "m.kp")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["m.kp", mine.name, other.name])

@@ -176,6 +176,21 @@ def test_fit_peak_stays_within_the_budget(solver, budget, kernel):
     assert est.score(X[:2000], y[:2000]) > 0.9
 
 
+@pytest.mark.parametrize("centers", ["approximate-leverage", "leverage"])
+def test_leverage_centers_share_the_budget(centers):
+    """The leverage-score strategies run their own operators with what the fit's copies
+    and vectors leave of the budget (before: the whole budget, beside the copies)."""
+    exact = centers == "leverage"
+    X, y = _fit_data(2000 if exact else 20_000)
+    budget = 120e6 if exact else 60e6  # exact: 1600 x 1600 matrices
+    est = kp.NystromRegressor(
+        Gaussian(3.0), n_centers=400, centers=centers, solver="direct", scale=False,
+        memory_budget=int(budget), random_state=0,
+    )  # fmt: skip
+    _, peak = _traced(lambda: est.fit(X, y))
+    assert peak <= 1.1 * budget, peak / 1e6
+
+
 def _needed(est, X, y) -> int:
     """The budget (MB) a refusal names."""
     with pytest.raises(ValueError, match=r"is too small .*at least \d+MB") as info:
@@ -208,3 +223,47 @@ def test_a_converted_copy_of_x_counts_in_the_budget():
     est.set_params(memory_budget=f"{need}MB").fit(X, y)
     with pytest.raises(ValueError, match="copies of the data"):
         est.fit(X.astype(np.int64), y)
+
+
+@pytest.mark.parametrize(
+    ("make", "budget"),
+    [
+        (lambda b: kp.KRLSRegressor(Gaussian(3.0), scale=False, memory_budget=b), 60e6),
+        (lambda b: kp.KRLSRegressor(Gaussian(3.0), scale=False, cv="loo", memory_budget=b), 90e6),
+        (
+            lambda b: kp.RandomFeaturesRegressor(
+                Gaussian(3.0), n_features=800, scale=False, memory_budget=b, random_state=0
+            ),
+            100e6,
+        ),
+        (
+            lambda b: kp.SGMRegressor(
+                Gaussian(3.0),
+                n_features=300,
+                features="nystrom",
+                scale=False,
+                memory_budget=b,
+                random_state=0,
+                n_passes=3,
+            ),
+            70e6,
+        ),  # fmt: skip
+        (
+            lambda b: kp.EigenProRegressor(
+                Gaussian(3.0), scale=False, memory_budget=b, random_state=0, n_epochs=2
+            ),
+            140e6,
+        ),
+    ],
+)
+def test_every_family_stays_within_its_budget(make, budget):
+    """The other families' own memory (exact KRLS's n x n eigendecomposition, RF's D x D
+    matrices, SGM's feature map and blocks, EigenPro's subsample eigensystem) is set aside
+    the same way: the traced peak stays within the budget + 10%, and a budget a fifth of
+    it is refused."""
+    n = 1500 if isinstance(make(1e9), kp.KRLSRegressor) else 12_000
+    X, y = _fit_data(n)
+    _, peak = _traced(lambda: make(int(budget)).fit(X, y))
+    assert peak <= 1.1 * budget, (peak / 1e6, budget / 1e6)
+    with pytest.raises(ValueError, match=r"memory_budget=\d+ MB is too small"):
+        make(int(budget / 5)).fit(X, y)

@@ -244,3 +244,22 @@ def test_sources_compute_on_the_host(h5file):
     f, _, y = h5file
     with pytest.raises(ValueError, match="computed with NumPy on the host"):
         kp.NystromRegressor(n_centers=10, device="cpu").fit(f["X"], y)
+
+
+def test_rows_on_disk_meet_the_width_rule(tmp_path):
+    """A width too narrow for the rows read from disk is refused like one for rows in
+    memory, also when the far rows are not centers (before: only the centers, a subset
+    in memory, were checked, and the streamed far rows gave a wrong kernel)."""
+    X, y = _problem(500)
+    X[-1] = 5e3  # a far row, never a center below
+    np.save(tmp_path / "X.npy", X)
+    Xs = as_source(np.load(tmp_path / "X.npy", mmap_mode="r"))
+    est = kp.NystromRegressor(
+        kp.Gaussian(1e-4), centers=X[:20].copy(), scale=False, penalty=1e-3,
+        validation_fraction=0,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match="too narrow for the values of X"):
+        est.fit(Xs, y)
+    with pytest.raises(ValueError, match="too narrow for the values of X"):
+        est.fit(X, y)  # the same rule in memory
+    est.set_params(kernel=kp.Gaussian(1e-2)).fit(Xs, y)  # ||x / sigma|| within the limit

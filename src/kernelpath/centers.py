@@ -36,7 +36,7 @@ from .leverage import (
     _approximate_scores,
     _exact_scores,
     _squeak_scores,
-    default_n_samples,
+    samples_within,
     squeak,
 )
 
@@ -177,7 +177,7 @@ class LeverageCenters:
         if self.method == "exact":
             scores = _exact_scores(X, kernel, lam, budget)
         else:
-            p = default_n_samples(len(X)) if self.n_samples is None else int(self.n_samples)
+            p = samples_within(budget, len(X)) if self.n_samples is None else int(self.n_samples)
             scores = _approximate_scores(X, kernel, lam, p, rng, budget)
         idx, w = _draw_by_scores(scores, n_centers, rng)
         return CenterSelection(

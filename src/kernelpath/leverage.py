@@ -67,6 +67,8 @@ __all__ = [
     "METHODS",
     "SQUEAK_VARIANTS",
     "default_n_samples",
+    "samples_within",
+    "approximate_memory",
 ]
 
 METHODS = ("exact", "approximate", "squeak")
@@ -79,6 +81,26 @@ def default_n_samples(n: int) -> int:
     needed in practice; measured on cpusmall, see docs/design.md.)"""
     p = int(2 * np.sqrt(n) * np.log(max(n, 2)))
     return int(min(n, max(200, min(p, 4000))))
+
+
+#: p x p float64 matrices the approximate method holds at its peak beside its operator (the
+#: factor R, the Gram matrix and its projection, the eigenvectors and dsyevr's workspace).
+APPROXIMATE_MATRICES = 5
+
+
+def approximate_memory(p: int) -> int:
+    """Bytes the approximate method's p x p algebra holds (``APPROXIMATE_MATRICES``, or R and
+    the Gram matrix's per-worker sums when there are more workers)."""
+    return 8 * max(APPROXIMATE_MATRICES, 2 + B.n_threads()) * p * p
+
+
+def samples_within(budget: int, n: int) -> int:
+    """The default number of columns, ``default_n_samples(n)``, lowered so that the p x p
+    algebra takes at most half of ``budget`` (the operator streams in the rest)."""
+    p = default_n_samples(n)
+    while p > 50 and approximate_memory(p) > budget // 2:
+        p = int(p * 0.9)
+    return min(p, n)
 
 
 def _check_lambda(penalty: Any) -> float:
@@ -122,6 +144,13 @@ def _approximate_scores(
     budget: int,
 ) -> np.ndarray:
     n = len(X)
+    need = approximate_memory(min(n_samples, n))
+    if need > budget // 2:
+        raise ValueError(
+            f"approximate leverage scores with n_samples={n_samples} columns need "
+            f"{need / 1e6:.0f} MB for their {n_samples} x {n_samples} algebra, more than half "
+            f"of memory_budget={budget / 1e6:.0f} MB: give fewer n_samples or a larger budget"
+        )
     first = B.rows_in_memory(X, np.arange(1))
     diag = B.to_numpy(make_operator(X, first, kernel, budget).diag(), FACTOR_DTYPE)
     total = float(diag.sum())
@@ -130,12 +159,15 @@ def _approximate_scores(
     cols = rng.choice(n, size=n_samples, replace=True, p=diag / total)
     # repeated columns add nothing to L = C W^+ C^T (nor does the rescaling of the columns)
     cols = np.unique(cols)
-    op = make_operator(X, B.rows_in_memory(X, cols), kernel, budget)
-    fac = nystrom_factor(op.center_gram(), dtype_eps=float(np.finfo(op.dtype).eps))
+    op = make_operator(X, B.rows_in_memory(X, cols), kernel, budget - need)
+    eps = float(np.finfo(op.dtype).eps)
+    fac = nystrom_factor(op.center_gram(), dtype_eps=eps, preconditioned=False)
     R = fac.R
     G = np.asarray(op.gram(), dtype=FACTOR_DTYPE)
-    H = R.T @ G @ R
-    s, V = scipy.linalg.eigh((H + H.T) / 2, driver="evd", check_finite=False)
+    H = fac.project(G)
+    del G
+    s, V = scipy.linalg.eigh(H, driver="evr", overwrite_a=True, check_finite=False)
+    del H
     s = np.maximum(s, 0.0)  # B^T B is PSD; rounding can leave tiny negative eigenvalues
     # τ~_i = ||(B^T B + λnI)^-1/2 b_i||^2 with b_i = R^T k_i (k_i: row i of C)
     T = (R @ V) / np.sqrt(s + lam * n)
@@ -358,7 +390,8 @@ def leverage_scores(
     random_state : int, Generator or None
         Seeds the column sampling ("approximate") or the binomial draws ("squeak").
     n_samples : int or None
-        Columns p of "approximate" (default ``default_n_samples(n)``).
+        Columns p of "approximate" (default ``default_n_samples(n)``, fewer where their
+        p x p algebra would take more than half the budget: ``samples_within``).
     q_bar, eps, delta, batch_size, variant :
         Parameters of "squeak" (see ``squeak``).
     memory_budget : int, str or None
@@ -390,7 +423,7 @@ def leverage_scores(
         return B.like_input(tau, X)
     budget = resolve_memory_budget(memory_budget, dev)
     if method == "approximate":
-        p = default_n_samples(n) if n_samples is None else check_int(n_samples, "n_samples", 1)
+        p = samples_within(budget, n) if n_samples is None else check_int(n_samples, "n_samples", 1)
         assert p is not None
         return B.like_input(_approximate_scores(Xc, kern, lam, int(p), rng, budget), X)
     if B.is_lazy(Xc):

@@ -31,7 +31,6 @@ import json
 import math
 import os
 import stat
-import tempfile
 from collections.abc import Callable
 from typing import Any
 
@@ -45,7 +44,7 @@ from . import _backend as B
 from ._backend import Device
 from ._version import __version__
 from .centers import CenterSelection, LeverageCenters, SqueakCenters, UniformCenters
-from .data.files import default_mode
+from .data.files import default_mode, temporary
 from .estimators import (
     EigenProClassifier,
     EigenProRegressor,
@@ -491,9 +490,9 @@ def save(model: Any, path: str | os.PathLike[str], *, key: str | bytes | None = 
     folder = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(folder):
         raise ValueError(f"path: no folder {folder!r} to write {out!r} in")
-    fd, tmp = tempfile.mkstemp(prefix=".kernelpath-", suffix=".kp", dir=folder)
+    tmp = temporary(folder, suffix=".kp")
     try:
-        with os.fdopen(fd, "wb") as fh:
+        with open(tmp, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())

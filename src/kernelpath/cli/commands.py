@@ -17,6 +17,7 @@ from .._backend import available_memory, n_threads, resolve_memory_budget
 from .._kernels import HAVE_NUMBA
 from .._version import __version__
 from ..data import default_mode, write_predictions
+from ..data.files import temporary
 from ..datasets import make_sin_regression
 from ..estimators import (
     NystromRegressor,
@@ -318,10 +319,7 @@ def _plot(model: Any, out: str) -> None:
     ax.set_title(f"{type(model).__name__}: validation along the path")
     fig.tight_layout()
     folder = os.path.dirname(os.path.abspath(out))
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=".kernelpath-", suffix=".png", dir=folder)
-    os.close(fd)
+    tmp = temporary(folder, suffix=".png")
     try:
         fig.savefig(tmp, format="png", dpi=120)
         default_mode(tmp)

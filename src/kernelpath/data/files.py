@@ -1,14 +1,69 @@
 """Files written atomically: a temporary file in the destination's folder, given the
-permissions a new file gets, then renamed into place."""
+permissions a new file gets, then renamed into place. The temporary names carry the host
+and process id, so that the next writer in a folder removes what a killed process (SIGKILL
+runs no handler) left there."""
 
 from __future__ import annotations
 
 import errno
 import os
+import re
 import shutil
+import socket
 import tempfile
 
-__all__ = ["default_mode", "replace_into"]
+__all__ = ["default_mode", "replace_into", "temporary", "remove_stale"]
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname()) or "host"
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists (another user's process)
+        return True
+    return True
+
+
+def remove_stale(folder: str) -> None:
+    """Remove the temporary files and folders (``temporary``) that processes of this host
+    which are gone left in ``folder``. Others' (live processes, other hosts) stay."""
+    pattern = re.compile(rf"^\.kernelpath-(?:old-)?{re.escape(_host())}-(\d+)-")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    for name in names:
+        match = pattern.match(name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        path = os.path.join(folder, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+def temporary(folder: str, suffix: str = "", directory: bool = False, kind: str = "") -> str:
+    """A new temporary file (empty, closed) or folder in ``folder``, named
+    ``.kernelpath-[kind-]<host>-<pid>-...``, once the stale ones there are removed."""
+    remove_stale(folder)
+    prefix = f".kernelpath-{kind + '-' if kind else ''}{_host()}-{os.getpid()}-"
+    if directory:
+        return tempfile.mkdtemp(prefix=prefix, dir=folder)
+    fd, path = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=folder)
+    os.close(fd)
+    return path
+
 
 #: How often a folder's replacement is tried while other writers race for it.
 REPLACE_ATTEMPTS = 100
@@ -43,7 +98,7 @@ def replace_into(tmp: str, out: str, is_dir: bool) -> None:
             except OSError as exc:
                 if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST):
                     raise
-            old = tempfile.mkdtemp(prefix=".kernelpath-old-", dir=folder)
+            old = temporary(folder, directory=True, kind="old")
             os.rmdir(old)
             try:
                 os.replace(out, old)

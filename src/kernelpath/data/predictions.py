@@ -8,7 +8,6 @@ from __future__ import annotations
 import numbers
 import os
 import shutil
-import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path as FsPath
@@ -16,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .files import replace_into
+from .files import replace_into, temporary
 from .sources import RowSource, as_source, is_lazy_array
 
 __all__ = ["write_predictions"]
@@ -92,10 +91,7 @@ def write_predictions(
         raise ValueError(f"block_rows must be a positive integer or None, got {block_rows}")
     names_checked = _check_names(model, src)
     folder = os.path.dirname(os.path.abspath(out))
-    tmp = tempfile.mkdtemp(prefix=".kernelpath-", dir=folder) if suffix == ".zarr" else None
-    if tmp is None:
-        fd, tmp = tempfile.mkstemp(prefix=".kernelpath-", suffix=suffix, dir=folder)
-        os.close(fd)
+    tmp = temporary(folder, suffix, directory=suffix == ".zarr")
     writer: Any = None
     try:
         for s in range(0, n, block_rows):

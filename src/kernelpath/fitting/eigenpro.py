@@ -18,6 +18,7 @@ from ..operators import KernelOperator, Operator
 from ..solvers.eigenpro import (
     STEP_RULES,
     default_damping,
+    eigenpro_memory,
     feature_eigensystem,
     feature_sgd_steps,
     kernel_eigensystem,
@@ -29,6 +30,7 @@ from ..solvers.eigenpro import (
 from ..solvers.random_features import indexed_features, rff_operator
 from .family import Family, in_memory, validation
 from .kernel_models import center_decision
+from .memory import copied_bytes, operator_budget
 from .problem import CandidateFit, FitProblem, FitSettings
 from .random_features import rff_decision
 
@@ -117,15 +119,22 @@ class EigenProFamily(Family):
         settings: FitSettings,
     ) -> CandidateFit:
         opts: EigenProOptions = settings.options
-        rng, budget = settings.rng, problem.budget
+        rng = settings.rng
         Xtr = problem.rows(rows)
-        n = len(Xtr)
+        Xva = None if val_rows is None else problem.rows(val_rows)
+        n, n_va = len(Xtr), 0 if Xva is None else len(Xva)
         Ytr, wt, intercept = problem.targets(rows, unit_mean_weights=True)
         k = problem.n_outputs
         s = min(n, opts.s if opts.s is not None else default_subsample_size(n))
         q = min(opts.q, s - 1)
         sub = rng.choice(n, size=s, replace=False)
         D = opts.n_features
+        # the budget left for the batches' kernel blocks (or feature cache) and the
+        # validation operator, once the fit's own memory is set aside
+        copies = copied_bytes(problem.X, Xtr) + copied_bytes(problem.X, Xva)
+        fixed = eigenpro_memory(n, s, q, k, n_va, D)
+        what = f"{problem.estimator} with a subsample of {s} points"
+        budget = operator_budget(problem, copies, n + n_va, fixed, what, fewer="subsample points")
         centers = fmap = None
         if D is None:
             # the kernel model's centers are its training points
@@ -135,12 +144,13 @@ class EigenProFamily(Family):
             Xs = B.take_rows(Xtr, sub)
             K_s = np.asarray(KernelOperator(Xs, Xs, kernel, budget).center_gram())
             es = kernel_eigensystem(K_s, q, self._damping(opts, features=False))
-            predict_batch, apply_step = kernel_sgd_steps(Xtr, kernel, sub, es, budget)
+            batch_budget = int(BATCH_MEMORY_FRACTION * budget)
+            predict_batch, apply_step = kernel_sgd_steps(Xtr, kernel, sub, es, batch_budget)
             coef = np.zeros((n, k))
-            max_batch = max(1, int(BATCH_MEMORY_FRACTION * budget // (8 * n)))
+            max_batch = max(1, int(batch_budget // (8 * n)))
             vop: Operator | None = None
-            if val_rows is not None:
-                vop = KernelOperator(problem.rows(val_rows), Xtr, kernel, budget, cache="auto")
+            if Xva is not None:
+                vop = KernelOperator(Xva, Xtr, kernel, budget - batch_budget, cache="auto")
             # the kernel model's centers are its training points
             centers = CenterSelection(Xtr, np.arange(n), "all")
         else:
@@ -154,7 +164,7 @@ class EigenProFamily(Family):
             predict_batch, apply_step = feature_sgd_steps(features, es)
             coef = np.zeros((D, k))
             max_batch = max(1, int(BATCH_MEMORY_FRACTION * budget // (8 * D)))
-            vop = None if val_rows is None else rff_operator(fmap, problem.rows(val_rows), D)
+            vop = None if Xva is None else rff_operator(fmap, Xva, D)
         if opts.rule == "paper":
             m, eta = paper_step_rule(es, n, opts.batch_size)
         else:  # the rule's step for the rule's or the given batch size

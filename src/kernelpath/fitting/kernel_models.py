@@ -28,7 +28,13 @@ from ..solvers.iterative import STEP_RULES, cg_memory, gradient_memory
 from ..solvers.nystrom import direct_memory
 from ..solvers.spectral import ITERATION_FILTERS
 from .family import Family, kernel_operators, validation
-from .memory import N_VECTORS, SOLVER_SHARE, copied_bytes, operator_budget
+from .memory import (
+    MIN_OPERATOR_BYTES,
+    N_VECTORS,
+    SOLVER_SHARE,
+    copied_bytes,
+    operator_budget,
+)
 from .problem import CandidateFit, FitProblem, FitSettings
 
 __all__ = [
@@ -47,9 +53,11 @@ MAX_CENTERS_DEFAULT = 5000
 AUTO_GRID_SIZE = 20
 #: A Nyström screening round fits on at least this many rows per center.
 SCREEN_CENTER_RATIO = 2
-#: n x n matrices exact KRLS holds beside K (its eigendecomposition's vectors and
-#: workspace).
-EXACT_MATRICES = 3
+#: n x n matrices exact KRLS holds beside K at its peak (dsyevd's vectors and workspace,
+#: kept over dsyevr, one n x n less, for its speed: n = 4000, 6.3 s against 7.2 s; the
+#: leave-one-out adds the squared vectors), measured with tracemalloc (2.6 n^2 with K, 4.0
+#: with the leave-one-out; tests/test_memory.py).
+EXACT_MATRICES = 2
 
 
 def default_n_centers(n: int) -> int:
@@ -120,14 +128,20 @@ class _KernelModel(Family):
         Xtr = problem.rows(rows)
         Xva = None if val_rows is None else problem.rows(val_rows)
         copies = copied_bytes(problem.X, Xtr) + copied_bytes(problem.X, Xva)
-        sel, grid = self.centers(Xtr, kernel, settings, problem.budget)
+        n_va = 0 if Xva is None else len(Xva)
+        vectors = N_VECTORS * 8 * problem.n_outputs * (len(rows) + n_va)
+        # the center strategy (leverage scores: its own operators) gets what the copies and
+        # vectors leave; it is done before the solver's matrices exist
+        free = max(problem.budget - problem.held - copies - vectors, MIN_OPERATOR_BYTES)
+        sel, grid = self.centers(Xtr, kernel, settings, free)
         copies += copied_bytes(Xtr, sel.points)
-        m, n_va = len(sel.points), 0 if Xva is None else len(Xva)
-        aside = copies + N_VECTORS * 8 * problem.n_outputs * (len(rows) + n_va)
+        m = len(sel.points)
+        aside = copies + vectors
         solver = self.solver_memory(problem, settings, m, n_va, grid, aside)
         how = self.describe(settings, settings.options.method)
         what = f"{problem.estimator} with {m} centers ({how})"
-        budget = operator_budget(problem, copies, len(rows) + n_va, solver, what)
+        floor = self.operator_floor(m, len(rows), n_va)
+        budget = operator_budget(problem, copies, len(rows) + n_va, solver, what, floor)
         op, vop = kernel_operators(kernel, Xtr, Xva, sel.points, budget)
         del Xtr, Xva
         val = validation(problem, vop, val_rows, intercept)
@@ -140,6 +154,10 @@ class _KernelModel(Family):
                 "singular at every penalty): give larger penalties or fewer centers"
             )
         return CandidateFit(kernel, path, intercept, settings, len(rows), centers=sel)
+
+    def operator_floor(self, m: int, n_tr: int, n_val: int) -> int:
+        """The least the fit's operators may be given (``memory.operator_budget``)."""
+        return MIN_OPERATOR_BYTES
 
     def solver_memory(
         self,
@@ -260,9 +278,17 @@ class ExactFamily(_KernelModel):
         grid: np.ndarray | None,
         aside: int,
     ) -> int:
-        """The eigendecomposition of K (n x n, its vectors and workspace: ``EXACT_MATRICES``;
-        K itself is the operator's) and the validation block K_vn."""
-        return 8 * (EXACT_MATRICES * m * m + n_val * m)
+        """The eigendecomposition of K (n x n: its vectors and workspace,
+        ``EXACT_MATRICES``; K itself is held in the operator's share, ``operator_floor``)
+        and the coefficients and validation predictions of the path."""
+        P = 20 if isinstance(settings.penalty, str) else int(np.size(settings.penalty))
+        k = problem.n_outputs
+        matrices = EXACT_MATRICES + (settings.cv_mode == "loo")
+        return 8 * (matrices * m * m + 3 * (m + n_val) * max(P, 20) * k)
+
+    def operator_floor(self, m: int, n_tr: int, n_val: int) -> int:
+        """The training operator makes K whole (n x n) in its share of the budget."""
+        return int(np.ceil(8 * m * m * (n_tr + n_val) / n_tr))
 
     def path(
         self,

@@ -82,27 +82,36 @@ def held_bytes(obj: Any, data: Any = None) -> int:
     return total
 
 
-def operator_budget(problem: FitProblem, copies: int, n_rows: int, solver: int, what: str) -> int:
+def operator_budget(
+    problem: FitProblem,
+    copies: int,
+    n_rows: int,
+    solver: int,
+    what: str,
+    floor: int = MIN_OPERATOR_BYTES,
+    fewer: str = "centers",
+) -> int:
     """The bytes left for the kernel operators of one candidate fit on ``n_rows`` rows
     (training and validation): ``problem.budget`` less what the fit set aside
     (``problem.held``: copies made while validating X, earlier candidates' paths), the
     rows it copied for this fit (``copies``), its n-sized vectors and the solver's own
-    memory (``solver``). Refuses a budget that leaves the operators less than
-    ``MIN_OPERATOR_BYTES``, naming ``what`` (the centers and solver) and the budget it
-    needs."""
+    memory (``solver``). Refuses a budget that leaves the operators less than ``floor``
+    (``MIN_OPERATOR_BYTES``, or what a solver needs them to hold: exact KRLS's whole
+    K), naming ``what`` (the centers and solver), the budget it needs, and what to have
+    fewer of (``fewer``)."""
     vectors = N_VECTORS * 8 * problem.n_outputs * n_rows
     aside = problem.held + copies + vectors + solver
     left = problem.budget - aside
-    if left < MIN_OPERATOR_BYTES:
-        need = aside + MIN_OPERATOR_BYTES
+    if left < floor:
+        need = aside + floor
         parts = [f"the solver's matrices {solver / 1e6:.0f} MB"]
         if copies + problem.held:
             parts.append(f"copies of the data {(copies + problem.held) / 1e6:.0f} MB")
         parts.append(f"n-sized vectors {vectors / 1e6:.0f} MB")
         raise ValueError(
             f"memory_budget={problem.budget / 1e6:.0f} MB is too small for {what}: "
-            f"{', '.join(parts)} and at least {MIN_OPERATOR_BYTES / 1e6:.0f} MB for the "
-            f"kernel blocks; give memory_budget of at least {np.ceil(need / 1e6):.0f}MB, "
-            "or fewer centers"
+            f"{', '.join(parts)}"
+            + (f" and at least {floor / 1e6:.0f} MB for the kernel operators" if floor else "")
+            + f"; give memory_budget of at least {np.ceil(need / 1e6):.0f}MB, or fewer {fewer}"
         )
     return int(left)

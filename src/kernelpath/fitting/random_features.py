@@ -17,11 +17,13 @@ from ..solvers._loo import SmootherCV
 from ..solvers.random_features import (
     feature_moments,
     rf_feature_path,
+    rf_memory,
     rf_penalty_path,
     rff_operator,
 )
 from .family import Family, validation
 from .kernel_models import AUTO_GRID_SIZE
+from .memory import copied_bytes, operator_budget
 from .problem import CandidateFit, FitProblem, FitSettings
 
 __all__ = ["RandomFeaturesFamily", "AUTO_MAX_FEATURES", "rff_decision"]
@@ -93,14 +95,17 @@ class RandomFeaturesFamily(Family):
             raise TypeError(f"orthogonal must be a bool, got {orthogonal!r}")
         Ytr, wt, intercept = problem.targets(rows)
         Dmax, grid = feature_grid(settings.size, len(rows))
-        need = 8 * Dmax * Dmax
-        if need > problem.budget:
-            raise ValueError(
-                f"n_features={Dmax} needs a {Dmax} x {Dmax} matrix ({need / 1e9:.2f} GB), more "
-                f"than memory_budget={problem.budget / 1e9:.2f} GB"
-            )
-        settings = replace(settings, feature_seed=settings.seed())  # the refit reuses the map
         Xtr = problem.rows(rows)
+        vX = None if val_rows is None else problem.rows(val_rows)
+        n_va = 0 if vX is None else len(vX)
+        pen = settings.penalty
+        P = 20 if isinstance(pen, str) else int(np.size(pen))
+        P *= 1 if grid is None else len(grid)
+        solver = rf_memory(Dmax, problem.n_outputs, P, len(rows), settings.cv_mode == "loo")
+        copies = copied_bytes(problem.X, Xtr) + copied_bytes(problem.X, vX)
+        what = f"{problem.estimator} with n_features={Dmax}"
+        operator_budget(problem, copies, len(rows) + n_va, solver, what, 0, "features")
+        settings = replace(settings, feature_seed=settings.seed())  # the refit reuses the map
         fmap = RandomFourierFeatures(
             kernel, Dmax, bool(orthogonal), settings.feature_seed, problem.budget
         ).fit(B.to_numpy(Xtr[:1]))
@@ -113,10 +118,8 @@ class RandomFeaturesFamily(Family):
         b1 = None
         if b.shape[1] > Ytr.shape[1]:
             b, b1 = b[:, : Ytr.shape[1]], b[:, Ytr.shape[1] :]
-        pen = settings.penalty
         lam = None if isinstance(pen, str) else np.atleast_1d(pen)
         dtype = B.dtype_of(problem.X)
-        vX = None if val_rows is None else problem.rows(val_rows)
         if grid is not None:
             vop = None if vX is None else rff_operator(fmap, vX, Dmax, normalize=False)
             val = validation(problem, vop, val_rows, intercept)

@@ -16,8 +16,9 @@ from ..features import NystromFeatures, RandomFourierFeatures, check_rff_kernel
 from ..kernels import Kernel
 from ..operators import FeatureOperator
 from ..solvers.random_features import indexed_features
-from ..solvers.sgm import AVERAGING, sgm_path
+from ..solvers.sgm import AVERAGING, sgm_memory, sgm_path
 from .family import Family, validation
+from .memory import copied_bytes, operator_budget
 from .problem import CandidateFit, FitProblem, FitSettings
 
 __all__ = ["SGMFamily", "CACHE_FRACTION", "STEP_GRID"]
@@ -132,11 +133,21 @@ class SGMFamily(Family):
         Ytr, wt, intercept = problem.targets(rows, unit_mean_weights=True)
         seed = settings.seed()
         settings = replace(settings, feature_seed=seed)  # the refit reuses the map
+        Xva = None if val_rows is None else problem.rows(val_rows)
+        n_va = 0 if Xva is None else len(Xva)
+        copies = copied_bytes(problem.X, Xtr) + copied_bytes(problem.X, Xva)
+        n_steps = len(STEP_GRID) if isinstance(opts.steps, str) else np.size(opts.steps)
+        D = opts.n_features + opts.fit_intercept
+        d = int(Xtr.shape[1])
+        fixed = sgm_memory(D, d, opts.features == "nystrom", int(n_steps), problem.n_outputs, n_va)
+        what = f"{problem.estimator} with n_features={opts.n_features}"
+        left = operator_budget(problem, copies, n + n_va, fixed, what, 0, "features")
         fmap = self.feature_map(Xtr, kernel, opts, seed, problem.budget)
         full = WithBias(fmap) if opts.fit_intercept else fmap
         probe = full.transform(Xtr[: min(n, 1000)])
         D = probe.shape[1]
-        features = indexed_features(full.transform, Xtr, D, CACHE_FRACTION * problem.budget)
+        # the feature cache in what the fit's own memory leaves
+        features = indexed_features(full.transform, Xtr, D, CACHE_FRACTION * left)
         steps = opts.steps
         if isinstance(steps, str):
             # the minibatch rule b / (κ² + (b - 1) λ_1) (κ² = max ||φ(x)||², λ_1 the top
@@ -150,9 +161,7 @@ class SGMFamily(Family):
             scale = 4.0 if opts.loss == "logistic" else 1.0
             rule = scale * b / max(kappa2 + (b - 1) * lam1, 1e-300)
             steps = np.array([rule]) if steps == "auto" else rule * STEP_GRID
-        vop = (
-            None if val_rows is None else FeatureOperator(full.transform, problem.rows(val_rows), D)
-        )
+        vop = None if Xva is None else FeatureOperator(full.transform, Xva, D)
         selecting = settings.n_iter is None
         path = sgm_path(
             features,

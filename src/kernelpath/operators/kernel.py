@@ -121,20 +121,23 @@ def _single_threaded_libraries(torch_too: bool) -> Any:
                 torch.set_num_threads(prev)
 
 
-def _max_sq_norm(X: RowSource, budget: int) -> float:
-    """The largest squared row norm of a source (one pass, kept on the source: a bound for
-    its subsets too), for the clipping decision."""
+def _source_maxima(X: RowSource, budget: int) -> tuple[float, np.ndarray]:
+    """The largest squared row norm of a source and the largest |x_l| of each feature (one
+    pass, kept on the source: bounds for its subsets too), for the clipping decision and
+    the width check of rows read from disk (``Kernel.check_data``)."""
     base = getattr(X, "base", X)
-    cached = getattr(base, "_max_sq_norm", None)
+    cached = getattr(base, "_maxima", None)
     if cached is None:
         rows = max(1, min(BLOCK_BYTES, budget // 8) // max(1, 8 * base.shape[1]))
-        cached = 0.0
+        top, top_abs = 0.0, np.zeros(base.shape[1])
         for s in range(0, len(base), rows):
             Xb = base.read(s, s + rows).astype(np.float64, copy=False)
             if len(Xb):
-                cached = max(cached, float(B.sq_norms(Xb).max()))
-        base._max_sq_norm = cached  # type: ignore[union-attr]
-    return float(cached)
+                top = max(top, float(B.sq_norms(Xb).max()))
+                np.maximum(top_abs, np.abs(Xb).max(axis=0), out=top_abs)
+        cached = (top, top_abs)
+        base._maxima = cached  # type: ignore[union-attr]
+    return float(cached[0]), cached[1]
 
 
 class KernelOperator:
@@ -220,7 +223,11 @@ class KernelOperator:
         self._work_dtype = np.dtype(np.float64) if uses_distance else self.dtype
         # the rounding bound of the data's blocks and of K_mm's (maxima taken on the device)
         if self.lazy and kernel.needs_norms:
-            xmax = _max_sq_norm(self.X, self.budget) * kernel.max_feature_weight()
+            top, top_abs = _source_maxima(self.X, self.budget)
+            xmax = top * kernel.max_feature_weight()
+            check = getattr(kernel, "check_data", None)
+            if check is not None:  # the width rule of rows in memory, on the file's rows
+                check(top_abs, "X", self.dtype)
         else:
             xmax = float(self._x_sq.max()) if self._x_sq is not None and self.n else 0.0
         cmax = float(self._c_sq.max()) if self._c_sq is not None and self.m else 0.0

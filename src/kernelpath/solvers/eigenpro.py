@@ -42,6 +42,7 @@ from .. import _backend as B
 from .._backend import FACTOR_DTYPE
 from ..kernels import Kernel
 from ..operators import KernelOperator
+from ..operators.features import BLOCK_BYTES
 from ..path import Path
 from ..progress import report
 from ..selection import EarlyStopping
@@ -275,6 +276,21 @@ def sgd_path(
         val_loss=val_loss,
         info=dict(info, batch_size=batch_size, step_size=step, epochs_run=last + 1),
     )
+
+
+def eigenpro_memory(
+    n: int, s: int, q: int, k: int, n_val: int, n_features: int | None = None
+) -> int:
+    """Bytes EigenPro holds beside the data and its batches' kernel blocks: the subsample's
+    kernel matrix and its top eigenpairs (three s x s: K_S, its scaled copy and the
+    eigensolver's), the coefficients (n x k, and the best ones), the validation
+    predictions; with ``n_features`` D the subsample's features (s x D), Φ_S^T Φ_S and its
+    eigensolver's (three D x D) and three blocks of validation features in flight."""
+    preds = 2 * n_val * k
+    if n_features is None:
+        return 8 * (3 * s * s + 2 * s * (q + 1) + 2 * n * k + preds)
+    D = n_features
+    return 8 * (s * D + 3 * D * D + 2 * D * (q + 1) + 2 * D * k + preds) + 3 * BLOCK_BYTES
 
 
 def kernel_sgd_steps(

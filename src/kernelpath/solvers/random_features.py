@@ -35,6 +35,7 @@ from ..dispatch import feature_operator
 from ..features import RandomFourierFeatures
 from ..linalg import top_eigenvalue
 from ..operators import FeatureOperator, Operator, row_blocks
+from ..operators.features import BLOCK_BYTES
 from ..path import Path
 from ..selection import penalty_grid
 from ._common import Validation, as_2d, closed_form_path, weights_or_ones
@@ -58,6 +59,22 @@ def rff_operator(
     """The operator of the first ``n_features`` random features of ``fmap`` (over the
     chunks of a dask array for a dask X)."""
     return feature_operator(_first_features(fmap, n_features, normalize), X, n_features)
+
+
+#: D x D float64 matrices the RF paths hold at their peak (Φ^T W Φ, its eigenvectors and
+#: dsyevd's workspace, the coefficients' products; the (D, λ) path: a Cholesky factor per
+#: penalty instead), measured with tracemalloc (tests/test_memory.py).
+RF_MATRICES = 5
+
+
+def rf_memory(n_features: int, k: int, n_penalties: int, n_rows: int, loo: bool) -> int:
+    """Bytes an RF fit holds beside the data: its D x D matrices (``RF_MATRICES``), a block
+    of features in flight and the transform's intermediates (three blocks of
+    ``operators.features.BLOCK_BYTES`` at most), and with the closed-form leave-one-out its
+    n x P k smoother columns."""
+    blocks = 3 * min(BLOCK_BYTES, 8 * n_rows * n_features)
+    smoother = 8 * 8 * n_rows * max(n_penalties, 20) * k if loo else 0
+    return 8 * RF_MATRICES * n_features * n_features + blocks + smoother
 
 
 def _first_features(fmap: RandomFourierFeatures, n_features: int, normalize: bool) -> Any:

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .._backend import FACTOR_DTYPE
+from ..operators.features import BLOCK_BYTES
 from ..path import Path
 from ..progress import report
 from ..selection import EarlyStopping
@@ -63,6 +64,17 @@ def loss_value(name: str, F: np.ndarray, Y: np.ndarray) -> np.ndarray:
     if name == "logistic":
         return np.logaddexp(0.0, -Y * F)
     raise ValueError(f"loss must be one of {LOSSES}, got {name!r}")
+
+
+def sgm_memory(D: int, d: int, nystrom: bool, n_steps: int, k: int, n_val: int) -> int:
+    """Bytes an SGM fit holds beside the data and its feature cache: the Nyström feature
+    map's D x D factor and its making (two D x D, ``nystrom``), three blocks of features in
+    flight (``operators.features.BLOCK_BYTES`` each: the transform's intermediates), the
+    iterates and their averages (D x steps k, four each), and the validation predictions
+    (n_val x steps k, twice)."""
+    factor = 8 * (2 * D * D + D * d) if nystrom else 8 * D * d
+    blocks = 3 * min(BLOCK_BYTES, 8 * max(n_val, 1000) * D)
+    return factor + blocks + 8 * (4 * D + 2 * n_val) * n_steps * k
 
 
 def sgm_path(
