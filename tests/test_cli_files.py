@@ -250,3 +250,19 @@ def test_progress_bar_reports_iterations(files, capsys):
     )
     assert code == 0
     assert "fit: cg" in err and "7/7" in err
+
+
+def test_class_weight_on_the_command_line(files, capsys):
+    d, X, y = files
+    args = ["fit", d / "cls.parquet", "--target", "label", "-o", d / "w.kp", *FIT]
+    code, _, _ = _run(capsys, *args, "--class-weight", "balanced")
+    assert code == 0
+    model = kp.load(d / "w.kp")
+    assert model.get_params()["class_weight"] == "balanced"
+    code, _, _ = _run(capsys, *args, "--set", 'class_weight={"up": 3.0}')
+    assert code == 0 and kp.load(d / "w.kp").get_params()["class_weight"] == {"up": 3.0}
+    code, _, err = _run(
+        capsys, "fit", d / "train.csv", "--target", "price", "-o", d / "r.kp", *FIT,
+        "--class-weight", "balanced",
+    )  # fmt: skip
+    assert code == 1 and "--class-weight: the target is numeric" in err

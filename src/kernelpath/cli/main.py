@@ -73,6 +73,12 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--solver")
     fit.add_argument("--validation-fraction", type=float)
     fit.add_argument("--memory-budget", help="e.g. 2GB (default: half the free memory)")
+    fit.add_argument(
+        "--class-weight",
+        choices=["balanced"],
+        help="classification: weigh each class by n / (classes x its count) (a dict of "
+        "weights: --set class_weight='{\"label\": 2.0}')",
+    )
     fit.add_argument("--seed", type=int, help="random_state")
     fit.add_argument("--device", help="compute with PyTorch there (cpu, cuda, cuda:N)")
     fit.add_argument(

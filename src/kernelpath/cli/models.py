@@ -84,6 +84,10 @@ def _estimator(args: argparse.Namespace, task: str) -> Any:
             params[opt] = value
     if getattr(args, "scale", None) is not None:
         params["scale"] = {"auto": "auto", "on": True, "off": False}[args.scale]
+    if getattr(args, "class_weight", None) is not None:
+        if task != "classification":
+            raise UserError("--class-weight: the target is numeric (regression), not classes")
+        params["class_weight"] = args.class_weight
     if args.seed is not None:
         params["random_state"] = args.seed
     if args.device is not None:

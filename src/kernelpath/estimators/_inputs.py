@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils import check_array, column_or_1d
+from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
@@ -101,6 +102,25 @@ def _coded(y: np.ndarray, classifier: bool) -> tuple[np.ndarray, np.ndarray | No
     return (y[:, None] if y.ndim == 1 else y), None
 
 
+def _class_weighted(
+    class_weight: Any, y: np.ndarray, sample_weight: np.ndarray | None
+) -> np.ndarray | None:
+    """The checked ``sample_weight`` times each sample's class weight (scikit-learn's
+    meaning of ``class_weight``), rescaled to sum to n; unchanged for None."""
+    if class_weight is None:
+        return sample_weight
+    if not (isinstance(class_weight, dict) or class_weight == "balanced"):
+        raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}")
+    try:
+        cw = compute_sample_weight(class_weight, y)
+    except ValueError as exc:
+        raise ValueError(f"class_weight: {exc}") from exc
+    w = cw if sample_weight is None else sample_weight * cw
+    if not np.any(w > 0):
+        raise ValueError("class_weight and sample_weight leave no sample a positive weight")
+    return w * (len(w) / w.sum())
+
+
 def _weights(sample_weight: Any, X: Any) -> np.ndarray | None:
     """Non-negative weights, at least one positive, rescaled to sum to n: the penalty
     means the same with or without them, and an integer weight is the same as repeating
@@ -139,6 +159,8 @@ def fit_problem(
         X = in_memory(X, budget, name, family.in_memory)
     Y, classes = _coded(y, classifier)
     w = _weights(sample_weight, X)
+    if classifier:
+        w = _class_weighted(getattr(est, "class_weight", None), y, w)
     single = Y.shape[1] == 1 if classifier else np.ndim(y) == 1
     problem = FitProblem(
         X,

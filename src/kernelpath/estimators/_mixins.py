@@ -3,6 +3,7 @@ decision_function, score) and the docstring parts of the common parameters."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
@@ -145,7 +146,45 @@ def _host(a: Any) -> Any:
     return None if a is None else B.to_numpy(a)
 
 
+CLASS_WEIGHT_DOC = """    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, with scikit-learn's meaning: each sample's weight is
+        multiplied by its class's (``sklearn.utils.class_weight.compute_sample_weight``);
+        "balanced": n_samples / (n_classes * count of the class). A dict may leave classes
+        out (weight 1) but may not name a class that ``y`` does not hold.
+"""
+
+
+def _with_class_weight(cls: type) -> None:
+    """Give the classifier ``cls`` the parameter ``class_weight`` after those of the
+    ``__init__`` it inherits (its signature extended, for ``get_params``), and its
+    docstring's entry."""
+    init = cls.__init__  # type: ignore[misc]
+    sig = inspect.signature(init)
+    if "class_weight" in sig.parameters:
+        return
+
+    def __init__(self: Any, *args: Any, class_weight: Any = None, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        self.class_weight = class_weight
+
+    extra = inspect.Parameter("class_weight", inspect.Parameter.KEYWORD_ONLY, default=None)
+    __init__.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=[*sig.parameters.values(), extra]
+    )
+    __init__.__doc__ = init.__doc__
+    cls.__init__ = __init__  # type: ignore[misc]
+    if cls.__doc__ and "\n    Attributes\n" in cls.__doc__:
+        cls.__doc__ = cls.__doc__.replace(
+            "\n    Attributes\n", "\n" + CLASS_WEIGHT_DOC + "\n    Attributes\n", 1
+        )
+
+
 class _ClassifierMixin(ClassifierMixin):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" not in cls.__dict__ and not cls.__name__.startswith("_"):
+            _with_class_weight(cls)
+
     def decision_function(self, X: Any) -> Any:
         """One-vs-all scores.
 

@@ -105,6 +105,31 @@ class StreamClassifier:
                 delattr(self, name)
         return self.partial_fit(X, y, classes)  # type: ignore[attr-defined]
 
+    #: What the learner does itself in place of ``class_weight="balanced"`` (for messages).
+    _balanced_by = ""
+
+    def _class_weight(self, label: Any) -> float:
+        """The weight of ``label``'s samples: ``class_weight`` (a dict; classes it does not
+        name weigh 1). "balanced" needs the class counts of all the data, which a stream
+        learns as it goes: the learner's own rebalancing (``_balanced_by``) is that."""
+        cw = getattr(self, "class_weight", None)
+        if cw is None:
+            return 1.0
+        if isinstance(cw, str) and cw == "balanced":
+            raise ValueError(
+                f"class_weight='balanced' needs every class count before the first sample; "
+                f"{type(self).__name__} {self._balanced_by}: give a dict of class weights "
+                "or None"
+            )
+        if not isinstance(cw, dict):
+            raise ValueError(f"class_weight must be None or a dict, got {cw!r}")
+        value = cw.get(label, 1.0)
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
+            raise TypeError(f"class_weight[{label!r}] must be a number, got {value!r}")
+        if not (np.isfinite(value) and value >= 0):
+            raise ValueError(f"class_weight[{label!r}] must be >= 0 and finite, got {value!r}")
+        return float(value)
+
     def _check_width(self, X2: np.ndarray) -> np.ndarray:
         """X2, or a ValueError when its number of features is not the fitted one."""
         return check_n_features(self, X2)

@@ -62,6 +62,11 @@ class IncrementalRLSClassifier(StreamClassifier, BaseEstimator):
         With ``selection="thesis"``, the held-out samples a class needs to be scored (the
         thesis's threshold; its value is a parameter here: the text we worked from does not
         give it). Until some class has that many, the best (λ, α) by balanced accuracy is used.
+    class_weight : dict or None, default=None
+        Weights of classes (scikit-learn's meaning): a sample of class t enters as
+        c_t z z^T and c_t z e_t^T (weighted RLS); classes not named weigh 1. The recoding Γ^α
+        still uses the class counts: it is the online counterpart of "balanced", which is
+        refused (it needs every class count before the first sample).
 
     Attributes
     ----------
@@ -84,6 +89,7 @@ class IncrementalRLSClassifier(StreamClassifier, BaseEstimator):
         validation_every: int | None = 10,
         selection: str = "best",
         min_class_size: int = 5,
+        class_weight: dict[Any, float] | None = None,
     ) -> None:
         self.penalty = penalty
         self.alpha = alpha
@@ -91,8 +97,10 @@ class IncrementalRLSClassifier(StreamClassifier, BaseEstimator):
         self.validation_every = validation_every
         self.selection = selection
         self.min_class_size = min_class_size
+        self.class_weight = class_weight
 
     _fitted_attr = "factors_"
+    _balanced_by = "rebalances by recoding its scores (alpha, chosen online)"
 
     def _start(self, X: np.ndarray) -> None:
         lams = np.atleast_1d(np.asarray(self.penalty, dtype=float))
@@ -180,9 +188,10 @@ class IncrementalRLSClassifier(StreamClassifier, BaseEstimator):
             if every is not None and self.n_samples_seen_ % every == 0:
                 self._validate(z, t)
                 continue
+            c = self._class_weight(label)  # weighted RLS: c z z^T and c z e_t^T
             for p in range(len(self._lams)):
-                cholesky_update(self.factors_[p], z, overwrite=True)
-            self.cross_[:, t] += z
+                cholesky_update(self.factors_[p], np.sqrt(c) * z, overwrite=True)
+            self.cross_[:, t] += c * z
             self.class_counts_[t] += 1
             self._W_cache.clear()
         return self

@@ -35,6 +35,9 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
         λ > 0.
     features : None, transformer or callable, default=None
         The map z = φ(x) (see ``RecursiveRLS``).
+    class_weight : dict or None, default=None
+        Weights of classes, multiplying Γ (classes not named weigh 1); "balanced" is refused:
+        Γ is that balance already.
 
     Attributes
     ----------
@@ -46,11 +49,15 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
     n_samples_seen_ : int
     """
 
-    def __init__(self, penalty: float = 1e-2, features: Any = None) -> None:
+    def __init__(
+        self, penalty: float = 1e-2, features: Any = None, class_weight: Any = None
+    ) -> None:
         self.penalty = penalty
         self.features = features
+        self.class_weight = class_weight
 
     _fitted_attr = "grams_"
+    _balanced_by = "is balanced by construction (Γ_tt = k / k_t)"
 
     def _start(self, X: np.ndarray) -> None:
         self._lam = check_float(self.penalty, "penalty", 0.0, np.inf, low_open=True)
@@ -93,6 +100,7 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
         Z = np.asarray(self._map(X2), dtype=np.float64)
         idx = np.array([self._class_index(label) for label in labels], dtype=np.int64)
         for t in np.unique(idx):
+            self._class_weight(self.classes_[t])  # checked now, used by coef_
             Zt = Z[idx == t]
             self.grams_[t] += Zt.T @ Zt
             self.sums_[:, t] += Zt.sum(axis=0)
@@ -108,6 +116,7 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
         if coef is None:
             counts = self.class_counts_.astype(float)
             g = np.where(counts > 0, counts.sum() / np.maximum(counts, 1.0), 0.0)
+            g = g * np.array([self._class_weight(label) for label in self.classes_])
             A = np.tensordot(g, self.grams_, axes=1)
             A[np.diag_indices_from(A)] += self._lam
             coef = scipy.linalg.solve(A, self.sums_ * g, assume_a="pos")
