@@ -168,8 +168,9 @@ _TRANSIENT: dict[str, dict[str, Any]] = {
 #: Caches of files written before they were held in dicts: dropped on load.
 _OLD_CACHES = ("_coef", "_W")
 #: Parameters added since files were first written, with the value that loads an older
-#: file as it was fitted (``scale``: files written before it existed had unscaled inputs).
-_ADDED_PARAMS: dict[str, Any] = {"scale": False}
+#: file as it was fitted (``scale``: files written before it existed had unscaled inputs;
+#: ``class_weight``: none).
+_ADDED_PARAMS: dict[str, Any] = {"scale": False, "class_weight": None}
 #: Attributes rebuilt after loading from what was stored (the map of the online learners'
 #: ``features``).
 _REBUILT = ("_map",)

@@ -138,26 +138,30 @@ def penalty_grid(scale: float, n_values: int = 20, span: float = 1e-9) -> np.nda
     return np.geomspace(scale, scale * span, n_values)
 
 
-def mse(Y: np.ndarray, F: np.ndarray) -> np.ndarray:
-    """Mean squared error per path point.
+def mse(Y: np.ndarray, F: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
+    """Mean squared error per path point, weighted by ``w`` (n,) when given.
 
     Y : (n, k) targets; F : (n, P, k) predictions -> (P,) errors (mean over outputs).
     """
     D = F - Y[:, None, :]
-    return np.einsum("npk,npk->p", D, D) / (Y.shape[0] * Y.shape[1])
+    if w is None:
+        return np.einsum("npk,npk->p", D, D) / (Y.shape[0] * Y.shape[1])
+    return np.einsum("n,npk,npk->p", w, D, D) / (w.sum() * Y.shape[1])
 
 
-def error_rate(Y: np.ndarray, F: np.ndarray) -> np.ndarray:
+def error_rate(Y: np.ndarray, F: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
     """Misclassification rate per path point for ±1-coded targets (one column: sign rule;
-    several: argmax). Y : (n, k); F : (n, P, k) -> (P,)."""
+    several: argmax), weighted by ``w`` (n,) when given. Y : (n, k); F : (n, P, k) -> (P,)."""
     if Y.shape[1] == 1:
         wrong = (F[:, :, 0] >= 0) != (Y[:, None, 0] > 0)
     else:
         wrong = F.argmax(axis=2) != Y.argmax(axis=1)[:, None]
-    return wrong.mean(axis=0)
+    if w is None:
+        return wrong.mean(axis=0)
+    return (w @ wrong) / w.sum()
 
 
-SCORERS: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+SCORERS: dict[str, Callable[..., np.ndarray]] = {
     "mse": mse,
     "error_rate": error_rate,
 }

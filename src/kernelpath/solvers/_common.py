@@ -21,17 +21,19 @@ class Validation:
     op: Operator
     Y: np.ndarray  # (n_val, k) coded targets
     scoring: str = "mse"
+    #: the validation rows' weights (sample and class weights), or None
+    weights: np.ndarray | None = None
 
-    def scorer(self) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    def scorer(self) -> Callable[..., np.ndarray]:
         return SCORERS[self.scoring]
 
     def errors(self, F: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(errors, squared losses) of predictions ``F`` (n_val, P * k) grouped as P points
-        of k outputs; for "mse" scoring both are the same."""
+        of k outputs, weighted by the rows' weights; for "mse" scoring both are the same."""
         P = F.shape[1] // k
         F3 = F.reshape(len(self.Y), P, k)
-        loss = SCORERS["mse"](self.Y, F3)
-        err = loss if self.scoring == "mse" else self.scorer()(self.Y, F3)
+        loss = SCORERS["mse"](self.Y, F3, self.weights)
+        err = loss if self.scoring == "mse" else self.scorer()(self.Y, F3, self.weights)
         return err, loss
 
 
