@@ -46,6 +46,7 @@ from typing import Any
 
 import array_api_compat
 import numpy as np
+import scipy.linalg.blas
 
 from .data.sources import is_source
 
@@ -372,6 +373,30 @@ def symmetrize(A: np.ndarray, lower: bool = False, block: int = 256) -> np.ndarr
         A[s:e, :e] = band
         A[:e, s:e] = band.T
     return A
+
+
+def gram_zeros(n: int, like: Any, dtype: Any) -> Any:
+    """A zero n x n Gram accumulator for ``add_gram`` on ``like``'s backend (NumPy: Fortran
+    order, which BLAS updates in place)."""
+    if is_tensor(like):
+        return zeros((n, n), like, dtype)
+    return np.zeros((n, n), dtype, order="F")
+
+
+def add_gram(acc: Any, A: Any) -> Any:
+    """acc += A^T A in place, returned; NumPy: only acc's lower triangle, by BLAS syrk (half
+    the flops, no n x n temporary); ``gram_done`` makes it whole."""
+    if is_tensor(acc):
+        return acc.addmm_(A.T, A)
+    syrk = scipy.linalg.blas.get_blas_funcs("syrk", dtype=acc.dtype)
+    return syrk(1.0, A.T, beta=1.0, c=acc, trans=0, lower=1, overwrite_c=1)
+
+
+def gram_done(acc: Any) -> Any:
+    """The symmetric matrix of an ``add_gram`` accumulator."""
+    if is_tensor(acc):
+        return (acc + acc.T) / 2
+    return symmetrize(acc, lower=True)
 
 
 # --------------------------------------------------------------------------- memory

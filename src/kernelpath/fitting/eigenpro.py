@@ -30,7 +30,7 @@ from ..solvers.eigenpro import (
 from ..solvers.random_features import indexed_features, rff_operator
 from .family import Family, in_memory, validation
 from .kernel_models import center_decision
-from .memory import copied_bytes, operator_budget
+from .memory import fit_rows, operator_budget
 from .problem import CandidateFit, FitProblem, FitSettings
 from .random_features import rff_decision
 
@@ -120,8 +120,7 @@ class EigenProFamily(Family):
     ) -> CandidateFit:
         opts: EigenProOptions = settings.options
         rng = settings.rng
-        Xtr = problem.rows(rows)
-        Xva = None if val_rows is None else problem.rows(val_rows)
+        Xtr, Xva, copies = fit_rows(problem, rows, val_rows)
         n, n_va = len(Xtr), 0 if Xva is None else len(Xva)
         Ytr, wt, intercept = problem.targets(rows, unit_mean_weights=True)
         k = problem.n_outputs
@@ -131,7 +130,6 @@ class EigenProFamily(Family):
         D = opts.n_features
         # the budget left for the batches' kernel blocks (or feature cache) and the
         # validation operator, once the fit's own memory is set aside
-        copies = copied_bytes(problem.X, Xtr) + copied_bytes(problem.X, Xva)
         fixed = eigenpro_memory(n, s, q, k, n_va, D)
         what = f"{problem.estimator} with a subsample of {s} points"
         budget = operator_budget(problem, copies, n + n_va, fixed, what, fewer="subsample points")

@@ -30,10 +30,11 @@ from ..solvers.spectral import ITERATION_FILTERS
 from .family import Family, kernel_operators, validation
 from .memory import (
     MIN_OPERATOR_BYTES,
-    N_VECTORS,
     SOLVER_SHARE,
     copied_bytes,
+    fit_rows,
     operator_budget,
+    vector_bytes,
 )
 from .problem import CandidateFit, FitProblem, FitSettings
 
@@ -125,11 +126,9 @@ class _KernelModel(Family):
         settings: FitSettings,
     ) -> CandidateFit:
         Ytr, wt, intercept = problem.targets(rows)
-        Xtr = problem.rows(rows)
-        Xva = None if val_rows is None else problem.rows(val_rows)
-        copies = copied_bytes(problem.X, Xtr) + copied_bytes(problem.X, Xva)
+        Xtr, Xva, copies = fit_rows(problem, rows, val_rows)
         n_va = 0 if Xva is None else len(Xva)
-        vectors = N_VECTORS * 8 * problem.n_outputs * (len(rows) + n_va)
+        vectors = vector_bytes(problem, len(rows) + n_va)
         # the center strategy (leverage scores: its own operators) gets what the copies and
         # vectors leave; it is done before the solver's matrices exist
         free = max(problem.budget - problem.held - copies - vectors, MIN_OPERATOR_BYTES)

@@ -18,6 +18,8 @@ __all__ = [
     "N_VECTORS",
     "SOLVER_SHARE",
     "copied_bytes",
+    "fit_rows",
+    "vector_bytes",
     "operator_budget",
     "held_bytes",
 ]
@@ -46,6 +48,21 @@ def copied_bytes(original: Any, made: Any) -> int:
     if B.is_tensor(made):
         return int(made.element_size() * made.nelement())
     return int(getattr(made, "nbytes", 0))
+
+
+def vector_bytes(problem: FitProblem, n_rows: int) -> int:
+    """Bytes of the ``N_VECTORS`` n-sized vectors per output of a fit on ``n_rows`` rows."""
+    return N_VECTORS * 8 * problem.n_outputs * n_rows
+
+
+def fit_rows(
+    problem: FitProblem, rows: np.ndarray, val_rows: np.ndarray | None
+) -> tuple[Any, Any, int]:
+    """(the training rows, the validation rows or None, the bytes of the copies of X they
+    are): what every candidate fit takes from the problem first."""
+    Xtr = problem.rows(rows)
+    Xva = None if val_rows is None else problem.rows(val_rows)
+    return Xtr, Xva, copied_bytes(problem.X, Xtr) + copied_bytes(problem.X, Xva)
 
 
 def held_bytes(obj: Any, data: Any = None) -> int:
@@ -99,7 +116,7 @@ def operator_budget(
     (``MIN_OPERATOR_BYTES``, or what a solver needs them to hold: exact KRLS's whole
     K), naming ``what`` (the centers and solver), the budget it needs, and what to have
     fewer of (``fewer``)."""
-    vectors = N_VECTORS * 8 * problem.n_outputs * n_rows
+    vectors = vector_bytes(problem, n_rows)
     aside = problem.held + copies + vectors + solver
     left = problem.budget - aside
     if left < floor:

@@ -23,7 +23,7 @@ from ..solvers.random_features import (
 )
 from .family import Family, validation
 from .kernel_models import AUTO_GRID_SIZE
-from .memory import copied_bytes, operator_budget
+from .memory import fit_rows, operator_budget
 from .problem import CandidateFit, FitProblem, FitSettings
 
 __all__ = ["RandomFeaturesFamily", "AUTO_MAX_FEATURES", "rff_decision"]
@@ -95,14 +95,12 @@ class RandomFeaturesFamily(Family):
             raise TypeError(f"orthogonal must be a bool, got {orthogonal!r}")
         Ytr, wt, intercept = problem.targets(rows)
         Dmax, grid = feature_grid(settings.size, len(rows))
-        Xtr = problem.rows(rows)
-        vX = None if val_rows is None else problem.rows(val_rows)
+        Xtr, vX, copies = fit_rows(problem, rows, val_rows)
         n_va = 0 if vX is None else len(vX)
         pen = settings.penalty
         P = 20 if isinstance(pen, str) else int(np.size(pen))
         P *= 1 if grid is None else len(grid)
         solver = rf_memory(Dmax, problem.n_outputs, P, len(rows), settings.cv_mode == "loo")
-        copies = copied_bytes(problem.X, Xtr) + copied_bytes(problem.X, vX)
         what = f"{problem.estimator} with n_features={Dmax}"
         operator_budget(problem, copies, len(rows) + n_va, solver, what, 0, "features")
         settings = replace(settings, feature_seed=settings.seed())  # the refit reuses the map

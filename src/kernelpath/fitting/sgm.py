@@ -18,7 +18,7 @@ from ..operators import FeatureOperator
 from ..solvers.random_features import indexed_features
 from ..solvers.sgm import AVERAGING, sgm_memory, sgm_path
 from .family import Family, validation
-from .memory import copied_bytes, operator_budget
+from .memory import fit_rows, operator_budget
 from .problem import CandidateFit, FitProblem, FitSettings
 
 __all__ = ["SGMFamily", "CACHE_FRACTION", "STEP_GRID"]
@@ -128,14 +128,12 @@ class SGMFamily(Family):
         settings: FitSettings,
     ) -> CandidateFit:
         opts: SGMOptions = settings.options
-        Xtr = problem.rows(rows)
+        Xtr, Xva, copies = fit_rows(problem, rows, val_rows)
         n = len(Xtr)
         Ytr, wt, intercept = problem.targets(rows, unit_mean_weights=True)
         seed = settings.seed()
         settings = replace(settings, feature_seed=seed)  # the refit reuses the map
-        Xva = None if val_rows is None else problem.rows(val_rows)
         n_va = 0 if Xva is None else len(Xva)
-        copies = copied_bytes(problem.X, Xtr) + copied_bytes(problem.X, Xva)
         n_steps = len(STEP_GRID) if isinstance(opts.steps, str) else np.size(opts.steps)
         D = opts.n_features + opts.fit_intercept
         d = int(Xtr.shape[1])

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import scipy.linalg.blas
 
 from .. import _backend as B
 from .._backend import FACTOR_DTYPE
@@ -16,9 +15,6 @@ __all__ = ["FeatureOperator", "feature_moments", "row_blocks", "BLOCK_BYTES"]
 
 #: Rows per block of features: about this many bytes.
 BLOCK_BYTES = 16 * 1024**2
-
-
-_syrk = scipy.linalg.blas.dsyrk
 
 
 def row_blocks(n_rows: int, n_features: int) -> list[tuple[int, int]]:
@@ -99,22 +95,10 @@ def feature_moments(
     Y2 = B.to_device(Y[:, None] if Y.ndim == 1 else Y, dev, FACTOR_DTYPE)
     b = B.zeros((n_features, Y2.shape[1]), X, FACTOR_DTYPE)
     w = None if weights is None else B.to_device(weights, dev, FACTOR_DTYPE)
-    if B.is_tensor(X):
-        G = B.zeros((n_features, n_features), X, FACTOR_DTYPE)
-        for s, e in row_blocks(len(X), n_features):
-            F64 = B.astype(transform(X[s:e]), FACTOR_DTYPE)
-            Fw = F64 if w is None else F64 * w[s:e, None]
-            G.addmm_(Fw.T, F64)
-            b += Fw.T @ Y2[s:e]
-        G = B.to_numpy(G)
-        return (G + G.T) / 2, B.to_numpy(b)
-    # NumPy: BLAS syrk into G's lower triangle (no D x D temporary per block)
-    Gf = np.zeros((n_features, n_features), FACTOR_DTYPE, order="F")
-    root = None if w is None else np.sqrt(w)
+    root = None if w is None else w**0.5
+    G = B.gram_zeros(n_features, X, FACTOR_DTYPE)
     for s, e in row_blocks(len(X), n_features):
-        F64 = B.to_numpy(transform(X[s:e]), FACTOR_DTYPE)
-        Fw = F64 if w is None else F64 * w[s:e, None]
-        A = F64 if root is None else F64 * root[s:e, None]
-        Gf = _syrk(1.0, A.T, beta=1.0, c=Gf, trans=0, lower=1, overwrite_c=1)
-        b += Fw.T @ Y2[s:e]
-    return B.symmetrize(Gf, lower=True), b
+        F64 = B.astype(transform(X[s:e]), FACTOR_DTYPE)
+        G = B.add_gram(G, F64 if root is None else F64 * root[s:e, None])
+        b += (F64 if w is None else F64 * w[s:e, None]).T @ Y2[s:e]
+    return B.to_numpy(B.gram_done(G)), B.to_numpy(b)

@@ -43,7 +43,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-import scipy.linalg.blas
 from threadpoolctl import ThreadpoolController
 
 from .. import _backend as B
@@ -713,29 +712,16 @@ class KernelOperator:
         """K_nm.T diag(w) K_nm, shape (m, m), exactly symmetric."""
         w = self._weights(weights)
 
-        if B.is_tensor(self.X):
+        root = None if w is None else w**0.5
 
-            def work(wk: int) -> Any:
-                acc = B.zeros((self.m, self.m), self.X)
-                for s, e, Kb in self._blocks(wk):
-                    acc.addmm_(Kb.T, Kb if w is None else Kb * w[s:e, None])
-                return acc
-
-        else:  # BLAS syrk into the worker's sum (its lower triangle): no m x m temporary
-            syrk = scipy.linalg.blas.get_blas_funcs("syrk", dtype=self.dtype)
-            root = None if w is None else np.sqrt(w)
-
-            def work(wk: int) -> Any:
-                acc = np.zeros((self.m, self.m), self.dtype, order="F")
-                for s, e, Kb in self._blocks(wk):
-                    A = Kb if root is None else Kb * root[s:e, None]
-                    acc = syrk(1.0, A.T, beta=1.0, c=acc, trans=0, lower=1, overwrite_c=1)
-                return acc
+        def work(wk: int) -> Any:  # each worker's sum, updated in place
+            acc = B.gram_zeros(self.m, self.X, self.dtype)
+            for s, e, Kb in self._blocks(wk):
+                acc = B.add_gram(acc, Kb if root is None else Kb * root[s:e, None])
+            return acc
 
         parts = self._run(work)
         G = parts.pop(0)  # the workers' sums added in place: one m x m per worker at most
         while parts:
             G += parts.pop()
-        if B.is_tensor(G):
-            return self._out((G + G.T) / 2, native)
-        return self._out(B.symmetrize(G, lower=True), native)
+        return self._out(B.gram_done(G), native)

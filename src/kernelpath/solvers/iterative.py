@@ -237,9 +237,8 @@ def iterative_path(
         The early-stopping rule (with a validation set).
     memory_limit : int or None
         Bytes the solver may hold beside its operators (``cg_memory``): cg keeps one
-        Cholesky factor per anchor and the validation predictions of its basis when they
-        fit, else one eigendecomposition for every anchor (``NystromFactor.diagonalized``)
-        and the validation predictions recomputed per iteration. None: no limit.
+        Cholesky factor per anchor when they fit, else one eigendecomposition serves every
+        anchor (``NystromFactor.diagonalized``). None: no limit.
 
     Returns
     -------
