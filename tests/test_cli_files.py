@@ -114,7 +114,10 @@ def test_classification_is_chosen_for_labels(files, capsys):
         "--method",
         "predict_proba",
     )
-    assert code == 1 and "has no predict_proba" in err
+    assert code == 0, err  # calibrated on the fit's hold-out
+    proba = pd.read_csv(d / "p.csv")
+    assert list(proba.columns) == [str(c) for c in model.classes_]
+    np.testing.assert_allclose(proba.to_numpy(), model.predict_proba(X), rtol=1e-6)
 
 
 def test_other_formats(files, capsys):
@@ -266,3 +269,23 @@ def test_class_weight_on_the_command_line(files, capsys):
         "--class-weight", "balanced",
     )  # fmt: skip
     assert code == 1 and "--class-weight: the target is numeric" in err
+
+
+def test_loss_and_probabilities_on_the_command_line(files, capsys):
+    d, X, y = files
+    args = ["fit", d / "cls.parquet", "--target", "label", "-o", d / "l.kp", *FIT]
+    code, _, _ = _run(capsys, *args, "--loss", "logistic")
+    assert code == 0
+    model = kp.load(d / "l.kp")
+    assert model.get_params()["loss"] == "logistic"
+    out = d / "l.csv"
+    code, _, err = _run(
+        capsys, "predict", d / "l.kp", d / "cls.parquet", "-o", out, "--method", "predict_proba"
+    )
+    assert code == 0, err
+    np.testing.assert_allclose(pd.read_csv(out).to_numpy().sum(axis=1), 1.0, rtol=1e-6)
+    code, _, err = _run(
+        capsys, "fit", d / "train.csv", "--target", "price", "-o", d / "r.kp", *FIT,
+        "--loss", "logistic",
+    )  # fmt: skip
+    assert code == 1 and "--loss: the target is numeric" in err

@@ -161,8 +161,8 @@ def _class_name(obj: Any, registry: dict[str, type]) -> str | None:
 _TRANSIENT: dict[str, dict[str, Any]] = {
     "kernelpath.Path": {"_coef_fn": None},
     "kernelpath.RandomFourierFeatures": {"_on_device": dict},
-    "kernelpath.IncrementalRLSClassifier": {"_W_cache": dict},
-    "kernelpath.RebalancedRLSClassifier": {"_coef_cache": dict},
+    "kernelpath.IncrementalRLSClassifier": {"_W_cache": dict, "_proba_cache": dict},
+    "kernelpath.RebalancedRLSClassifier": {"_coef_cache": dict, "_proba_cache": dict},
     "kernelpath.RecursiveRLS": {"_W_cache": dict},
 }
 #: Caches of files written before they were held in dicts: dropped on load.
@@ -170,7 +170,7 @@ _OLD_CACHES = ("_coef", "_W")
 #: Parameters added since files were first written, with the value that loads an older
 #: file as it was fitted (``scale``: files written before it existed had unscaled inputs;
 #: ``class_weight``: none).
-_ADDED_PARAMS: dict[str, Any] = {"scale": False, "class_weight": None}
+_ADDED_PARAMS: dict[str, Any] = {"scale": False, "class_weight": None, "loss": "square"}
 #: Attributes rebuilt after loading from what was stored (the map of the online learners'
 #: ``features``).
 _REBUILT = ("_map",)

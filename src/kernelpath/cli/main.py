@@ -79,6 +79,12 @@ def _parser() -> argparse.ArgumentParser:
         help="classification: weigh each class by n / (classes x its count) (a dict of "
         "weights: --set class_weight='{\"label\": 2.0}')",
     )
+    fit.add_argument(
+        "--loss",
+        choices=["square", "logistic", "squared_hinge"],
+        help="classification: the loss (default square; logistic and squared_hinge by "
+        "Newton's method: nystrom, krls, rf)",
+    )
     fit.add_argument("--seed", type=int, help="random_state")
     fit.add_argument("--device", help="compute with PyTorch there (cpu, cuda, cuda:N)")
     fit.add_argument(

@@ -88,6 +88,10 @@ def _estimator(args: argparse.Namespace, task: str) -> Any:
         if task != "classification":
             raise UserError("--class-weight: the target is numeric (regression), not classes")
         params["class_weight"] = args.class_weight
+    if getattr(args, "loss", None) is not None:
+        if task != "classification":
+            raise UserError("--loss: the target is numeric (regression), not classes")
+        params["loss"] = args.loss
     if args.seed is not None:
         params["random_state"] = args.seed
     if args.device is not None:

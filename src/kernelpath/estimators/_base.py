@@ -80,6 +80,8 @@ class _KernelPathEstimator(BaseEstimator):
         self.path_ = path
         if chosen.ard_info is not None:
             self.ard_info_ = dict(chosen.ard_info)
+        if problem.classifier:
+            self.calibration_ = chosen.calibration
         self.best_params_ = path.best_params
         if chosen.n_kernels > 1:
             self.best_params_["kernel"] = self.kernel_

@@ -9,8 +9,10 @@ from typing import Any
 import numpy as np
 from sklearn.base import ClassifierMixin, RegressorMixin
 from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend as B
+from ..calibration import log_probabilities
 
 _COMMON_DOC = """
     kernel : str, Kernel or sequence of them, default="gaussian"
@@ -146,6 +148,16 @@ def _host(a: Any) -> Any:
     return None if a is None else B.to_numpy(a)
 
 
+LOSS_DOC = """    loss : {"square", "logistic", "squared_hinge"}, default="square"
+        The loss fit to the classes: "square" (least squares on ±1 one-vs-all codes, the
+        closed forms and solvers above); "logistic" (binary, or multinomial softmax for
+        more than two classes) and "squared_hinge" (as scikit-learn's LinearSVC, one-vs-all)
+        are fit by Newton's method along the λ path, the intercept unpenalized
+        (``solvers.newton``; NystromClassifier, KRLSClassifier with the Tikhonov filter and
+        RandomFeaturesClassifier; NYTRO and EigenPro take "square" only). The logistic
+        loss chooses λ by the hold-out log-loss, the squared hinge by error rate.
+"""
+
 CLASS_WEIGHT_DOC = """    class_weight : dict, "balanced" or None, default=None
         Weights of the classes, with scikit-learn's meaning: each sample's weight is
         multiplied by its class's (``sklearn.utils.class_weight.compute_sample_weight``);
@@ -153,29 +165,37 @@ CLASS_WEIGHT_DOC = """    class_weight : dict, "balanced" or None, default=None
         out (weight 1) but may not name a class that ``y`` does not hold.
 """
 
+#: The parameters every batch classifier adds after its family's: (name, default, doc).
+_CLASSIFIER_PARAMS = (("loss", "square", LOSS_DOC), ("class_weight", None, CLASS_WEIGHT_DOC))
 
-def _with_class_weight(cls: type) -> None:
-    """Give the classifier ``cls`` the parameter ``class_weight`` after those of the
-    ``__init__`` it inherits (its signature extended, for ``get_params``), and its
-    docstring's entry."""
+
+def _with_classifier_params(cls: type) -> None:
+    """Give the classifier ``cls`` the parameters ``loss`` (unless its family has its own)
+    and ``class_weight`` after those of the ``__init__`` it inherits (its signature
+    extended, for ``get_params``), and their docstring entries."""
     init = cls.__init__  # type: ignore[misc]
     sig = inspect.signature(init)
-    if "class_weight" in sig.parameters:
+    added = [(n, d, doc) for n, d, doc in _CLASSIFIER_PARAMS if n not in sig.parameters]
+    if not added:
         return
+    defaults = {n: d for n, d, _ in added}
 
-    def __init__(self: Any, *args: Any, class_weight: Any = None, **kwargs: Any) -> None:
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        own = {n: kwargs.pop(n, d) for n, d in defaults.items()}
         init(self, *args, **kwargs)
-        self.class_weight = class_weight
+        for name, value in own.items():
+            setattr(self, name, value)
 
-    extra = inspect.Parameter("class_weight", inspect.Parameter.KEYWORD_ONLY, default=None)
+    extra = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=d) for n, d, _ in added]
     __init__.__signature__ = sig.replace(  # type: ignore[attr-defined]
-        parameters=[*sig.parameters.values(), extra]
+        parameters=[*sig.parameters.values(), *extra]
     )
     __init__.__doc__ = init.__doc__
     cls.__init__ = __init__  # type: ignore[misc]
     if cls.__doc__ and "\n    Attributes\n" in cls.__doc__:
+        docs = "".join(doc for _, _, doc in added)
         cls.__doc__ = cls.__doc__.replace(
-            "\n    Attributes\n", "\n" + CLASS_WEIGHT_DOC + "\n    Attributes\n", 1
+            "\n    Attributes\n", "\n" + docs + "\n    Attributes\n", 1
         )
 
 
@@ -183,7 +203,7 @@ class _ClassifierMixin(ClassifierMixin):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "__init__" not in cls.__dict__ and not cls.__name__.startswith("_"):
-            _with_class_weight(cls)
+            _with_classifier_params(cls)
 
     def decision_function(self, X: Any) -> Any:
         """One-vs-all scores.
@@ -213,6 +233,58 @@ class _ClassifierMixin(ClassifierMixin):
         else:
             labels = classes[np.argmax(scores, axis=1)]
         return B.like_input(labels, X)
+
+    def predict_log_proba(self, X: Any) -> Any:
+        """Log-probabilities of the classes (``predict_proba``'s logarithm, computed
+        without underflow).
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``; a dask array for a dask array.
+        """
+        if B.is_dask(X):
+            return self._dask_predict(X, "predict_log_proba")
+        return log_probabilities(B.to_numpy(self._decision(X)), self._probability_map())
+
+    def predict_proba(self, X: Any) -> Any:
+        """Probabilities of the classes.
+
+        The logistic loss's own (sigmoid or softmax of ``decision_function``); for the
+        other losses the calibration map ``calibration_`` fit on the hold-out scores of
+        the model before any refit (k-fold: its out-of-fold scores), which keeps ``predict``
+        the probabilities' arg max (``kernelpath.calibration``).
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Rows sum to 1; columns in the order of ``classes_``; a dask array for a dask
+            array.
+        """
+        if B.is_dask(X):
+            return self._dask_predict(X, "predict_proba")
+        return np.exp(self.predict_log_proba(X))
+
+    def _probability_map(self) -> dict[str, Any] | None:
+        check_is_fitted(self, "coef_")
+        cal = getattr(self, "calibration_", None)
+        if cal is None:
+            raise ValueError(
+                f"{type(self).__name__}: predict_proba calibrates the scores on rows the model "
+                "did not see, and this fit held none out (cv='loo' or 'gcv', "
+                "validation_fraction=0, or a model file written before probabilities): "
+                "fit with cv='holdout' (validation_fraction > 0) or an int k, or "
+                "loss='logistic'"
+            )
+        return None if cal.get("method") == "logistic" else cal
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """Accuracy (scikit-learn's ``accuracy_score``; tensors accepted)."""

@@ -28,7 +28,7 @@ from ..solvers.eigenpro import (
     step_rule,
 )
 from ..solvers.random_features import indexed_features, rff_operator
-from .family import Family, in_memory, validation
+from .family import Family, check_loss, in_memory, validation
 from .kernel_models import center_decision
 from .memory import fit_rows, operator_budget
 from .problem import CandidateFit, FitProblem, FitSettings
@@ -73,6 +73,7 @@ class EigenProFamily(Family):
         return 0.0
 
     def options(self, params: Mapping[str, Any]) -> EigenProOptions:
+        check_loss(params, ("square",))
         n_epochs = check_int(params["n_epochs"], "n_epochs", 1)
         q = check_int(params["n_components"], "n_components", 0)
         s = check_int(params["subsample_size"], "subsample_size", 1, allow_none=True)

@@ -10,15 +10,23 @@ from typing import Any
 import numpy as np
 
 from .. import _backend as B
-from .._validation import check_float, check_int, check_penalty, make_rng
+from .._validation import check_choice, check_float, check_int, check_penalty, make_rng
 from ..dispatch import make_operator
 from ..kernels import Kernel
 from ..operators.protocol import KernelProducts, Operator
 from ..path import Path
 from ..solvers._common import Validation
+from ..solvers.losses import LOSSES
 from .problem import CandidateFit, FitProblem, FitSettings
 
-__all__ = ["Family", "SCREEN_MIN_ROWS", "kernel_operators", "validation", "in_memory"]
+__all__ = [
+    "Family",
+    "SCREEN_MIN_ROWS",
+    "check_loss",
+    "kernel_operators",
+    "validation",
+    "in_memory",
+]
 
 #: The fewest rows of a screening round (successive halving).
 SCREEN_MIN_ROWS = 2000
@@ -107,6 +115,11 @@ class Family:
         """The cv modes it offers in closed form ("loo", "gcv")."""
         return ()
 
+    def native_probabilities(self, settings: FitSettings) -> bool:
+        """Whether the model's scores are logits of its loss (the logistic loss): its
+        probabilities need no calibration."""
+        return getattr(settings.options, "loss", "square") == "logistic"
+
     def describe(self, settings: FitSettings, method: str) -> str:
         if self.size_path(settings):
             return f"a path over {self.size_param}"
@@ -159,6 +172,18 @@ class Family:
         """f(X) of the fitted ``model`` (its public attributes), X validated and on the
         prediction device: NumPy or a tensor there."""
         raise NotImplementedError
+
+
+def check_loss(params: Mapping[str, Any], allowed: tuple[str, ...] = LOSSES) -> str:
+    """The ``loss`` of a classifier's parameters ("square" where there is none)."""
+    loss = params.get("loss", "square")
+    if isinstance(loss, str) and loss not in allowed and loss in LOSSES:
+        raise ValueError(
+            f"loss={loss!r} is not available here: this estimator fits the square loss only "
+            "(NystromClassifier, KRLSClassifier and RandomFeaturesClassifier take "
+            "'logistic' and 'squared_hinge')"
+        )
+    return check_choice(loss, "loss", allowed)
 
 
 def in_memory(X: Any, budget: int, who: str, why: str) -> Any:

@@ -25,9 +25,10 @@ from ..solvers._common import Validation
 from ..solvers._loo import SmootherCV
 from ..solvers.incremental import incremental_memory
 from ..solvers.iterative import STEP_RULES, cg_memory, gradient_memory
-from ..solvers.nystrom import direct_memory
+from ..solvers.newton import PATH_PATIENCE, newton_memory, newton_path
+from ..solvers.nystrom import center_factor, direct_memory
 from ..solvers.spectral import ITERATION_FILTERS
-from .family import Family, kernel_operators, validation
+from .family import Family, check_loss, kernel_operators, validation
 from .memory import (
     MIN_OPERATOR_BYTES,
     SOLVER_SHARE,
@@ -75,7 +76,8 @@ class KernelOptions:
     ``method``: the filter (exact) or solver; ``max_iter``: the given iteration cap (None:
     the method's default); ``centers``: the center strategy or points; ``nu``, ``step``,
     ``stopping``: the ν-method's order, the step rule and NYTRO's stopping rule (exact:
-    ``step`` is Landweber's η, None for its default, or "thesis")."""
+    ``step`` is Landweber's η, None for its default, or "thesis"); ``loss``: "square", or
+    a loss of the Newton solver (classifiers, ``solvers.newton``)."""
 
     method: str
     max_iter: int | None = None
@@ -83,6 +85,19 @@ class KernelOptions:
     nu: float = 1.0
     step: Any = "auto"
     stopping: str = "window"
+    loss: str = "square"
+
+
+def newton_settings(settings: FitSettings) -> dict[str, Any]:
+    """The options of ``newton_path`` a fit's settings give: its CG cap, tolerance and
+    the λ path's patience (none in a refit)."""
+    given = getattr(settings.options, "max_iter", None)
+    max_inner = DEFAULT_MAX_ITER["cg"] if given is None else given
+    return {
+        "max_inner": int(check_int(max_inner, "max_iter", 1)),
+        "tol": settings.tol,
+        "patience": PATH_PATIENCE if settings.n_iter_no_change is not None else None,
+    }
 
 
 class _KernelModel(Family):
@@ -187,14 +202,60 @@ class _KernelModel(Family):
     ) -> Path:
         raise NotImplementedError
 
+    def newton(
+        self,
+        op: KernelProducts,
+        Ytr: np.ndarray,
+        wt: np.ndarray | None,
+        val: Validation | None,
+        settings: FitSettings,
+        method: str,
+        sel: CenterSelection,
+        factor: Any = None,
+    ) -> Path:
+        """The λ path of a Newton loss on the centers (``solvers.newton``), in the
+        coordinates of the diagonalized Nyström factor (its preconditioner is diagonal)."""
+        factor = (center_factor(op) if factor is None else factor).diagonalized()
+        return newton_path(
+            op,
+            Ytr,
+            settings.options.loss,
+            _grid_or_none(settings.penalty),
+            wt,
+            val,
+            factor,
+            method,
+            dtype=op.dtype,
+            center_rows=None if sel.indices is None else np.asarray(sel.indices),
+            explicit=isinstance(self, ExactFamily),
+            **newton_settings(settings),
+        )
+
+    def newton_refit(
+        self, problem: FitProblem, cand: CandidateFit
+    ) -> tuple[CandidateFit, np.ndarray]:
+        """A Newton loss's refit on all the rows: the path's penalties down to the chosen
+        one, each solve warm-started from the last (cheaper and safer than Newton from zero
+        at a small λ)."""
+        path = cand.path
+        (p,) = path.best_index
+        fixed = replace(
+            cand.settings, penalty=np.asarray(path.params["penalty"][: p + 1]), n_iter=None
+        )
+        again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
+        return again, again.path.coef((p,))
+
     def model(self, cand: CandidateFit, coef: np.ndarray) -> dict[str, Any]:
         coef = np.asarray(coef)
+        intercept = cand.intercept
+        if cand.settings.options.loss != "square":  # the Newton path's last row: b
+            coef, intercept = coef[:-1], coef[-1].astype(np.float64)
         m = coef.shape[0]  # the (m, λ) path keeps the first m centers
         sel = cand.centers
         assert sel is not None
         return {
             "coef": coef,
-            "intercept": cand.intercept,
+            "intercept": intercept,
             "centers_": sel.points[:m],
             "center_strategy_": sel.strategy,
             "center_indices_": None if sel.indices is None else sel.indices[:m],
@@ -248,8 +309,14 @@ class ExactFamily(_KernelModel):
         return check_choice(params["filter"], "filter", FILTERS)
 
     def options(self, params: Mapping[str, Any]) -> KernelOptions:
+        method, loss = self.method(params), check_loss(params)
+        if loss != "square" and method != "tikhonov":
+            raise ValueError(
+                f"loss={loss!r} is fit by Newton's method with the Tikhonov penalty: give "
+                f"filter='tikhonov', got filter={method!r}"
+            )
         return KernelOptions(
-            self.method(params), params.get("max_iter"), nu=params["nu"], step=params["step"]
+            method, params.get("max_iter"), nu=params["nu"], step=params["step"], loss=loss
         )
 
     def size_path(self, settings: FitSettings) -> bool:
@@ -259,6 +326,8 @@ class ExactFamily(_KernelModel):
         return method in ("kols", *ITERATION_FILTERS)
 
     def smoother_modes(self, settings: FitSettings, method: str) -> tuple[str, ...]:
+        if settings.options.loss != "square":
+            return ()  # no closed-form leave-one-out for the Newton losses
         if method == "tikhonov":
             return ("loo", "gcv")
         return ("gcv",) if method in ("tsvd", "landweber", "nu") else ()
@@ -282,6 +351,8 @@ class ExactFamily(_KernelModel):
         and the coefficients and validation predictions of the path."""
         P = 20 if isinstance(settings.penalty, str) else int(np.size(settings.penalty))
         k = problem.n_outputs
+        if settings.options.loss != "square":  # the factor of K beside Newton's matrices
+            return 8 * EXACT_MATRICES * m * m + newton_memory(m, k, P, m, n_val, True)
         matrices = EXACT_MATRICES + (settings.cv_mode == "loo")
         return 8 * (matrices * m * m + 3 * (m + n_val) * max(P, 20) * k)
 
@@ -303,6 +374,8 @@ class ExactFamily(_KernelModel):
         memory_limit: int | None = None,
     ) -> Path:
         opts: KernelOptions = settings.options
+        if opts.loss != "square":
+            return self.newton(op, Ytr, wt, val, settings, "direct", sel)
         cv = _smoother(settings, classifier)
         if opts.method in ITERATION_FILTERS:
             max_iter = self.max_iter(settings)
@@ -320,6 +393,8 @@ class ExactFamily(_KernelModel):
     def refit(self, problem: FitProblem, cand: CandidateFit) -> tuple[CandidateFit, np.ndarray]:
         best = cand.path.best_params
         opts: KernelOptions = cand.settings.options
+        if opts.loss != "square":
+            return self.newton_refit(problem, cand)
         carry = best.get("n_iter") if opts.method in ("nu", "landweber") else None
         fixed = replace(cand.settings, penalty=float(best.get("penalty", 0.0)), n_iter=carry)
         again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
@@ -371,10 +446,12 @@ class NystromFamily(_KernelModel):
         return method == "direct"
 
     def options(self, params: Mapping[str, Any]) -> KernelOptions:
-        return KernelOptions(self.method(params), params.get("max_iter"), params["centers"])
+        return KernelOptions(
+            self.method(params), params.get("max_iter"), params["centers"], loss=check_loss(params)
+        )
 
     def smoother_modes(self, settings: FitSettings, method: str) -> tuple[str, ...]:
-        if self.size_path(settings):
+        if self.size_path(settings) or settings.options.loss != "square":
             return ()
         return ("loo", "gcv") if method == "direct" else ()
 
@@ -451,6 +528,9 @@ class NystromFamily(_KernelModel):
         (else one eigendecomposition for all of them)."""
         pen = _grid_or_none(settings.penalty)
         k, method = problem.n_outputs, settings.options.method
+        if settings.options.loss != "square":
+            P = 20 if pen is None else len(pen)
+            return newton_memory(m, k, P, problem.n, n_val, method == "direct")
         if grid is not None:
             return incremental_memory(m, k, pen, len(grid), n_val)
         if method == "direct":
@@ -487,6 +567,13 @@ class NystromFamily(_KernelModel):
                     "cannot be a path"
                 )
             factor = regularized_factor(op.center_gram(), sel.weights, sel.info["gamma"])
+        if opts.loss != "square":
+            if grid is not None:
+                raise ValueError(
+                    f"loss={opts.loss!r}: n_centers as a path ('auto' or a sequence) is the "
+                    "square loss's closed form; give one number of centers"
+                )
+            return self.newton(op, Ytr, wt, val, settings, opts.method, sel, factor)
         if grid is not None:
             return incremental_nystrom_path(op, Ytr, _grid_or_none(pen), grid, wt, val)
         if opts.method == "direct":
@@ -520,6 +607,8 @@ class NystromFamily(_KernelModel):
         """
         path, settings = cand.path, cand.settings
         opts: KernelOptions = settings.options
+        if opts.loss != "square":
+            return self.newton_refit(problem, cand)
         best = path.best_params
         every = np.arange(problem.n)
         if "n_centers" in best:
@@ -564,6 +653,7 @@ class NYTROFamily(NystromFamily):
             nu=params["nu"],
             step=params["step"],
             stopping=params["stopping"],
+            loss=check_loss(params, ("square",)),
         )
 
     def smoother_modes(self, settings: FitSettings, method: str) -> tuple[str, ...]:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 
 from .. import _backend as B
 from .. import ard
+from ..calibration import fit_calibration
 from ..kernels import Kernel, _RadialKernel, kernel_candidates, kernel_items
 from ..path import Path
 from ..scaling import check_scale, feature_scales
@@ -19,7 +21,7 @@ from ..selection import check_cv, cv_folds, holdout_split
 from .family import Family
 from .memory import held_bytes
 from .problem import CandidateFit, FitProblem, FitSettings, spawned
-from .search import Screening, fold_search, holdout_search, smoother_search
+from .search import Screening, SearchResult, fold_search, holdout_search, smoother_search
 from .widths import choose_width
 
 __all__ = ["SelectionPlan", "Selection", "make_plan", "select"]
@@ -38,6 +40,7 @@ class Selection:
     validation: np.ndarray
     ard_info: dict[str, Any] | None = field(default=None)
     width_info: list[dict[str, Any]] | None = field(default=None)
+    calibration: dict[str, Any] | None = field(default=None)
 
 
 def _refit(settings: FitSettings, problem: FitProblem, family: Family, method: str) -> bool:
@@ -324,6 +327,9 @@ def select(
         result = smoother_search(plan.kernels, settings, problem.n, plan.cv, fit_one)
     else:
         result = fold_search(plan.kernels, settings, plan.folds, fit_one, family.path_penalties)
+    calibration = None
+    if problem.classifier:  # before a refit: the scores of rows the model did not see
+        calibration = probability_map(family, problem, plan, result)
     if plan.refit:  # beside what the search holds (its paths, the chosen point's centers)
         held = replace(problem, held=problem.held + held_bytes(result, problem.X))
         model, coef = family.refit(held, result.best)
@@ -344,4 +350,66 @@ def select(
         validation,
         plan.ard_info,
         plan.width_info,
+        calibration,
     )
+
+
+def candidate_scores(
+    family: Family, problem: FitProblem, cand: CandidateFit, coef: np.ndarray, rows: np.ndarray
+) -> np.ndarray:
+    """The scores f(X[rows]) of the model made of ``coef`` on ``cand``, (len(rows), k)."""
+    attrs = family.model(cand, coef)
+    model = SimpleNamespace(
+        **attrs,
+        coef_=np.asarray(attrs.pop("coef")),
+        intercept_=np.asarray(attrs.pop("intercept")),
+        kernel_=cand.kernel,
+        memory_budget=problem.budget,
+    )
+    X = B.rows_in_memory(problem.X, rows)
+    F = np.asarray(B.to_numpy(family.decision(model, X)), dtype=np.float64)
+    return F.reshape(len(rows), -1)
+
+
+def probability_map(
+    family: Family, problem: FitProblem, plan: SelectionPlan, result: SearchResult
+) -> dict[str, Any] | None:
+    """How the model's probabilities are made (``kernelpath.calibration``): natively
+    ({"method": "logistic"}) for the logistic loss; else the calibration map fit on the
+    hold-out scores of the chosen point (k-fold: its out-of-fold scores); None without
+    held-out rows (leave-one-out, GCV, no split)."""
+    if family.native_probabilities(result.best.settings):
+        return {"method": "logistic"}
+    if plan.cv == "holdout":
+        if plan.validation is None or len(plan.validation) == 0:
+            return None
+        best = result.best
+        parts = [
+            (
+                candidate_scores(family, problem, best, best.path.coef(), plan.validation),
+                plan.validation,
+            )
+        ]
+    elif result.folds is not None:
+        index = result.best.path.best_index
+        parts = []
+        for cand, va in result.folds:
+            try:
+                coef = cand.path.coef(index)
+            except IndexError:  # a point this fold did not reach
+                continue
+            parts.append((candidate_scores(family, problem, cand, coef, va), va))
+        if not parts:
+            return None
+    else:
+        return None
+    F = np.vstack([f for f, _ in parts])
+    rows = np.concatenate([r for _, r in parts])
+    Y = problem.Y[rows]
+    y = np.argmax(Y, axis=1) if Y.shape[1] > 1 else (Y[:, 0] > 0).astype(np.int64)
+    w = None if problem.weights is None else problem.weights[rows]
+    if w is not None and not w.sum() > 0:
+        w = None
+    out = fit_calibration(F if F.shape[1] > 1 else F[:, 0], y, w)
+    out["source"] = "hold-out" if plan.cv == "holdout" else "out-of-fold"
+    return out

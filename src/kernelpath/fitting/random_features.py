@@ -14,6 +14,7 @@ from .._validation import check_size
 from ..features import RandomFourierFeatures, check_rff_kernel
 from ..kernels import Kernel
 from ..solvers._loo import SmootherCV
+from ..solvers.newton import newton_memory, newton_path
 from ..solvers.random_features import (
     feature_moments,
     rf_feature_path,
@@ -21,8 +22,8 @@ from ..solvers.random_features import (
     rf_penalty_path,
     rff_operator,
 )
-from .family import Family, validation
-from .kernel_models import AUTO_GRID_SIZE
+from .family import Family, check_loss, validation
+from .kernel_models import AUTO_GRID_SIZE, newton_settings
 from .memory import fit_rows, operator_budget
 from .problem import CandidateFit, FitProblem, FitSettings
 
@@ -39,6 +40,7 @@ class RandomFeaturesOptions:
 
     orthogonal: Any
     memory_budget: Any
+    loss: str = "square"
 
 
 def feature_grid(value: Any, n: int) -> tuple[int, np.ndarray | None]:
@@ -76,9 +78,13 @@ class RandomFeaturesFamily(Family):
         return True
 
     def options(self, params: Mapping[str, Any]) -> RandomFeaturesOptions:
-        return RandomFeaturesOptions(params["orthogonal"], params["memory_budget"])
+        return RandomFeaturesOptions(
+            params["orthogonal"], params["memory_budget"], check_loss(params)
+        )
 
     def smoother_modes(self, settings: FitSettings, method: str) -> tuple[str, ...]:
+        if settings.options.loss != "square":
+            return ()
         return () if self.size_path(settings) else ("loo", "gcv")
 
     def solve(
@@ -100,13 +106,42 @@ class RandomFeaturesFamily(Family):
         pen = settings.penalty
         P = 20 if isinstance(pen, str) else int(np.size(pen))
         P *= 1 if grid is None else len(grid)
+        loss = settings.options.loss
         solver = rf_memory(Dmax, problem.n_outputs, P, len(rows), settings.cv_mode == "loo")
+        if loss != "square":
+            if grid is not None:
+                raise ValueError(
+                    f"loss={loss!r}: n_features as a path ('auto' or a sequence) is the square "
+                    "loss's closed form; give one number of features"
+                )
+            if B.is_dask(Xtr):
+                raise ValueError(
+                    f"loss={loss!r} with random features reads the rows in memory or from "
+                    "disk, not from dask: give loss='square', or NystromClassifier"
+                )
+            solver += newton_memory(Dmax, problem.n_outputs, P, len(rows), n_va, True)
         what = f"{problem.estimator} with n_features={Dmax}"
         operator_budget(problem, copies, len(rows) + n_va, solver, what, 0, "features")
         settings = replace(settings, feature_seed=settings.seed())  # the refit reuses the map
         fmap = RandomFourierFeatures(
             kernel, Dmax, bool(orthogonal), settings.feature_seed, problem.budget
         ).fit(B.to_numpy(Xtr[:1]))
+        if loss != "square":
+            vop = None if vX is None else rff_operator(fmap, vX, Dmax)
+            val = validation(problem, vop, val_rows, intercept)
+            path = newton_path(
+                rff_operator(fmap, Xtr, Dmax),
+                Ytr,
+                loss,
+                None if isinstance(pen, str) else np.atleast_1d(pen),
+                wt,
+                val,
+                None,
+                "direct",
+                dtype=B.dtype_of(problem.X),
+                **newton_settings(settings),
+            )
+            return CandidateFit(kernel, path, intercept, settings, len(rows), features=fmap)
         cv = None
         if settings.cv_mode is not None:
             clf = problem.classifier
@@ -132,6 +167,17 @@ class RandomFeaturesFamily(Family):
     def refit(self, problem: FitProblem, cand: CandidateFit) -> tuple[CandidateFit, np.ndarray]:
         """Refit on all the data at the chosen (D, λ), with the same feature map."""
         best = cand.path.best_params
+        if cand.settings.options.loss != "square":  # the path down to the chosen λ
+            (p,) = cand.path.best_index
+            lam = np.asarray(cand.path.params["penalty"][: p + 1])
+            again = self.solve(
+                problem,
+                cand.kernel,
+                np.arange(problem.n),
+                None,
+                replace(cand.settings, penalty=lam),
+            )
+            return again, again.path.coef((p,))
         fixed = replace(
             cand.settings,
             penalty=float(best["penalty"]),
@@ -142,12 +188,15 @@ class RandomFeaturesFamily(Family):
 
     def model(self, cand: CandidateFit, coef: np.ndarray) -> dict[str, Any]:
         coef = np.asarray(coef)
+        intercept = cand.intercept
+        if cand.settings.options.loss != "square":  # the Newton path's last row: b
+            coef, intercept = coef[:-1], coef[-1].astype(np.float64)
         D = coef.shape[0]
         opts: RandomFeaturesOptions = cand.settings.options
         features = RandomFourierFeatures(
             cand.kernel, D, bool(opts.orthogonal), cand.settings.feature_seed, opts.memory_budget
         ).fit(cand.features.frequencies_[:1, :] * 0)
-        return {"coef": coef, "intercept": cand.intercept, "features_": features, "n_features_": D}
+        return {"coef": coef, "intercept": intercept, "features_": features, "n_features_": D}
 
     def decision(self, model: Any, X: Any) -> Any:
         return rff_decision(model, X, model.n_features_)

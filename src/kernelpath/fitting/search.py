@@ -49,6 +49,8 @@ class SearchResult:
 
     path: Path
     best: CandidateFit
+    #: k-fold: the chosen kernel's fit on each fold and that fold's validation rows
+    folds: list[tuple[CandidateFit, np.ndarray]] | None = None
 
 
 def kernel_settings(settings: FitSettings, n_kernels: int, pinned: int = 0) -> list[FitSettings]:
@@ -207,14 +209,20 @@ def fold_search(
     for the others and for the refit on all the data (``penalties`` reads it from a
     path)."""
     fits = []
+    per_fold = []
     for kernel, s in zip(kernels, kernel_settings(settings, len(kernels)), strict=True):
         paths = []
+        own = []
         for tr, va in folds:
             cand = fit_one(kernel, tr, va, s)
             paths.append(cand.path)
+            own.append((cand, va))
             s = replace(s, feature_seed=cand.settings.feature_seed)
             if isinstance(s.penalty, str) and "penalty" in cand.path.params:
                 s = replace(s, penalty=penalties(cand.path))
         mean = mean_over_folds(paths, {"n_folds": len(folds)})
         fits.append(replace(cand, path=mean, settings=s))
-    return _finish(kernels, fits, list(range(len(kernels))), {"cv": "k-fold"})
+        per_fold.append(own)
+    result = _finish(kernels, fits, list(range(len(kernels))), {"cv": "k-fold"})
+    result.folds = per_fold[next(i for i, f in enumerate(fits) if f is result.best)]
+    return result

@@ -212,6 +212,10 @@ class SGMFamily(Family):
             "decay_": float(best["decay"]) if "decay" in best else float(np.ravel(opts.decay)[0]),
         }
 
+    def native_probabilities(self, settings: FitSettings) -> bool:
+        """SGM's logistic loss is one-vs-all on stochastic iterates: calibrated too."""
+        return False
+
     def decision(self, model: Any, X: Any) -> Any:
         op = FeatureOperator(model.features_.transform, X, len(model.coef_))
         F = op.matvec(model.coef_, native=True)

@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from .. import _backend as B
 from .._validation import check_magnitude, check_rows
+from ..calibration import fit_calibration, log_probabilities
 
 __all__ = ["FeatureMap", "as_feature_map", "StreamClassifier"]
 
@@ -88,6 +89,16 @@ def _host(a: Any) -> Any:
     return B.to_numpy(a) if B.is_tensor(a) else a
 
 
+#: The held-out samples an online classifier keeps to calibrate its probabilities.
+HELDOUT_ROWS = 2000
+#: A learner without online selection scores every HELDOUT_EVERY-th sample before learning it
+#: (a batch in at most HELDOUT_CHUNKS pieces, each scored by the model of those before).
+HELDOUT_EVERY = 10
+HELDOUT_CHUNKS = 10
+#: The map of a learner that has held no sample out: the 0/1 scores read as probabilities.
+UNCALIBRATED = {"method": "power", "scale": 1.0, "log_loss": float("nan"), "n_rows": 0}
+
+
 class StreamClassifier:
     """What the online classifiers share: ``fit`` is a fresh ``partial_fit``, the checks of
     a batch, labels from scores, accuracy. A subclass sets ``_fitted_attr`` (the attribute
@@ -160,6 +171,59 @@ class StreamClassifier:
         """The labels of the largest scores (rows of ``scores``), like the input X."""
         best = np.argmax(B.to_numpy(scores), axis=1)
         return B.like_input(np.array(list(self.classes_[best])), X)  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------------ probabilities
+    def _remember(self, t: int, scores: np.ndarray) -> None:
+        """Keep a held-out sample's class index and its scores ``scores`` (one row per
+        candidate the learner selects among, one column per class known then), the most
+        recent ``HELDOUT_ROWS``."""
+        kept = self.__dict__.setdefault("heldout_", [])
+        kept.append((int(t), np.array(scores, dtype=np.float64)))
+        if len(kept) > HELDOUT_ROWS:
+            del kept[: len(kept) - HELDOUT_ROWS]
+        self.__dict__.setdefault("_proba_cache", {}).clear()
+
+    def _heldout_scores(self, scores: np.ndarray) -> np.ndarray:
+        """A kept sample's scores under the learner's current choice, (k then,)."""
+        return scores[0]
+
+    def _probability_map(self) -> dict[str, Any]:
+        """The calibration map of the kept held-out samples (``kernelpath.calibration``),
+        refit when samples were added; before any is held out (fewer than
+        ``HELDOUT_EVERY`` samples, or ``validation_every=None``), ``UNCALIBRATED``."""
+        check_is_fitted(self)
+        kept = self.__dict__.get("heldout_") or []
+        if not kept:
+            return dict(UNCALIBRATED)
+        cache = self.__dict__["_proba_cache"]  # a dict made by _remember: mutated, not set
+        if "map" in cache:
+            return cache["map"]
+        k = len(self.classes_)  # type: ignore[attr-defined]
+        F = np.zeros((len(kept), k))
+        for i, (_, scores) in enumerate(kept):
+            row = self._heldout_scores(scores)
+            F[i, : len(row)] = row  # a class added since scored 0
+        y = np.array([t for t, _ in kept])
+        cal = fit_calibration(2 * F - 1, y)  # 0/1 codes read as ±1 estimates
+        cache["map"] = cal
+        return cal
+
+    def predict_log_proba(self, X: Any) -> np.ndarray:
+        """Log-probabilities of the classes, shape (n_samples, n_classes).
+
+        The scores (0/1 one-hot codes, recoded) mapped by the calibration fit to the
+        samples held out online (``heldout_``: each scored by the model of its time, before
+        it was learned), which keeps ``predict`` the arg max (``kernelpath.calibration``).
+        Before any sample is held out the scores are read as probabilities (the power map
+        with exponent 1).
+        """
+        F = np.asarray(B.to_numpy(self.decision_function(X)), dtype=np.float64)  # type: ignore[attr-defined]
+        return log_probabilities(2 * F - 1, self._probability_map())
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Probabilities of the classes, shape (n_samples, n_classes); rows sum to 1
+        (``predict_log_proba``)."""
+        return np.exp(self.predict_log_proba(X))
 
     def score(self, X: Any, y: Any) -> float:
         """Accuracy."""

@@ -199,11 +199,12 @@ class IncrementalRLSClassifier(StreamClassifier, BaseEstimator):
     def _validate(self, z: np.ndarray, t: int) -> None:
         if self.class_counts_.sum() == 0:
             return
-        for p in range(len(self._lams)):
-            base = z @ self._weights(p)  # scores before recoding
+        bases = np.array([z @ self._weights(p) for p in range(len(self._lams))])
+        for p, base in enumerate(bases):  # scores before recoding
             for a, alpha in enumerate(self._alphas):
                 pred = int(np.argmax(base * self._gamma(alpha)))
                 self._val_hits[p, a, t] += pred == t
+        self._remember(t, bases)
         self._val_totals[t] += 1
         # the thesis's rule once some class has min_class_size held-out samples
         thesis = self.selection == "thesis" and bool(
@@ -218,6 +219,11 @@ class IncrementalRLSClassifier(StreamClassifier, BaseEstimator):
             p, a = divmod(int(np.argmax(self.validation_scores_)), len(self._alphas))
         self.penalty_ = float(self._lams[p])
         self.alpha_ = float(self._alphas[a])
+
+    def _heldout_scores(self, scores: np.ndarray) -> np.ndarray:
+        """A held-out sample's scores at the chosen λ, recoded with the chosen α."""
+        p = int(np.flatnonzero(np.isclose(self._lams, self.penalty_))[0])
+        return scores[p] * self._gamma(self.alpha_)[: scores.shape[1]]
 
     def _thesis_choice(self, scores: np.ndarray) -> tuple[int, int]:
         """(λ index, α index): the largest α whose best score over λ is at least that of

@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend as B
 from .._validation import check_float
-from .common import StreamClassifier, _rows, as_feature_map
+from .common import HELDOUT_CHUNKS, HELDOUT_EVERY, StreamClassifier, _rows, as_feature_map
 
 __all__ = ["RebalancedRLSClassifier"]
 
@@ -99,6 +99,20 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
         X2, labels = self._labelled_batch(X, y, classes)
         Z = np.asarray(self._map(X2), dtype=np.float64)
         idx = np.array([self._class_index(label) for label in labels], dtype=np.int64)
+        # prequential hold-out for the probabilities: every HELDOUT_EVERY-th sample is scored
+        # by the model of the samples before it (a batch in at most HELDOUT_CHUNKS pieces),
+        # then learned
+        for chunk in np.array_split(np.arange(len(Z)), max(1, min(len(Z), HELDOUT_CHUNKS))):
+            seen = self.n_samples_seen_
+            test = chunk[(seen + np.arange(1, len(chunk) + 1)) % HELDOUT_EVERY == 0]
+            if len(test) and self.class_counts_.sum() > 0:
+                for i, row in zip(test, Z[test] @ self.coef_, strict=True):
+                    self._remember(int(idx[i]), row[None, :])
+            self._learn(Z[chunk], idx[chunk])
+        return self
+
+    def _learn(self, Z: np.ndarray, idx: np.ndarray) -> None:
+        """Add the feature rows Z of classes ``idx`` to the per-class sums."""
         for t in np.unique(idx):
             self._class_weight(self.classes_[t])  # checked now, used by coef_
             Zt = Z[idx == t]
@@ -107,7 +121,6 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
             self.class_counts_[t] += len(Zt)
         self.n_samples_seen_ += len(Z)
         self._coef_cache.clear()
-        return self
 
     @property
     def coef_(self) -> np.ndarray:

@@ -58,6 +58,23 @@ class FeatureOperator:
         out = out[:, 0] if vec else out
         return out if native else B.to_numpy(out)
 
+    def rmatvec(self, A: Any, native: bool = False) -> Any:
+        """F^T @ A for A of shape (n,) or (n, k), float64 NumPy (``native`` is accepted for
+        the protocol's sake: the result is on the host)."""
+        A2 = np.asarray(B.to_numpy(A), dtype=FACTOR_DTYPE)
+        vec = A2.ndim == 1
+        A2 = A2[:, None] if vec else A2
+        out = np.zeros((self.n_features, A2.shape[1]))
+        for s, e in row_blocks(len(self.X), self.n_features):
+            F = B.to_numpy(B.astype(self.transform(self.X[s:e]), FACTOR_DTYPE))
+            out += F.T @ A2[s:e]
+        return out[:, 0] if vec else out
+
+    def gram(self, weights: Any = None, native: bool = False) -> np.ndarray:
+        """F^T diag(w) F, (D, D) float64 NumPy (``feature_moments``)."""
+        zero = np.zeros((len(self.X), 0))
+        return feature_moments(self.transform, self.X, self.n_features, zero, weights)[0]
+
     def projected_rows(self, T: Any, quad: Any, lin: Any) -> tuple[np.ndarray, np.ndarray]:
         """With U = F T (never formed): ``(U * U) @ quad`` and ``U @ lin`` (float64 NumPy),
         as ``KernelOperator.projected_rows``."""

@@ -1,0 +1,215 @@
+"""Classification losses and probabilities (issue 26): the logistic loss against the square
+loss and scikit-learn, the λ path against one solve, and calibration.
+
+    python benchmarks/classification.py run [--sets ijcnn1,adult,usps] [--seeds 0,1,2]
+                                            [--methods ...] [--m 1000]
+    python benchmarks/classification.py table
+
+Every fit runs in a fresh process (``fit``, the worker), the methods alternating within a
+seed. Data: the official train/test files of ../shared/data; the same m and Gaussian width
+for every method (``WIDTHS``: ijcnn1 0.5, adult 6.6 as NYTRO's Table 1, USPS 10, about 0.65
+of its median distance), inputs as on disk (``scale=False``). Methods:
+
+- ``square``, ``logistic``, ``squared_hinge``: ``NystromClassifier(loss=..., n_centers=m)``
+  with its defaults (CG, the λ path on the 20% hold-out, probabilities: the logistic's own,
+  else calibrated on the hold-out);
+- ``logistic-direct``: the same with ``solver="direct"`` (refit on all rows);
+- ``logistic-one``: one Newton solve from zero at the penalty ``logistic`` chose (the same
+  split and centers), to compare the path's time with;
+- ``rf-square``, ``nytro``, ``eigenpro``: the other families' probabilities (calibrated);
+- ``sklearn``: ``Nystroem(n_components=m, gamma=1 / (2 width^2))`` + ``LogisticRegressionCV``
+  (its default 10 Cs, 5 folds), the time of both.
+
+Each fit reports fit seconds, test error, test log-loss and the top-label expected
+calibration error (15 equal-width bins). Writes ``results/classification.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "results" / "classification.json"
+WIDTHS = {"ijcnn1": 0.5, "adult": 6.6, "usps": 10.0}
+METHODS = (
+    "square",
+    "logistic",
+    "logistic-one",
+    "logistic-direct",
+    "squared_hinge",
+    "rf-square",
+    "nytro",
+    "eigenpro",
+    "sklearn",
+)
+
+
+def ece(P: np.ndarray, y: np.ndarray, bins: int = 15) -> float:
+    """Top-label expected calibration error with ``bins`` equal-width bins."""
+    conf = P.max(axis=1)
+    right = (P.argmax(axis=1) == y).astype(float)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    which = np.clip(np.digitize(conf, edges[1:-1]), 0, bins - 1)
+    total = 0.0
+    for b in range(bins):
+        sel = which == b
+        if sel.any():
+            total += sel.mean() * abs(right[sel].mean() - conf[sel].mean())
+    return float(total)
+
+
+def _estimator(method: str, m: int, width: float, seed: int, penalty: Any = None) -> Any:
+    import kernelpath as kp
+
+    kern = kp.Gaussian(width)
+    common = {"kernel": kern, "scale": False, "random_state": seed}
+    if method in ("square", "logistic", "squared_hinge"):
+        return kp.NystromClassifier(loss=method, n_centers=m, **common)
+    if method == "logistic-direct":
+        return kp.NystromClassifier(loss="logistic", solver="direct", n_centers=m, **common)
+    if method == "logistic-one":
+        return kp.NystromClassifier(loss="logistic", n_centers=m, penalty=penalty, **common)
+    if method == "rf-square":
+        return kp.RandomFeaturesClassifier(n_features=m, **common)
+    if method == "nytro":
+        return kp.NYTROClassifier(n_centers=m, **common)
+    if method == "eigenpro":
+        return kp.EigenProClassifier(**common)
+    raise ValueError(method)
+
+
+def fit(name: str, method: str, m: int, seed: int, penalty: float | None) -> dict[str, Any]:
+    from sklearn.metrics import log_loss
+
+    from kernelpath.datasets import load_shared
+
+    d = load_shared(name)
+    Xtr, ytr, Xte, yte = d["X_train"], d["y_train"], d["X_test"], d["y_test"]
+    width = WIDTHS[name]
+    out: dict[str, Any] = {"set": name, "method": method, "seed": seed, "m": m}
+    if method == "sklearn":
+        import warnings
+
+        from sklearn.kernel_approximation import Nystroem
+        from sklearn.linear_model import LogisticRegressionCV
+        from sklearn.pipeline import make_pipeline
+
+        est = make_pipeline(
+            Nystroem(gamma=1 / (2 * width**2), n_components=m, random_state=seed),
+            LogisticRegressionCV(n_jobs=1),
+        )
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t0 = time.perf_counter()
+            est.fit(Xtr, ytr)
+            out["fit_s"] = time.perf_counter() - t0
+        classes = est.classes_
+    else:
+        est = _estimator(method, m, width, seed, penalty)
+        t0 = time.perf_counter()
+        est.fit(Xtr, ytr)
+        out["fit_s"] = time.perf_counter() - t0
+        classes = est.classes_
+        out["penalty"] = float(est.penalty_)
+        info = est.path_.info
+        if "newton_steps" in info:
+            out["newton_steps"] = int(np.sum(info["newton_steps"]))
+            out["inner_solves"] = int(info["inner_solves"])
+        out["calibration"] = est.calibration_.get("method")
+    P = est.predict_proba(Xte)
+    y = np.searchsorted(classes, yte)
+    out["error"] = float(np.mean(classes[P.argmax(axis=1)] != yte))
+    out["test_error_predict"] = float(np.mean(est.predict(Xte) != yte))
+    out["log_loss"] = float(log_loss(y, P, labels=np.arange(len(classes))))
+    out["ece"] = ece(P, y)
+    return out
+
+
+def _worker(name: str, method: str, m: int, seed: int, penalty: float | None) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "fit", name, method, str(m), str(seed)]
+    if penalty is not None:
+        cmd.append(repr(penalty))
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        return {"set": name, "method": method, "seed": seed, "failed": res.stderr[-2000:]}
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def run(sets: list[str], seeds: list[int], methods: list[str], m: int) -> None:
+    rows: list[dict[str, Any]] = []
+    if OUT.exists():
+        rows = json.loads(OUT.read_text())["fits"]
+    for seed in seeds:
+        for name in sets:
+            chosen = None
+            for method in methods:
+                if method == "logistic-one" and chosen is None:
+                    continue
+                row = _worker(name, method, m, seed, chosen if method == "logistic-one" else None)
+                if method == "logistic" and "penalty" in row:
+                    chosen = row["penalty"]
+                print(json.dumps(row), flush=True)
+                rows = [
+                    r
+                    for r in rows
+                    if (r["set"], r["method"], r["seed"], r.get("m")) != (name, method, seed, m)
+                ]
+                rows.append(row)
+                OUT.write_text(json.dumps({"fits": rows}, indent=1))
+
+
+def table() -> str:
+    rows = json.loads(OUT.read_text())["fits"]
+    keys = sorted({(r["set"], r["method"], r.get("m")) for r in rows if "failed" not in r})
+    lines = [
+        "| set | method | m | fits | fit s (median) | test error | log-loss | ECE |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for s, meth, m in keys:
+        rs = [r for r in rows if (r["set"], r["method"], r.get("m")) == (s, meth, m)]
+        rs = [r for r in rs if "failed" not in r]
+        med = float(np.median([r["fit_s"] for r in rs]))
+        err = float(np.mean([r["error"] for r in rs]))
+        ll = float(np.mean([r["log_loss"] for r in rs]))
+        e = float(np.mean([r["ece"] for r in rs]))
+        lines.append(
+            f"| {s} | {meth} | {m} | {len(rs)} | {med:.1f} | {100 * err:.2f}% | {ll:.4f} | "
+            f"{e:.4f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--sets", default="ijcnn1,adult,usps")
+    r.add_argument("--seeds", default="0,1,2")
+    r.add_argument("--methods", default=",".join(METHODS))
+    r.add_argument("--m", type=int, default=1000)
+    f = sub.add_parser("fit")
+    f.add_argument("name")
+    f.add_argument("method")
+    f.add_argument("m", type=int)
+    f.add_argument("seed", type=int)
+    f.add_argument("penalty", nargs="?", type=float)
+    sub.add_parser("table")
+    a = p.parse_args()
+    if a.cmd == "fit":
+        print(json.dumps(fit(a.name, a.method, a.m, a.seed, a.penalty)))
+    elif a.cmd == "run":
+        run(a.sets.split(","), [int(s) for s in a.seeds.split(",")], a.methods.split(","), a.m)
+    else:
+        print(table())
+
+
+if __name__ == "__main__":
+    main()

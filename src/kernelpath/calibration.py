@@ -1,0 +1,101 @@
+"""Class probabilities from a classifier's scores: native for the logistic loss, else a
+one-parameter calibration map fit on held-out scores that leaves ``predict`` unchanged.
+
+Scores F have one column for two classes (positive: the second class) and one per class
+otherwise. Two monotone maps are fit to the held-out rows by weighted log-loss, and the
+better one is kept (both keep the arg max, so ``predict`` is the probabilities' arg max):
+
+- ``"temperature"``: p = softmax(a F) (two classes: p_1 = sigmoid(a f)), the scores read
+  as logits;
+- ``"power"``: the scores read as least-squares estimates of 2 p - 1 (what the square loss
+  fits to ±1 codes, and the squared hinge near its margin): q_j = max((1 + f_j) / 2,
+  EPS exp(f_j)) (strictly increasing, positive), p_j proportional to q_j^a (two classes:
+  q_0 = 1 - q_1 where q_1 = the same map clipped below 1 - EPS).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+from scipy.special import log_softmax
+
+__all__ = ["CALIBRATION_MAPS", "fit_calibration", "log_probabilities", "logits"]
+
+CALIBRATION_MAPS = ("temperature", "power")
+#: The floor of the power map's estimates.
+EPS = 1e-4
+#: log a is searched in [-LOG_SCALE_BOUND, LOG_SCALE_BOUND].
+LOG_SCALE_BOUND = 9.0
+
+
+def _two_columns(F: np.ndarray) -> np.ndarray:
+    """Scores as (n, n_classes) logits: one column f becomes (0, f)."""
+    F = np.asarray(F, dtype=np.float64)
+    if F.ndim == 1:
+        F = F[:, None]
+    if F.shape[1] == 1:
+        return np.hstack([np.zeros_like(F), F])
+    return F
+
+
+def logits(F: np.ndarray, method: str) -> np.ndarray:
+    """The map's log-odds before the scale a, (n, n_classes)."""
+    F = np.asarray(F, dtype=np.float64)
+    if method == "temperature":
+        return _two_columns(F)
+    if method != "power":
+        raise ValueError(f"unknown calibration map {method!r}")
+    with np.errstate(over="ignore"):
+        q = np.maximum((1.0 + F) / 2.0, EPS * np.exp(np.minimum(F, 0.0)))
+    if F.ndim == 1 or F.shape[1] == 1:
+        q1 = np.minimum(q.reshape(-1), 1.0 - EPS)
+        return np.column_stack([np.log1p(-q1), np.log(q1)])
+    return np.log(q)
+
+
+def log_probabilities(F: np.ndarray, calibration: dict[str, Any] | None) -> np.ndarray:
+    """log p of scores F under ``calibration`` (None: F are logits of the logistic loss),
+    (n, n_classes)."""
+    if calibration is None:
+        return log_softmax(_two_columns(F), axis=1)
+    Z = logits(F, str(calibration["method"]))
+    return log_softmax(float(calibration["scale"]) * Z, axis=1)
+
+
+def _nll(Z: np.ndarray, y: np.ndarray, w: np.ndarray, a: float) -> float:
+    L = log_softmax(a * Z, axis=1)
+    return float(-(w @ L[np.arange(len(y)), y]) / w.sum())
+
+
+def fit_calibration(
+    F: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None
+) -> dict[str, Any]:
+    """The calibration map of held-out scores ``F`` (n,) or (n, k) with class indices
+    ``y`` (n,): each map's scale a by weighted log-loss (a 1-D search over log a), and
+    the map with the lower log-loss.
+
+    Returns
+    -------
+    dict with "method", "scale" (a), "log_loss" (held-out, of the kept map), "n_rows"
+    """
+    y = np.asarray(y, dtype=np.int64)
+    w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)
+    if len(y) == 0 or not w.sum() > 0:
+        raise ValueError("no held-out rows with a positive weight to calibrate on")
+    best: dict[str, Any] | None = None
+    for method in CALIBRATION_MAPS:
+        Z = logits(F, method)
+        res = minimize_scalar(
+            lambda t, Z=Z: _nll(Z, y, w, float(np.exp(t))),
+            bounds=(-LOG_SCALE_BOUND, LOG_SCALE_BOUND),
+            method="bounded",
+            options={"xatol": 1e-4},
+        )
+        a = float(np.exp(res.x))
+        loss = _nll(Z, y, w, a)
+        if best is None or loss < best["log_loss"]:
+            best = {"method": method, "scale": a, "log_loss": loss, "n_rows": int(len(y))}
+    assert best is not None
+    return best
