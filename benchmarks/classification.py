@@ -21,7 +21,8 @@ of its median distance), inputs as on disk (``scale=False``). Methods:
   (its default 10 Cs, 5 folds), the time of both.
 
 Each fit reports fit seconds, test error, test log-loss and the top-label expected
-calibration error (15 equal-width bins). Writes ``results/classification.json``.
+calibration error (15 equal-width bins, ``kernelpath.calibration.calibration_error``).
+Writes ``results/classification.json``.
 """
 
 from __future__ import annotations
@@ -52,20 +53,6 @@ METHODS = (
 )
 
 
-def ece(P: np.ndarray, y: np.ndarray, bins: int = 15) -> float:
-    """Top-label expected calibration error with ``bins`` equal-width bins."""
-    conf = P.max(axis=1)
-    right = (P.argmax(axis=1) == y).astype(float)
-    edges = np.linspace(0.0, 1.0, bins + 1)
-    which = np.clip(np.digitize(conf, edges[1:-1]), 0, bins - 1)
-    total = 0.0
-    for b in range(bins):
-        sel = which == b
-        if sel.any():
-            total += sel.mean() * abs(right[sel].mean() - conf[sel].mean())
-    return float(total)
-
-
 def _estimator(method: str, m: int, width: float, seed: int, penalty: Any = None) -> Any:
     import kernelpath as kp
 
@@ -89,6 +76,7 @@ def _estimator(method: str, m: int, width: float, seed: int, penalty: Any = None
 def fit(name: str, method: str, m: int, seed: int, penalty: float | None) -> dict[str, Any]:
     from sklearn.metrics import log_loss
 
+    from kernelpath.calibration import calibration_error
     from kernelpath.datasets import load_shared
 
     d = load_shared(name)
@@ -129,7 +117,7 @@ def fit(name: str, method: str, m: int, seed: int, penalty: float | None) -> dic
     out["error"] = float(np.mean(classes[P.argmax(axis=1)] != yte))
     out["test_error_predict"] = float(np.mean(est.predict(Xte) != yte))
     out["log_loss"] = float(log_loss(y, P, labels=np.arange(len(classes))))
-    out["ece"] = ece(P, y)
+    out["ece"] = calibration_error(P, y)
     return out
 
 

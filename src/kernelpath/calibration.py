@@ -2,8 +2,9 @@
 one-parameter calibration map fit on held-out scores that leaves ``predict`` unchanged.
 
 Scores F have one column for two classes (positive: the second class) and one per class
-otherwise. Two monotone maps are fit to the held-out rows by weighted log-loss, and the
-better one is kept (both keep the arg max, so ``predict`` is the probabilities' arg max):
+otherwise. Two monotone maps are fit to the held-out rows, each's scale by weighted
+log-loss, and the one with the lower held-out expected calibration error is kept (both keep
+the arg max, so ``predict`` is the probabilities' arg max):
 
 - ``"temperature"``: p = softmax(a F) (two classes: p_1 = sigmoid(a f)), the scores read
   as logits;
@@ -21,7 +22,13 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 from scipy.special import log_softmax
 
-__all__ = ["CALIBRATION_MAPS", "fit_calibration", "log_probabilities", "logits"]
+__all__ = [
+    "CALIBRATION_MAPS",
+    "calibration_error",
+    "fit_calibration",
+    "log_probabilities",
+    "logits",
+]
 
 CALIBRATION_MAPS = ("temperature", "power")
 #: The floor of the power map's estimates.
@@ -64,6 +71,26 @@ def log_probabilities(F: np.ndarray, calibration: dict[str, Any] | None) -> np.n
     return log_softmax(float(calibration["scale"]) * Z, axis=1)
 
 
+def calibration_error(
+    P: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None, bins: int = 15
+) -> float:
+    """Top-label expected calibration error: the (weighted) mean over ``bins`` equal-width
+    bins of the top probability of |accuracy - mean top probability|, weighted by the
+    bins' shares. P (n, n_classes), y (n,) class indices."""
+    P = np.asarray(P)
+    w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)
+    conf = P.max(axis=1)
+    right = (P.argmax(axis=1) == np.asarray(y)).astype(float)
+    which = np.clip(np.digitize(conf, np.linspace(0.0, 1.0, bins + 1)[1:-1]), 0, bins - 1)
+    total = 0.0
+    for b in range(bins):
+        sel = which == b
+        wb = w[sel].sum()
+        if wb > 0:
+            total += wb * abs(np.average(right[sel] - conf[sel], weights=w[sel]))
+    return float(total / w.sum())
+
+
 def _nll(Z: np.ndarray, y: np.ndarray, w: np.ndarray, a: float) -> float:
     L = log_softmax(a * Z, axis=1)
     return float(-(w @ L[np.arange(len(y)), y]) / w.sum())
@@ -74,11 +101,14 @@ def fit_calibration(
 ) -> dict[str, Any]:
     """The calibration map of held-out scores ``F`` (n,) or (n, k) with class indices
     ``y`` (n,): each map's scale a by weighted log-loss (a 1-D search over log a), and
-    the map with the lower log-loss.
+    the map with the lower expected calibration error on these rows (the log-loss chose
+    temperature on adult's square-loss scores, test ECE 0.030, where the power map gives
+    0.017; benchmarks/classification.py).
 
     Returns
     -------
-    dict with "method", "scale" (a), "log_loss" (held-out, of the kept map), "n_rows"
+    dict with "method", "scale" (a), "log_loss" and "ece" (held-out, of the kept map),
+    "n_rows"
     """
     y = np.asarray(y, dtype=np.int64)
     w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)
@@ -95,7 +125,14 @@ def fit_calibration(
         )
         a = float(np.exp(res.x))
         loss = _nll(Z, y, w, a)
-        if best is None or loss < best["log_loss"]:
-            best = {"method": method, "scale": a, "log_loss": loss, "n_rows": int(len(y))}
+        err = calibration_error(np.exp(log_softmax(a * Z, axis=1)), y, w)
+        if best is None or (err, loss) < (best["ece"], best["log_loss"]):
+            best = {
+                "method": method,
+                "scale": a,
+                "log_loss": loss,
+                "ece": err,
+                "n_rows": int(len(y)),
+            }
     assert best is not None
     return best

@@ -124,14 +124,19 @@ _NYSTROM_PARAMS = (
         it is one number, else 1e-4 max k(x, x).
     solver : {"direct", "cg"}, default="cg"
         Closed form (O(n m^2), exact λ path) or conjugate gradient with the Nyström
-        (FALKON) preconditioner, a path over iterations and λ.
+        (FALKON) preconditioner, a path over iterations and λ. With ``loss="logistic"`` or
+        ``"squared_hinge"`` (classifiers): how Newton's systems are solved, factored from a
+        weighted Gram matrix or by CG preconditioned with the centers' own Hessian.
     max_iter : int or None, default=None
-        Iterations of CG (default 100).
+        Iterations of CG (default 100; the Newton losses: per Newton step).
     n_iter_no_change : int or None, default=10
         Early stopping: a penalty stops after this many iterations without its validation
-        error improving by more than ``tol`` (relative).
+        error improving by more than ``tol`` (relative). The Newton losses' λ path stops
+        after 3 penalties without a better validation loss (None: every penalty).
     tol : float, default=1e-4
-        Tolerance of early stopping and of CG convergence (relative residual).
+        Tolerance of early stopping and of CG convergence (relative residual); the Newton
+        losses stop when half the squared Newton decrement is at most tol^2 times the
+        objective.
 """
     + _COMMON_DOC
     + _ATTR_DOC

@@ -351,8 +351,8 @@ class ExactFamily(_KernelModel):
         and the coefficients and validation predictions of the path."""
         P = 20 if isinstance(settings.penalty, str) else int(np.size(settings.penalty))
         k = problem.n_outputs
-        if settings.options.loss != "square":  # the factor of K beside Newton's matrices
-            return 8 * EXACT_MATRICES * m * m + newton_memory(m, k, P, m, n_val, True)
+        if settings.options.loss != "square":  # K's factor, Phi = K R, Newton's matrices
+            return 8 * (EXACT_MATRICES + 1) * m * m + newton_memory(m, k, P, m, n_val, True)
         matrices = EXACT_MATRICES + (settings.cv_mode == "loo")
         return 8 * (matrices * m * m + 3 * (m + n_val) * max(P, 20) * k)
 

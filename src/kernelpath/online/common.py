@@ -96,7 +96,13 @@ HELDOUT_ROWS = 2000
 HELDOUT_EVERY = 10
 HELDOUT_CHUNKS = 10
 #: The map of a learner that has held no sample out: the 0/1 scores read as probabilities.
-UNCALIBRATED = {"method": "power", "scale": 1.0, "log_loss": float("nan"), "n_rows": 0}
+UNCALIBRATED = {
+    "method": "power",
+    "scale": 1.0,
+    "log_loss": float("nan"),
+    "ece": float("nan"),
+    "n_rows": 0,
+}
 
 
 class StreamClassifier:

@@ -15,7 +15,7 @@ sum_i w_i = n). Newton step: H d = -g with
 
 (the multinomial loss: the rows' k x k Hessians diag(p) - p p^T in place of l''), a
 backtracking line search on J (Armijo), and a stop when half the squared Newton decrement
-g^T H^-1 g, which bounds the gap to the minimum near it, is at most tol J.
+g^T H^-1 g, which bounds the gap to the minimum near it, is at most tol^2 J.
 
 ``method="direct"``: H is formed (one weighted Gram matrix Phi^T D Phi, a pass of O(n m^2),
 per output and Newton step) and factored; the multinomial loss, whose outputs are
@@ -348,7 +348,7 @@ class _Newton:
         converged = False
         for _ in range(max_steps):
             d, U, dec = self.step(s, lam)
-            if not np.isfinite(dec) or dec / 2 <= self.tol * max(J, 1e-300):
+            if not np.isfinite(dec) or dec / 2 <= self.tol**2 * max(J, 1e-300):
                 converged = bool(np.isfinite(dec))
                 break
             if U is None:
@@ -414,9 +414,10 @@ def newton_path(
     max_inner : int
         CG iterations per Newton step at most.
     tol : float
-        Newton stops when half the squared decrement is at most tol times J.
+        Newton stops when half the squared decrement is at most tol^2 times J.
     patience : int or None
-        Stop the path after this many penalties without a better validation score.
+        Stop the path after this many penalties without a better validation loss (the
+        log-loss, or the squared hinge loss).
     dtype
         The stored coefficients' dtype.
     center_rows : ndarray of int or None
@@ -472,7 +473,9 @@ def newton_path(
             score, second = rate, float(_hinge(validation.Y, Fv[:, 0], vw))
         assert val_err is not None
         val_err[p], val_rate[p], val_sec[p] = score, rate, second
-        return score
+        # the path's patience reads a smooth score: the error rate stays flat while λ is
+        # too large for any row to change side (adult: the first 4 penalties)
+        return score if loss_name == "logistic" else second
 
     # along the path: PATH_STEPS Newton steps per penalty from the previous solution (the
     # path-following of self-concordant losses: a modest decrease of λ keeps the previous
