@@ -14,11 +14,17 @@ of its median distance), inputs as on disk (``scale=False``). Methods:
   with its defaults (CG, the λ path on the 20% hold-out, probabilities: the logistic's own,
   else calibrated on the hold-out);
 - ``logistic-direct``: the same with ``solver="direct"`` (refit on all rows);
-- ``logistic-one``: one Newton solve from zero at the penalty ``logistic`` chose (the same
-  split and centers), to compare the path's time with;
+- ``logistic-one``: one Newton solve from zero at the penalty ``logistic`` chose (given as a
+  one-point path: the same split and centers), to compare the path's time with;
 - ``rf-square``, ``nytro``, ``eigenpro``: the other families' probabilities (calibrated);
 - ``sklearn``: ``Nystroem(n_components=m, gamma=1 / (2 width^2))`` + ``LogisticRegressionCV``
-  (its default 10 Cs, 5 folds), the time of both.
+  (its default 10 Cs, 5 folds), the time of both;
+- ``falkon`` (binary sets, with ``--falkon PYTHON``, the venv of
+  ../shared/tools/build_falkon_cpu.sh): FALKON's ``LogisticFalkon`` with the same m and width
+  on all the training rows, its penalties our ``logistic`` path's down to the λ it chose
+  (times 2: FALKON's objective is mean loss + penalty / 2 ||f||^2), 3 CG steps each, then
+  3 more steps of 8 at the last (its documentation's rule of thumb); no intercept (FALKON's
+  model has none). The worker runs in FALKON's venv on the data dumped as .npy.
 
 Each fit reports fit seconds, test error, test log-loss and the top-label expected
 calibration error (15 equal-width bins, ``kernelpath.calibration.calibration_error``).
@@ -50,6 +56,7 @@ METHODS = (
     "nytro",
     "eigenpro",
     "sklearn",
+    "falkon",
 )
 
 
@@ -62,8 +69,8 @@ def _estimator(method: str, m: int, width: float, seed: int, penalty: Any = None
         return kp.NystromClassifier(loss=method, n_centers=m, **common)
     if method == "logistic-direct":
         return kp.NystromClassifier(loss="logistic", solver="direct", n_centers=m, **common)
-    if method == "logistic-one":
-        return kp.NystromClassifier(loss="logistic", n_centers=m, penalty=penalty, **common)
+    if method == "logistic-one":  # a one-point path: the same hold-out split and centers
+        return kp.NystromClassifier(loss="logistic", n_centers=m, penalty=[penalty], **common)
     if method == "rf-square":
         return kp.RandomFeaturesClassifier(n_features=m, **common)
     if method == "nytro":
@@ -112,6 +119,9 @@ def fit(name: str, method: str, m: int, seed: int, penalty: float | None) -> dic
             out["newton_steps"] = int(np.sum(info["newton_steps"]))
             out["inner_solves"] = int(info["inner_solves"])
         out["calibration"] = est.calibration_.get("method")
+        if method == "logistic":  # the penalties down to the chosen one (FALKON's schedule)
+            lam = est.path_.params["penalty"]
+            out["path"] = [float(v) for v in lam[: est.path_.best_index[0] + 1]]
     P = est.predict_proba(Xte)
     y = np.searchsorted(classes, yte)
     out["error"] = float(np.mean(classes[P.argmax(axis=1)] != yte))
@@ -119,6 +129,68 @@ def fit(name: str, method: str, m: int, seed: int, penalty: float | None) -> dic
     out["log_loss"] = float(log_loss(y, P, labels=np.arange(len(classes))))
     out["ece"] = calibration_error(P, y)
     return out
+
+
+DUMP = Path("/tmp/kernelpath-classification-data")
+
+
+def fit_falkon(name: str, m: int, seed: int, penalties: list[float], out: str) -> dict[str, Any]:
+    """LogisticFalkon in FALKON's venv (no kernelpath there): the test scores to ``out``."""
+    import falkon
+    import torch
+
+    X, y, Xt = (np.load(DUMP / name / f"{k}.npy") for k in ("X_train", "y_train", "X_test"))
+    classes = np.unique(y)
+    Y = np.where(y == classes[-1], 1.0, -1.0)
+    opts = falkon.FalkonOptions(use_cpu=True, keops_active="no", max_cpu_mem=4e9, debug=False)
+    kernel = falkon.kernels.GaussianKernel(sigma=WIDTHS[name], opt=opts)
+    lams = [2 * p for p in penalties] + [2 * penalties[-1]] * 3
+    iters = [3] * len(penalties) + [8] * 3
+    model = falkon.LogisticFalkon(
+        kernel=kernel,
+        penalty_list=lams,
+        iter_list=iters,
+        loss=falkon.gsc_losses.LogisticLoss(kernel),
+        M=m,
+        seed=seed,
+        options=opts,
+    )
+    t0 = time.perf_counter()
+    model.fit(torch.from_numpy(X), torch.from_numpy(Y))
+    sec = time.perf_counter() - t0
+    np.save(out, model.predict(torch.from_numpy(Xt)).numpy().ravel())
+    return {"fit_s": sec, "threads": torch.get_num_threads()}
+
+
+def falkon_row(name: str, m: int, seed: int, penalties: list[float], python: str) -> dict[str, Any]:
+    """Run ``fit_falkon`` in a fresh process of FALKON's venv and score its test scores."""
+    from sklearn.metrics import log_loss
+
+    from kernelpath.calibration import calibration_error
+    from kernelpath.datasets import load_shared
+
+    d = load_shared(name)
+    (DUMP / name).mkdir(parents=True, exist_ok=True)
+    for k in ("X_train", "y_train", "X_test"):
+        if not (DUMP / name / f"{k}.npy").exists():
+            np.save(DUMP / name / f"{k}.npy", np.ascontiguousarray(d[k], dtype=np.float64))
+    out = DUMP / f"{name}-falkon-scores.npy"
+    cmd = [python, __file__, "falkon-fit", name, str(m), str(seed), str(out)]
+    res = subprocess.run(cmd + [repr(p) for p in penalties], capture_output=True, text=True)
+    row: dict[str, Any] = {"set": name, "method": "falkon", "seed": seed, "m": m}
+    if res.returncode != 0:
+        return {**row, "failed": res.stderr[-2000:]}
+    row.update(json.loads(res.stdout.strip().splitlines()[-1]))
+    f = np.load(out)
+    classes = np.unique(d["y_train"])
+    y = (d["y_test"] == classes[-1]).astype(int)
+    p1 = 1 / (1 + np.exp(-f))
+    P = np.column_stack([1 - p1, p1])
+    row["n_penalties"] = len(penalties)
+    row["error"] = float(np.mean(P.argmax(axis=1) != y))
+    row["log_loss"] = float(log_loss(y, P, labels=[0, 1]))
+    row["ece"] = calibration_error(P, y)
+    return row
 
 
 def _worker(name: str, method: str, m: int, seed: int, penalty: float | None) -> dict[str, Any]:
@@ -131,19 +203,27 @@ def _worker(name: str, method: str, m: int, seed: int, penalty: float | None) ->
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def run(sets: list[str], seeds: list[int], methods: list[str], m: int) -> None:
+def run(
+    sets: list[str], seeds: list[int], methods: list[str], m: int, falkon: str | None = None
+) -> None:
     rows: list[dict[str, Any]] = []
     if OUT.exists():
         rows = json.loads(OUT.read_text())["fits"]
     for seed in seeds:
         for name in sets:
-            chosen = None
+            chosen, path = None, None
             for method in methods:
                 if method == "logistic-one" and chosen is None:
                     continue
-                row = _worker(name, method, m, seed, chosen if method == "logistic-one" else None)
+                if method == "falkon":
+                    if falkon is None or name == "usps" or path is None:
+                        continue
+                    row = falkon_row(name, m, seed, path, falkon)
+                else:
+                    one = chosen if method == "logistic-one" else None
+                    row = _worker(name, method, m, seed, one)
                 if method == "logistic" and "penalty" in row:
-                    chosen = row["penalty"]
+                    chosen, path = row["penalty"], row["path"]
                 print(json.dumps(row), flush=True)
                 rows = [
                     r
@@ -183,6 +263,13 @@ def main() -> None:
     r.add_argument("--seeds", default="0,1,2")
     r.add_argument("--methods", default=",".join(METHODS))
     r.add_argument("--m", type=int, default=1000)
+    r.add_argument("--falkon", help="the python of FALKON's venv (method falkon)")
+    ff = sub.add_parser("falkon-fit")
+    ff.add_argument("name")
+    ff.add_argument("m", type=int)
+    ff.add_argument("seed", type=int)
+    ff.add_argument("out")
+    ff.add_argument("penalties", nargs="+", type=float)
     f = sub.add_parser("fit")
     f.add_argument("name")
     f.add_argument("method")
@@ -193,8 +280,11 @@ def main() -> None:
     a = p.parse_args()
     if a.cmd == "fit":
         print(json.dumps(fit(a.name, a.method, a.m, a.seed, a.penalty)))
+    elif a.cmd == "falkon-fit":
+        print(json.dumps(fit_falkon(a.name, a.m, a.seed, a.penalties, a.out)))
     elif a.cmd == "run":
-        run(a.sets.split(","), [int(s) for s in a.seeds.split(",")], a.methods.split(","), a.m)
+        seeds = [int(s) for s in a.seeds.split(",")]
+        run(a.sets.split(","), seeds, a.methods.split(","), a.m, a.falkon)
     else:
         print(table())
 
