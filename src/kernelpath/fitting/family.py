@@ -23,6 +23,7 @@ __all__ = [
     "Family",
     "SCREEN_MIN_ROWS",
     "check_loss",
+    "newton_intercept",
     "kernel_operators",
     "validation",
     "in_memory",
@@ -154,6 +155,20 @@ class Family:
         again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
         return again, again.path.coef()
 
+    def newton_refit(
+        self, problem: FitProblem, cand: CandidateFit
+    ) -> tuple[CandidateFit, np.ndarray]:
+        """A Newton loss's refit on all the rows (``solvers.newton``): the path's penalties
+        down to the chosen one, each solve warm-started from the last (cheaper and safer
+        than Newton from zero at a small λ)."""
+        path = cand.path
+        (p,) = path.best_index
+        fixed = replace(
+            cand.settings, penalty=np.asarray(path.params["penalty"][: p + 1]), n_iter=None
+        )
+        again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
+        return again, again.path.coef((p,))
+
     def path_penalties(self, path: Path) -> np.ndarray:
         """The λ grid of a path (its own λ at the largest size for a path over sizes):
         what the other folds of a k-fold search reuse."""
@@ -172,6 +187,15 @@ class Family:
         """f(X) of the fitted ``model`` (its public attributes), X validated and on the
         prediction device: NumPy or a tensor there."""
         raise NotImplementedError
+
+
+def newton_intercept(cand: CandidateFit, coef: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(coefficients, intercept) of a point of ``cand``'s path: a Newton loss's path keeps
+    its intercept as the coefficients' last row; the square loss's is ``cand.intercept``."""
+    coef = np.asarray(coef)
+    if getattr(cand.settings.options, "loss", "square") == "square":
+        return coef, cand.intercept
+    return coef[:-1], coef[-1].astype(np.float64)
 
 
 def check_loss(params: Mapping[str, Any], allowed: tuple[str, ...] = LOSSES) -> str:

@@ -28,7 +28,7 @@ from ..solvers.iterative import STEP_RULES, cg_memory, gradient_memory
 from ..solvers.newton import PATH_PATIENCE, newton_memory, newton_path
 from ..solvers.nystrom import center_factor, direct_memory
 from ..solvers.spectral import ITERATION_FILTERS
-from .family import Family, check_loss, kernel_operators, validation
+from .family import Family, check_loss, kernel_operators, newton_intercept, validation
 from .memory import (
     MIN_OPERATOR_BYTES,
     SOLVER_SHARE,
@@ -231,25 +231,8 @@ class _KernelModel(Family):
             **newton_settings(settings),
         )
 
-    def newton_refit(
-        self, problem: FitProblem, cand: CandidateFit
-    ) -> tuple[CandidateFit, np.ndarray]:
-        """A Newton loss's refit on all the rows: the path's penalties down to the chosen
-        one, each solve warm-started from the last (cheaper and safer than Newton from zero
-        at a small λ)."""
-        path = cand.path
-        (p,) = path.best_index
-        fixed = replace(
-            cand.settings, penalty=np.asarray(path.params["penalty"][: p + 1]), n_iter=None
-        )
-        again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
-        return again, again.path.coef((p,))
-
     def model(self, cand: CandidateFit, coef: np.ndarray) -> dict[str, Any]:
-        coef = np.asarray(coef)
-        intercept = cand.intercept
-        if cand.settings.options.loss != "square":  # the Newton path's last row: b
-            coef, intercept = coef[:-1], coef[-1].astype(np.float64)
+        coef, intercept = newton_intercept(cand, coef)
         m = coef.shape[0]  # the (m, λ) path keeps the first m centers
         sel = cand.centers
         assert sel is not None

@@ -22,7 +22,7 @@ from ..solvers.random_features import (
     rf_penalty_path,
     rff_operator,
 )
-from .family import Family, check_loss, validation
+from .family import Family, check_loss, newton_intercept, validation
 from .kernel_models import AUTO_GRID_SIZE, newton_settings
 from .memory import fit_rows, operator_budget
 from .problem import CandidateFit, FitProblem, FitSettings
@@ -167,17 +167,8 @@ class RandomFeaturesFamily(Family):
     def refit(self, problem: FitProblem, cand: CandidateFit) -> tuple[CandidateFit, np.ndarray]:
         """Refit on all the data at the chosen (D, λ), with the same feature map."""
         best = cand.path.best_params
-        if cand.settings.options.loss != "square":  # the path down to the chosen λ
-            (p,) = cand.path.best_index
-            lam = np.asarray(cand.path.params["penalty"][: p + 1])
-            again = self.solve(
-                problem,
-                cand.kernel,
-                np.arange(problem.n),
-                None,
-                replace(cand.settings, penalty=lam),
-            )
-            return again, again.path.coef((p,))
+        if cand.settings.options.loss != "square":
+            return self.newton_refit(problem, cand)
         fixed = replace(
             cand.settings,
             penalty=float(best["penalty"]),
@@ -187,10 +178,7 @@ class RandomFeaturesFamily(Family):
         return again, again.path.coef()
 
     def model(self, cand: CandidateFit, coef: np.ndarray) -> dict[str, Any]:
-        coef = np.asarray(coef)
-        intercept = cand.intercept
-        if cand.settings.options.loss != "square":  # the Newton path's last row: b
-            coef, intercept = coef[:-1], coef[-1].astype(np.float64)
+        coef, intercept = newton_intercept(cand, coef)
         D = coef.shape[0]
         opts: RandomFeaturesOptions = cand.settings.options
         features = RandomFourierFeatures(

@@ -20,10 +20,10 @@ g^T H^-1 g, which bounds the gap to the minimum near it, is at most tol^2 J.
 ``method="direct"``: H is formed (one weighted Gram matrix Phi^T D Phi, a pass of O(n m^2),
 per output and Newton step) and factored; the multinomial loss, whose outputs are
 coupled, runs conjugate gradient preconditioned by those per-class blocks (block Jacobi).
-``method="cg"``: conjugate gradient on H v products (two passes of O(n m) each) with
-FALKON's Nyström preconditioner in these coordinates, diag(c M / m + 2 λ) where
-M = R^T K_mm^2 R is diagonal (``NystromFactor.diagonalized``) and c the mean curvature,
-solved to a relative residual that shrinks with the gradient (inexact Newton).
+``method="cg"``: conjugate gradient on H v products (one fused pass of O(n m) per output for
+a separable loss, two for the multinomial) preconditioned as FALKON does by the Hessian of
+the centers' own rows scaled to all rows, Phi_c^T diag(w l''(F_c)) Phi_c / sum_c w_c
++ 2 λ, solved to a relative residual that shrinks with the gradient (inexact Newton).
 """
 
 from __future__ import annotations
@@ -41,9 +41,8 @@ from ..selection import error_rate
 from ._common import Validation, as_2d, weights_or_ones
 from .losses import Loss, log_loss, make_loss
 
-__all__ = ["Design", "newton_path", "newton_memory", "NEWTON_METHODS", "PATH_PATIENCE"]
+__all__ = ["Design", "newton_path", "newton_memory", "PATH_PATIENCE"]
 
-NEWTON_METHODS = ("direct", "cg")
 #: Newton steps per λ at most.
 MAX_NEWTON_STEPS = 50
 #: The path stops after this many penalties in a row whose validation score did not improve
@@ -235,6 +234,7 @@ class _Newton:
         self.design, self.loss, self.wn = design, loss, wn
         self.method, self.max_inner, self.tol = method, max_inner, tol
         self._fused: tuple[np.ndarray, np.ndarray] | None = None
+        self._g0: float | None = None  # the gradient's norm at the first step of a λ
         self.fuses = loss.separable and hasattr(design.op, "fused")
         rows = design.center_rows
         if method == "cg" and rows is None:
@@ -303,6 +303,8 @@ class _Newton:
             return Z
 
         gnorm = float(np.linalg.norm(g))
+        if self._g0 is None:  # the first step of this λ: the gradient to shrink from
+            self._g0 = gnorm
         rel = min(0.1, np.sqrt(gnorm / max(self._g0, 1e-300)))
         d, U, its = self._cg(s.F, g, lam, precond, rel)
         s.inner += its
@@ -343,7 +345,7 @@ class _Newton:
         whether it converged."""
         loss, wn = self.loss, self.wn
         J = _objective(loss, wn, s.F, s.T, lam)
-        self._g0 = float(np.linalg.norm(self.design.backward(wn[:, None] * loss.gradient(s.F))))
+        self._g0 = None
         steps = 0
         converged = False
         for _ in range(max_steps):
