@@ -211,16 +211,14 @@ def fold_search(
     fits = []
     per_fold = []
     for kernel, s in zip(kernels, kernel_settings(settings, len(kernels)), strict=True):
-        paths = []
         own = []
         for tr, va in folds:
             cand = fit_one(kernel, tr, va, s)
-            paths.append(cand.path)
             own.append((cand, va))
             s = replace(s, feature_seed=cand.settings.feature_seed)
             if isinstance(s.penalty, str) and "penalty" in cand.path.params:
                 s = replace(s, penalty=penalties(cand.path))
-        mean = mean_over_folds(paths, {"n_folds": len(folds)})
+        mean = mean_over_folds([c.path for c, _ in own], {"n_folds": len(folds)})
         fits.append(replace(cand, path=mean, settings=s))
         per_fold.append(own)
     result = _finish(kernels, fits, list(range(len(kernels))), {"cv": "k-fold"})
