@@ -89,6 +89,33 @@ def test_newton_equals_lbfgs(loss, k, method, weighted):
     assert path.info["method"] == f"newton-{method}"
 
 
+def test_cg_switches_to_a_lagged_exact_hessian(monkeypatch):
+    """CG's preconditioner becomes the exact Hessian once the products cost one (the ski
+    rental): the same minimum in fewer products than with the centers' Hessian alone."""
+    import kernelpath.solvers.newton as newton
+
+    X, labels, Y, op, fac = problem(2)
+    lam = np.geomspace(1e-2, 1e-7, 8)
+
+    def run():
+        path = newton_path(
+            op, Y, "logistic", lam, None, None, fac, "cg", tol=1e-10, patience=None,
+            center_rows=np.arange(M),
+        )  # fmt: skip
+        return path, our_objective(path, op, Y, "logistic", np.ones(N), lam[-1], fac)
+
+    grams = []
+    real = newton.Design.gram
+    monkeypatch.setattr(newton.Design, "gram", lambda s, *a: grams.append(1) or real(s, *a))
+    lagged, J_lagged = run()
+    monkeypatch.setattr(newton, "GRAM_RATIO", 1e-12)  # an exact Hessian never worth it
+    n_grams = len(grams)
+    centers, J_centers = run()
+    assert n_grams >= 1 and len(grams) == n_grams
+    assert abs(J_lagged - J_centers) <= 1e-8 * J_centers
+    assert lagged.info["inner_solves"] < 0.5 * centers.info["inner_solves"]
+
+
 def test_multinomial_with_two_classes_is_binary_logistic():
     """Softmax over two columns: at the optimum beta_0 = -beta_1, so f_1 - f_0 is the
     binary logit with penalty λ / 2 (||beta_0||^2 + ||beta_1||^2 = ||beta_bin||^2 / 2)."""

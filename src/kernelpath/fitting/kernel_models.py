@@ -335,7 +335,7 @@ class ExactFamily(_KernelModel):
         P = 20 if isinstance(settings.penalty, str) else int(np.size(settings.penalty))
         k = problem.n_outputs
         if settings.options.loss != "square":  # K's factor, Phi = K R, Newton's matrices
-            return 8 * (EXACT_MATRICES + 1) * m * m + newton_memory(m, k, P, m, n_val, True)
+            return 8 * (EXACT_MATRICES + 1) * m * m + newton_memory(m, k, P, m, n_val)
         matrices = EXACT_MATRICES + (settings.cv_mode == "loo")
         return 8 * (matrices * m * m + 3 * (m + n_val) * max(P, 20) * k)
 
@@ -513,7 +513,7 @@ class NystromFamily(_KernelModel):
         k, method = problem.n_outputs, settings.options.method
         if settings.options.loss != "square":
             P = 20 if pen is None else len(pen)
-            return newton_memory(m, k, P, problem.n, n_val, method == "direct")
+            return newton_memory(m, k, P, problem.n, n_val)
         if grid is not None:
             return incremental_memory(m, k, pen, len(grid), n_val)
         if method == "direct":

@@ -119,7 +119,7 @@ class RandomFeaturesFamily(Family):
                     f"loss={loss!r} with random features reads the rows in memory or from "
                     "disk, not from dask: give loss='square', or NystromClassifier"
                 )
-            solver += newton_memory(Dmax, problem.n_outputs, P, len(rows), n_va, True)
+            solver += newton_memory(Dmax, problem.n_outputs, P, len(rows), n_va)
         what = f"{problem.estimator} with n_features={Dmax}"
         operator_budget(problem, copies, len(rows) + n_va, solver, what, 0, "features")
         settings = replace(settings, feature_seed=settings.seed())  # the refit reuses the map
