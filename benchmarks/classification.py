@@ -156,7 +156,7 @@ def fit_falkon(name: str, m: int, seed: int, penalties: list[float], out: str) -
         options=opts,
     )
     t0 = time.perf_counter()
-    model.fit(torch.from_numpy(X), torch.from_numpy(Y))
+    model.fit(torch.from_numpy(X), torch.from_numpy(Y[:, None]))
     sec = time.perf_counter() - t0
     np.save(out, model.predict(torch.from_numpy(Xt)).numpy().ravel())
     return {"fit_s": sec, "threads": torch.get_num_threads()}
