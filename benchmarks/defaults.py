@@ -1,7 +1,7 @@
 """The defaults against the best width: accuracy out of the box (issue 24).
 
     python benchmarks/defaults.py accuracy [--sets a,b] [--seeds 0,1,2] [--old SRC]
-                                           [--oracle-solvers cg,direct]
+                                           [--solvers cg,direct] [--oracle-solvers cg,direct]
     python benchmarks/defaults.py cost [--sets a,b] [--rounds 3]
     python benchmarks/defaults.py refit [--sets a,b] [--seeds 0,1,2]
     python benchmarks/defaults.py table
@@ -10,7 +10,10 @@ Every set as a new user has it: raw features as on disk (constant columns kept),
 train/test files where a set has them (ijcnn1, adult, USPS), else a random 80/20 split with
 seeds 0, 1, 2; two-output sets (naval, energy) fit both targets, RMSE averaged over outputs.
 The estimator is ``NystromRegressor()`` / ``NystromClassifier()`` with ``random_state=seed``
-(CG, its default) and ``solver="direct"``. Methods, per set and seed:
+(CG, its default) and ``solver="direct"``; ``--solvers krls,rf,nytro`` runs the other
+families' defaults instead: ``KRLSRegressor()`` / ``KRLSClassifier()`` (on the sets of at
+most ``KRLS_MAX_ROWS`` training rows: its O(n^3) path), ``RandomFeaturesRegressor()`` /
+``Classifier()`` and ``NYTRORegressor()`` / ``Classifier()``. Methods, per set and seed:
 
 - ``default``: the estimator with no other argument, on the raw features;
 - ``scaled``: the same on features standardized on the training part (raw = scaled?);
@@ -71,6 +74,10 @@ CLASSIFICATION = ("ijcnn1", "adult", "usps")
 OFFICIAL_SPLIT = CLASSIFICATION
 ORACLE_FACTORS = 2.0 ** np.linspace(-4, 3, 15)
 SOLVERS = ("cg", "direct")
+#: the other families, by the name ``--solvers`` gives them
+FAMILIES = ("krls", "rf", "nytro")
+#: exact KRLS's eigendecomposition path is O(n^3): sets with more training rows are skipped
+KRLS_MAX_ROWS = 6000
 
 
 def load(name: str, seed: int) -> tuple[np.ndarray, ...]:
@@ -118,9 +125,15 @@ def test_error(name: str, y: np.ndarray, pred: np.ndarray) -> float:
 def estimator(name: str, solver: str, seed: int, **kw: Any) -> Any:
     import kernelpath as kp
 
-    cls = kp.NystromClassifier if name in CLASSIFICATION else kp.NystromRegressor
-    if solver != "cg":
+    cls = {
+        "krls": (kp.KRLSClassifier, kp.KRLSRegressor),
+        "rf": (kp.RandomFeaturesClassifier, kp.RandomFeaturesRegressor),
+        "nytro": (kp.NYTROClassifier, kp.NYTRORegressor),
+    }.get(solver, (kp.NystromClassifier, kp.NystromRegressor))[name not in CLASSIFICATION]
+    if solver == "direct":
         kw["solver"] = solver
+    if solver == "krls":
+        return cls(**kw)
     return cls(random_state=seed, **kw)
 
 
@@ -135,14 +148,18 @@ def fit_score(name: str, est: Any, data: tuple[np.ndarray, ...]) -> dict[str, An
     t = time.perf_counter()
     est.fit(Xtr, ytr)
     seconds = time.perf_counter() - t
-    out = {"fit_s": seconds, "test_error": test_error(name, yte, est.predict(Xte))}
+    out: dict[str, Any] = {"fit_s": seconds, "test_error": test_error(name, yte, est.predict(Xte))}
     sigma = getattr(est.kernel_, "sigma", None)
     out["sigma"] = np.atleast_1d(sigma).tolist() if sigma is not None else None
     return out
 
 
 def accuracy_one(
-    name: str, seed: int, methods: list[str], oracle_solvers: tuple[str, ...] = SOLVERS
+    name: str,
+    seed: int,
+    methods: list[str],
+    oracle_solvers: tuple[str, ...] = SOLVERS,
+    solvers: tuple[str, ...] = SOLVERS,
 ) -> dict[str, Any]:
     """In this process: the methods' test errors for one set and seed."""
     from kernelpath import Gaussian
@@ -153,7 +170,9 @@ def accuracy_one(
     Zs = standardized(Xtr, Xte)
     sdata = (Zs[0], ytr, Zs[1], yte)
     out: dict[str, Any] = {"set": name, "seed": seed, "n_train": len(Xtr), "d": Xtr.shape[1]}
-    for solver in SOLVERS:
+    for solver in solvers:
+        if solver == "krls" and len(Xtr) > KRLS_MAX_ROWS:
+            continue
         if "default" in methods:
             out[f"default_{solver}"] = fit_score(name, estimator(name, solver, seed), data)
         if "scaled" in methods:
@@ -295,6 +314,31 @@ def table(res: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def family_table(res: dict[str, Any]) -> str:
+    """The other families' defaults against their oracles (same m or D, λ on the same
+    hold-out): mean test error over the seeds."""
+    s = summary(res)
+    rows = [
+        "| set (seeds) | family | default | oracle | default vs oracle | default fit |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, r in s.items():
+        e, f, cls = r["test_error"], r["fit_s"], name in CLASSIFICATION
+        for fam in FAMILIES:
+            d, o = e.get(f"default_{fam}"), e.get(f"oracle_{fam}")
+            if d is None:
+                continue
+            vs = _vs(cls, d, o) if o is not None else "—"
+            fit = f.get(f"default_{fam}")
+            unit = " (error %)" if cls else ""
+            rows.append(
+                f"| {name}{unit} ({r['seeds']}) | {fam} | {d:.4g} | "
+                f"{'—' if o is None else f'{o:.4g}'} | {vs} | "
+                f"{'—' if fit is None else f'{fit:.1f} s'} |"
+            )
+    return "\n".join(rows)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["accuracy", "cost", "refit", "table", "worker"])
@@ -302,6 +346,7 @@ def main() -> int:
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--seeds", default="0,1,2")
     ap.add_argument("--methods", default="default,scaled,oracle,hgb")
+    ap.add_argument("--solvers", default="cg,direct", help="cg, direct, krls, rf, nytro")
     ap.add_argument("--oracle-solvers", default="cg,direct")
     ap.add_argument("--old", default=None, help="source tree of the code before the change")
     ap.add_argument("--rounds", type=int, default=3)
@@ -309,8 +354,9 @@ def main() -> int:
     if a.mode == "worker":
         kind = a.args[0]
         if kind == "accuracy":
-            solvers = tuple(a.args[4].split(",")) if len(a.args) > 4 else SOLVERS
-            r = accuracy_one(a.args[1], int(a.args[2]), a.args[3].split(","), solvers)
+            oracle = tuple(a.args[4].split(",")) if len(a.args) > 4 else SOLVERS
+            solvers = tuple(a.args[5].split(",")) if len(a.args) > 5 else SOLVERS
+            r = accuracy_one(a.args[1], int(a.args[2]), a.args[3].split(","), oracle, solvers)
         elif kind == "refit":
             r = refit_one(a.args[1], int(a.args[2]))
         else:
@@ -320,6 +366,8 @@ def main() -> int:
     res = _results()
     if a.mode == "table":
         print(table(res))
+        print()
+        print(family_table(res))
         return 0
     sets = [s for s in a.sets.split(",") if s]
     if a.mode == "refit":
@@ -337,7 +385,8 @@ def main() -> int:
             seeds = [0] if name in OFFICIAL_SPLIT else [int(x) for x in a.seeds.split(",")]
             for seed in seeds:
                 key = f"{name}/{seed}"
-                r = _worker(["accuracy", name, str(seed), a.methods, a.oracle_solvers])
+                args = [name, str(seed), a.methods, a.oracle_solvers, a.solvers]
+                r = _worker(["accuracy", *args])
                 if a.old:
                     env = dict(os.environ, PYTHONPATH=a.old)
                     old = _worker(["accuracy", name, str(seed), "today"], env)

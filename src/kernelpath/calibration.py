@@ -48,7 +48,19 @@ def _two_columns(F: np.ndarray) -> np.ndarray:
 
 
 def logits(F: np.ndarray, method: str) -> np.ndarray:
-    """The map's log-odds before the scale a, (n, n_classes)."""
+    """The map's log-odds before the scale a.
+
+    Parameters
+    ----------
+    F : ndarray of shape (n,) or (n, k)
+        Decision scores (one column: a binary classifier's).
+    method : {"temperature", "power"}
+        The calibration map.
+
+    Returns
+    -------
+    ndarray of shape (n, n_classes)
+    """
     F = np.asarray(F, dtype=np.float64)
     if method == "temperature":
         return _two_columns(F)
@@ -63,8 +75,20 @@ def logits(F: np.ndarray, method: str) -> np.ndarray:
 
 
 def log_probabilities(F: np.ndarray, calibration: dict[str, Any] | None) -> np.ndarray:
-    """log p of scores F under ``calibration`` (None: F are logits of the logistic loss),
-    (n, n_classes)."""
+    """Log-probabilities of decision scores under a calibration map.
+
+    Parameters
+    ----------
+    F : ndarray of shape (n,) or (n, k)
+        Decision scores.
+    calibration : dict or None
+        A map from ``fit_calibration`` ("method", "scale"); None: F are the logits of the
+        logistic loss.
+
+    Returns
+    -------
+    ndarray of shape (n, n_classes)
+    """
     if calibration is None:
         return log_softmax(_two_columns(F), axis=1)
     Z = logits(F, str(calibration["method"]))
@@ -74,9 +98,27 @@ def log_probabilities(F: np.ndarray, calibration: dict[str, Any] | None) -> np.n
 def calibration_error(
     P: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None, bins: int = 15
 ) -> float:
-    """Top-label expected calibration error: the (weighted) mean over ``bins`` equal-width
-    bins of the top probability of |accuracy - mean top probability|, weighted by the
-    bins' shares. P (n, n_classes), y (n,) class indices."""
+    """Top-label expected calibration error.
+
+    The mean over ``bins`` equal-width bins of the top probability of the absolute
+    difference between the bin's accuracy and its mean top probability, weighted by the
+    bins' (weighted) shares of the rows.
+
+    Parameters
+    ----------
+    P : ndarray of shape (n, n_classes)
+        Class probabilities.
+    y : ndarray of shape (n,)
+        True class indices (columns of P).
+    weights : ndarray of shape (n,) or None, default=None
+        Row weights.
+    bins : int, default=15
+        Number of equal-width bins of the top probability.
+
+    Returns
+    -------
+    float
+    """
     P = np.asarray(P)
     w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)
     conf = P.max(axis=1)
@@ -99,16 +141,26 @@ def _nll(Z: np.ndarray, y: np.ndarray, w: np.ndarray, a: float) -> float:
 def fit_calibration(
     F: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None
 ) -> dict[str, Any]:
-    """The calibration map of held-out scores ``F`` (n,) or (n, k) with class indices
-    ``y`` (n,): each map's scale a by weighted log-loss (a 1-D search over log a), and
-    the map with the lower expected calibration error on these rows (the log-loss chose
+    """The calibration map of held-out scores.
+
+    Each map's scale a is chosen by weighted log-loss (a 1-D search over log a), and the
+    map with the lower expected calibration error on these rows is kept (the log-loss chose
     temperature on adult's square-loss scores, test ECE 0.030, where the power map gives
     0.017; benchmarks/classification.py).
 
+    Parameters
+    ----------
+    F : ndarray of shape (n,) or (n, k)
+        Held-out decision scores.
+    y : ndarray of shape (n,)
+        Their class indices.
+    weights : ndarray of shape (n,) or None, default=None
+        Row weights.
+
     Returns
     -------
-    dict with "method", "scale" (a), "log_loss" and "ece" (held-out, of the kept map),
-    "n_rows"
+    dict
+        "method", "scale" (a), "log_loss" and "ece" (held-out, of the kept map), "n_rows".
     """
     y = np.asarray(y, dtype=np.int64)
     w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)

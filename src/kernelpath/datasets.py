@@ -76,10 +76,26 @@ def load_csv(
     header: bool | None = None,
     skip_rows: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Read a delimited text file; ``target`` gives the column(s) of y (negative from the end).
+    """Read a delimited text file of numbers (optionally .gz / .bz2) into dense arrays.
 
-    ``header=None`` detects a header line (a first line that does not parse as numbers).
-    ``skip_rows`` skips lines before the header (e.g. a shape line).
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    target : int or sequence of int, default=-1
+        The column(s) of y (negative: from the end).
+    delimiter : str or None, default=","
+        The separator (None: any whitespace).
+    header : bool or None, default=None
+        Whether the first line is a header; None detects one (a first line that does not
+        parse as numbers).
+    skip_rows : int, default=0
+        Lines skipped before the header (e.g. a shape line).
+
+    Returns
+    -------
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,) or (n, n_targets)
     """
     with _open_text(path) as fh:
         lines = [ln for ln in fh.read().splitlines() if ln.strip()][skip_rows:]
@@ -107,7 +123,20 @@ def load_csv(
 
 
 def load_arff(path: str | os.PathLike[str], target: int = -1) -> tuple[np.ndarray, np.ndarray]:
-    """Read an ARFF file with numeric attributes; ``target`` is the attribute index of y."""
+    """Read an ARFF file with numeric attributes.
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    target : int, default=-1
+        The attribute index of y.
+
+    Returns
+    -------
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+    """
     from scipy.io import arff
 
     data, _ = arff.loadarff(str(path))
@@ -118,7 +147,19 @@ def load_arff(path: str | os.PathLike[str], target: int = -1) -> tuple[np.ndarra
 
 
 def load_mat(path: str | os.PathLike[str], *names: str) -> tuple[np.ndarray, ...]:
-    """Read named arrays from a MATLAB v5 .mat file (float64; column vectors flattened)."""
+    """Read named arrays from a MATLAB v5 .mat file (float64; column vectors flattened).
+
+    Parameters
+    ----------
+    path : path-like
+        The file.
+    *names : str
+        The arrays to read, in the order returned.
+
+    Returns
+    -------
+    tuple of ndarray
+    """
     from scipy.io import loadmat
 
     d = loadmat(str(path))
@@ -134,8 +175,15 @@ def load_mat(path: str | os.PathLike[str], *names: str) -> tuple[np.ndarray, ...
 
 
 def shared_data_dir() -> FsPath | None:
-    """The shared data folder: ``$KERNELPATH_DATA`` or ``../shared/data`` from the working
-    directory or from this source tree; None when absent."""
+    """The shared data folder, or None when absent.
+
+    ``$KERNELPATH_DATA``, else ``../shared/data`` from the working directory or from this
+    source tree.
+
+    Returns
+    -------
+    pathlib.Path or None
+    """
     candidates = []
     env = os.environ.get("KERNELPATH_DATA")
     if env:
@@ -169,8 +217,18 @@ SHARED_DATASETS: dict[str, dict[str, Any]] = {
 def load_shared(name: str, root: str | os.PathLike[str] | None = None) -> dict[str, np.ndarray]:
     """Load a shared benchmark data set by name.
 
-    Returns a dict with ``X``, ``y`` (the whole set) or, where the set comes split,
-    ``X_train``, ``y_train``, ``X_test``, ``y_test``.
+    Parameters
+    ----------
+    name : str
+        One of ``SHARED_DATASETS``.
+    root : path-like or None, default=None
+        The shared data folder (default: ``shared_data_dir()``).
+
+    Returns
+    -------
+    dict
+        ``X``, ``y`` (the whole set) or, where the set comes split, ``X_train``,
+        ``y_train``, ``X_test``, ``y_test``.
 
     Raises
     ------
@@ -220,7 +278,20 @@ def make_sin_regression(
     random_state: Any = None,
     w: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """x ~ N(0, I_d), y = sin(<w, x>) + noise * eps, eps ~ N(0, 1), with ||w|| = 1.
+    """Draw x ~ N(0, I_d), y = sin(<w, x>) + noise * eps, eps ~ N(0, 1), with ||w|| = 1.
+
+    Parameters
+    ----------
+    n_samples : int
+        Rows drawn.
+    n_features : int, default=20
+        Dimension d.
+    noise : float, default=0.1
+        Standard deviation of the noise (the test RMSE no model beats on average).
+    random_state : int, Generator or None, default=None
+        Seed of the draw.
+    w : ndarray of shape (n_features,) or None, default=None
+        The direction; None draws one (pass the returned one back to draw a test set).
 
     Returns
     -------

@@ -253,7 +253,7 @@ class _RadialKernel(Kernel):
     def _check(self) -> None:
         s = self.sigma
         if isinstance(s, str):
-            if s not in ("median", "auto", "ard"):
+            if s not in WIDTH_NAMES:
                 raise ValueError(
                     f"sigma must be a positive number, an array of them (one per feature), "
                     f"'median', 'auto' or 'ard', got {s!r}"
@@ -310,7 +310,10 @@ class _RadialKernel(Kernel):
         ----------
         max_abs : array of shape (n_features,)
             The largest |x_l| of each feature of the data the kernel meets.
-        dtype : the precision the blocks are computed in.
+        name : str, default="X"
+            The data's name in the error.
+        dtype : dtype, default=np.float64
+            The precision the blocks are computed in.
         """
         if isinstance(self.sigma, str):
             return
@@ -466,7 +469,7 @@ class _RadialKernel(Kernel):
     def clip_needed(self, x_sq_max: float, z_sq_max: float, d: int, dtype: Any) -> bool:
         """Whether clipping s d^2 to its sign can change a block by more than
         ``CLIP_TOLERANCE``: the augmented product's rounding is at most
-        2 (d + 2) eps |s| (max ||x||^2 + max ||z||^2). A Gaussian block of data near the
+        ``2 (d + 2) eps |s| (max ||x||^2 + max ||z||^2)``. A Gaussian block of data near the
         origin skips the clipping pass (a fifth of a streamed pass); far from it (large
         norms, small sigma) the clip keeps the values in [0, 1]."""
         if self._needs_clip:
@@ -569,7 +572,13 @@ class Gaussian(_RadialKernel):
 
 
 class Laplacian(_RadialKernel):
-    """Laplacian kernel ``k(x, z) = exp(-||x - z|| / sigma)``."""
+    """Laplacian kernel ``k(x, z) = exp(-||x - z|| / sigma)``.
+
+    Parameters
+    ----------
+    sigma : float, array of shape (n_features,), "median", "auto" or "ard", default=1.0
+        Bandwidth, as for ``Gaussian``.
+    """
 
     _uses_distance = True
 
@@ -586,7 +595,13 @@ class Laplacian(_RadialKernel):
 
 
 class Cauchy(_RadialKernel):
-    """Cauchy kernel ``k(x, z) = 1 / (1 + ||x - z||^2 / sigma^2)``."""
+    """Cauchy kernel ``k(x, z) = 1 / (1 + ||x - z||^2 / sigma^2)``.
+
+    Parameters
+    ----------
+    sigma : float, array of shape (n_features,), "median", "auto" or "ard", default=1.0
+        Bandwidth, as for ``Gaussian``.
+    """
 
     def _scale(self, base2: bool = False) -> float:
         return 1.0 / self._sigma() ** 2
@@ -612,8 +627,10 @@ class Matern(_RadialKernel):
 
     Parameters
     ----------
-    sigma : float, "median" or "auto", default=1.0
+    sigma : float, array of shape (n_features,), "median", "auto" or "ard", default=1.0
+        Bandwidth, as for ``Gaussian``.
     nu : {0.5, 1.5, 2.5}, default=1.5
+        Smoothness.
     """
 
     _uses_distance = True
@@ -723,6 +740,10 @@ class Linear(Kernel):
         return B.sq_norms(X)
 
 
+#: the widths a radial kernel takes by name (``sigma=...``): the median distance, chosen by
+#: the fit, or one learned per feature
+WIDTH_NAMES = ("auto", "median", "ard")
+
 _BY_NAME: dict[str, type[Kernel]] = {
     "gaussian": Gaussian,
     "rbf": Gaussian,
@@ -732,6 +753,11 @@ _BY_NAME: dict[str, type[Kernel]] = {
     "polynomial": Polynomial,
     "linear": Linear,
 }
+
+
+def kernel_names() -> list[str]:
+    """The names ``make_kernel`` (and an estimator's ``kernel``) takes."""
+    return list(_BY_NAME)
 
 
 def make_kernel(kernel: Any, width: str = "median") -> Kernel:

@@ -445,7 +445,20 @@ def effective_dimension(
 ) -> tuple[float, float]:
     """(d_eff(λ), d_max(λ)) = (sum_i τ_i, n max_i τ_i), from ``leverage_scores``.
 
-    Parameters are those of ``leverage_scores`` (``options`` are its keyword options).
+    Parameters
+    ----------
+    X : array-like of shape (n, n_features)
+        The points.
+    kernel : Kernel or str
+        The kernel.
+    penalty : float
+        λ.
+    method : {"exact", "approximate", "squeak"}, default="exact"
+        How the scores are computed (``leverage_scores``).
+    random_state : int, Generator or None, default=None
+        Seed of the approximate methods.
+    **options
+        ``leverage_scores``'s other keyword options.
 
     Returns
     -------

@@ -103,7 +103,8 @@ _DTYPES = {
 
 class ModelFileError(ValueError):
     """A file that is not a kernelpath model file, is damaged, or comes from an
-    incompatible version."""
+    incompatible version.
+    """
 
 
 # --------------------------------------------------------------------------- the allowlist

@@ -129,8 +129,21 @@ def prequential_errors(learner: Any, X: Any, y: Any, batch_size: int = 50) -> di
 
 
 def plot_learning_curve(curve: dict[str, Any], ax: Any = None, label: str | None = None) -> Any:
-    """Draw ``prequential_errors``'s result: the error of each batch against the samples
-    learned before it."""
+    """Draw ``prequential_errors``'s result: each batch's error against the samples learned.
+
+    Parameters
+    ----------
+    curve : dict
+        The result of ``prequential_errors``.
+    ax : matplotlib Axes or None, default=None
+        Where to draw (None: a new figure).
+    label : str or None, default=None
+        The curve's legend label.
+
+    Returns
+    -------
+    matplotlib Axes
+    """
     ax = _axes(ax)
     ax.plot(curve["seen"], curve["error"], label=label)
     ax.set_xlabel("samples learned")

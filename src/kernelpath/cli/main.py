@@ -14,7 +14,7 @@ from .._version import __version__
 from ..model_files import ModelFileError
 from .commands import _demo, _evaluate, _fit, _info, _inspect, _predict
 from .files import UserError
-from .models import _model_classes
+from .models import _model_classes, help_texts
 
 
 # --------------------------------------------------------------------------- main
@@ -36,17 +36,18 @@ def _output_options(p: argparse.ArgumentParser) -> None:
     bar.add_argument("--no-progress", dest="progress", action="store_false")
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kernelpath", description=__doc__.split("\n\n")[0])
     parser.add_argument("--version", action="version", version=f"kernelpath {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
+    helps = help_texts()
     fit = sub.add_parser("fit", help="fit a model on a data file and write a model file")
     _data_options(fit)
     fit.add_argument("--output", "-o", help="the model file (default: DATA's name with .kp)")
     fit.add_argument("--columns", help="feature columns, comma-separated (default: all)")
     fit.add_argument(
-        "--model", choices=list(_model_classes()), default="nystrom", help="default: nystrom"
+        "--model", choices=list(_model_classes()), default="nystrom", help=helps["model"]
     )
     fit.add_argument(
         "--task",
@@ -54,12 +55,8 @@ def _parser() -> argparse.ArgumentParser:
         default="auto",
         help="auto: classification for text, boolean or at most 20 integer target values",
     )
-    fit.add_argument("--kernel", default="gaussian")
-    fit.add_argument(
-        "--sigma",
-        help="the kernel width: a number (in the units of the data, or of the scaled "
-        "features with --scale on), 'auto' or 'median'; default: chosen by the fit",
-    )
+    fit.add_argument("--kernel", default="gaussian", help=helps["kernel"])
+    fit.add_argument("--sigma", help=helps["sigma"])
     fit.add_argument(
         "--scale",
         choices=["auto", "on", "off"],
@@ -70,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--n-centers", help="Nyström centers: a number or 'auto'")
     fit.add_argument("--n-features", type=int, help="random features (rf, sgm)")
     fit.add_argument("--max-iter", type=int)
-    fit.add_argument("--solver")
+    fit.add_argument("--solver", help=helps["solver"])
     fit.add_argument("--validation-fraction", type=float)
     fit.add_argument("--memory-budget", help="e.g. 2GB (default: half the free memory)")
     fit.add_argument(
@@ -101,6 +98,8 @@ def _parser() -> argparse.ArgumentParser:
         "--method",
         choices=["predict", "decision_function", "predict_proba"],
         default="predict",
+        help="predict (default): values or labels; decision_function: a classifier's scores; "
+        "predict_proba: its class probabilities, one column per class",
     )
     _output_options(pred)
     pred.set_defaults(func=_predict)
@@ -136,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kernelpath`` command."""
     from sklearn.exceptions import NotFittedError
 
-    parser = _parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "demo":
         for name in ("n_train", "n_test", "n_centers"):

@@ -4,6 +4,7 @@ fitted model is described."""
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 from typing import Any
 
@@ -21,7 +22,8 @@ from ..estimators import (
     SGMClassifier,
     SGMRegressor,
 )
-from ..kernels import make_kernel
+from ..fitting.kernel_models import NystromFamily, NYTROFamily
+from ..kernels import WIDTH_NAMES, kernel_names, make_kernel
 from .files import UserError
 
 
@@ -34,6 +36,30 @@ def _model_classes() -> dict[str, tuple[type, type]]:
         "rf": (RandomFeaturesRegressor, RandomFeaturesClassifier),
         "sgm": (SGMRegressor, SGMClassifier),
         "eigenpro": (EigenProRegressor, EigenProClassifier),
+    }
+
+
+def solver_choices() -> dict[str, tuple[str, ...]]:
+    """``--solver`` per ``--model`` (the others have one solver), the default first."""
+    out = {}
+    for model, family in (("nystrom", NystromFamily), ("nytro", NYTROFamily)):
+        default = inspect.signature(_model_classes()[model][0]).parameters["solver"].default
+        out[model] = (default, *(s for s in family._solvers if s != default))
+    return out
+
+
+def help_texts() -> dict[str, str]:
+    """The help of the options whose values come from the library, written from it."""
+    solvers = "; ".join(f"{m}: {', '.join(s)}" for m, s in solver_choices().items())
+    return {
+        "kernel": f"the kernel: {', '.join(kernel_names())} (default: gaussian)",
+        "sigma": "the width of a radial kernel: a number (in the units of the data, or of "
+        f"the scaled features with --scale on), or {', '.join(map(repr, WIDTH_NAMES))} "
+        "(default: auto, chosen by the fit)",
+        "solver": f"the solver, default first ({solvers})",
+        "model": "the estimator family: "
+        + ", ".join(f"{k} ({v[0].__name__[:-9]})" for k, v in _model_classes().items())
+        + " (default: nystrom)",
     }
 
 

@@ -59,6 +59,7 @@ class _EigenProBase(_KernelPathEstimator):
 
 
 _EP_DOC = """
+
     Parameters
     ----------
     kernel : str, Kernel or sequence of them, default="gaussian"
@@ -87,9 +88,10 @@ _EP_DOC = """
     n_features : int or None, default=None
         None: kernel EigenPro (coefficients on the training points). A number D: EigenPro
         on D random Fourier features (primal).
-    validation_fraction, cv, n_iter_no_change, tol, refit, memory_budget, random_state, device,
-    verbose :
-        As for the other estimators; the refit keeps the chosen number of epochs.
+    validation_fraction, cv, n_iter_no_change, tol, refit, memory_budget : as in NystromRegressor
+        The refit keeps the chosen number of epochs.
+    scale, random_state, device, verbose : as in NystromRegressor
+        Feature scaling, seeds, where to compute, and progress reports.
 
     Attributes
     ----------

@@ -51,6 +51,7 @@ class _KRLSBase(_KernelPathEstimator):
 
 _KRLS_PARAMS = (
     """
+
     Parameters
     ----------
     penalty : float, sequence of floats or "auto", default="auto"

@@ -102,6 +102,7 @@ class _NYTROBase(_NystromBase):
 
 _NYSTROM_PARAMS = (
     """
+
     Parameters
     ----------
     penalty : float, sequence of floats or "auto", default="auto"
@@ -126,7 +127,8 @@ _NYSTROM_PARAMS = (
         Closed form (O(n m^2), exact λ path) or conjugate gradient with the Nyström
         (FALKON) preconditioner, a path over iterations and λ. With ``loss="logistic"`` or
         ``"squared_hinge"`` (classifiers): how Newton's systems are solved, factored from a
-        weighted Gram matrix or by CG preconditioned with the centers' own Hessian.
+        weighted Gram matrix, or by CG preconditioned with the centers' own Hessian and then
+        a lagged exact Hessian.
     max_iter : int or None, default=None
         Iterations of CG (default 100; the Newton losses: per Newton step).
     n_iter_no_change : int or None, default=10
@@ -144,6 +146,7 @@ _NYSTROM_PARAMS = (
 
 _NYTRO_PARAMS = (
     """
+
     Parameters
     ----------
     penalty : float, sequence of floats or "auto", default=0.0

@@ -45,6 +45,7 @@ class _RandomFeaturesBase(_KernelPathEstimator):
 
 
 _RF_DOC = """
+
     Parameters
     ----------
     kernel : str, Kernel or sequence of them, default="gaussian"
@@ -70,8 +71,8 @@ _RF_DOC = """
     memory_budget : int, str or None, default=None
     random_state : int, Generator or None, default=None
         Seeds the split, the bandwidth heuristic and the features.
-    device, verbose :
-        As for NystromRegressor.
+    scale, device, verbose : as in NystromRegressor
+        Feature scaling, where to compute, and progress reports.
 
     Attributes
     ----------

@@ -65,6 +65,7 @@ class _SGMBase(_KernelPathEstimator):
 
 
 _SGM_DOC = """
+
     Parameters
     ----------
     kernel : str, Kernel or sequence of them, default="gaussian"
@@ -101,9 +102,10 @@ _SGM_DOC = """
         weights); with the hinge and logistic losses on unbalanced classes the model needs
         it (ijcnn1, 20,000 points, 500 features: 12.2% error without, 7.6% with, 8.9% for
         LinearSVC).
-    validation_fraction, cv, n_iter_no_change, tol, refit, memory_budget, random_state, device,
-    verbose :
-        As for the other estimators; the refit keeps the chosen step size and passes.
+    validation_fraction, cv, n_iter_no_change, tol, refit, memory_budget : as in NystromRegressor
+        The refit keeps the chosen step size and passes.
+    scale, random_state, device, verbose : as in NystromRegressor
+        Feature scaling, seeds, where to compute, and progress reports.
 
     Attributes
     ----------
