@@ -44,6 +44,7 @@ myst_enable_extensions = ["dollarmath", "colon_fence"]
 myst_heading_anchors = 3
 
 autosummary_generate = True
+templates_path = ["_templates"]
 autodoc_default_options = {"members": False, "inherited-members": False}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
@@ -87,7 +88,10 @@ html_theme_options = {
 }
 html_static_path: list[str] = []
 nitpicky = True
+# scikit-learn's own docstrings (inherited methods) cite its site's labels
+suppress_warnings = ["ref.ref"]
 nitpick_ignore_regex = [
-    (r"py:.*", r"(numpy|np|scipy|sklearn|torch|dask|h5py|zarr|pathlib|typing)\..*"),
+    (r"py:.*", r"(numpy|np|scipy|sklearn|torch|dask|h5py|zarr|pathlib|typing|os|collections)\..*"),
+    (r"py:.*", r"kernelpath\.data\.sources\.RowSource"),  # documented as kernelpath.data.RowSource
     (r"py:.*", r"(array-like|ndarray|array|int|float|str|bool|dict|list|tuple|callable)"),
 ]

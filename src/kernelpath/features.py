@@ -152,7 +152,7 @@ class RandomFourierFeatures(_DenseTransformer):
     ----------
     kernel_ : Kernel
         The kernel with its bandwidth resolved.
-    frequencies_ : ndarray of shape (n_features, n_features_in_)
+    frequencies_ : ndarray of shape (n_features, ``n_features_in_``)
     offsets_ : ndarray of shape (n_features,)
     n_features_in_ : int
 
@@ -260,7 +260,7 @@ class RandomFourierFeatures(_DenseTransformer):
 
         Parameters
         ----------
-        X : ndarray or tensor of shape (n_samples, n_features_in_)
+        X : ndarray or tensor of shape (n_samples, ``n_features_in_``)
             Computed on its backend and device.
         n_features : int
             D <= ``n_features``.
@@ -316,7 +316,7 @@ class NystromFeatures(_DenseTransformer):
     Attributes
     ----------
     kernel_ : Kernel
-    centers_ : ndarray or tensor of shape (m, n_features_in_)
+    centers_ : ndarray or tensor of shape (m, ``n_features_in_``)
         On the device ``fit`` computed on.
     factor_ : ndarray of shape (m, r)
         R; the map has r <= m features (the numerical rank of K_CC).

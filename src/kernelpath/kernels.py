@@ -164,7 +164,19 @@ class Kernel:
         return False
 
     def __call__(self, X: np.ndarray, Z: np.ndarray) -> np.ndarray:
-        """Kernel block ``[k(x_i, z_j)]`` of shape ``(len(X), len(Z))``."""
+        """Kernel block ``[k(x_i, z_j)]``.
+
+        Parameters
+        ----------
+        X : array of shape (n, n_features)
+            Rows.
+        Z : array of shape (m, n_features)
+            Columns' points.
+
+        Returns
+        -------
+        array of shape (n, m)
+        """
         return self.block(X, Z)
 
     def block(
@@ -194,7 +206,17 @@ class Kernel:
         return False
 
     def diag(self, X: np.ndarray) -> np.ndarray:
-        """Diagonal ``[k(x_i, x_i)]``, shape ``(len(X),)``."""
+        """Diagonal ``[k(x_i, x_i)]``.
+
+        Parameters
+        ----------
+        X : array of shape (n, n_features)
+            Rows.
+
+        Returns
+        -------
+        array of shape (n,)
+        """
         raise NotImplementedError
 
     @property

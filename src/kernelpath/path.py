@@ -52,7 +52,7 @@ class Path:
     val_loss : ndarray or None
         Validation squared loss of the coded targets (same as ``val_error`` for regression);
         breaks ties of a discrete ``val_error`` (classification error rate).
-    fold_errors : ndarray of shape (n_folds, *shape) or None
+    fold_errors : ndarray of shape (n_folds,) + shape, or None
         k-fold cross-validation: the validation error of every fold at every point
         (``val_error`` is their mean); see ``cv_results``.
     """
@@ -126,7 +126,18 @@ class Path:
         return float(self.val_error[self.best_index])
 
     def coef(self, index: tuple[int, ...] | int | None = None) -> np.ndarray:
-        """Coefficients at ``index`` (default: the best point), made on demand."""
+        """Coefficients at a point of the path, made on demand.
+
+        Parameters
+        ----------
+        index : tuple of int, int or None, default=None
+            The point: one index per axis, a flat index, or None for the best point.
+
+        Returns
+        -------
+        ndarray
+            The coefficients of that point's model.
+        """
         if index is None:
             idx = self.best_index
         elif isinstance(index, (int, np.integer)):

@@ -92,7 +92,7 @@ _ATTR_DOC = """
     centers_ : ndarray of shape (m, n_features)
         Centers of the model (the training points for exact KRLS).
     coef_ : ndarray of shape (m,) or (m, n_outputs)
-        Coefficients: f(x) = sum_j k(x, centers_j) coef_j + intercept_.
+        Coefficients: ``f(x) = sum_j k(x, centers_j) coef_j + intercept_``.
     intercept_ : float or ndarray of shape (n_outputs,)
         Mean of the training targets (regression) or 0 (classification).
     kernel_ : Kernel
@@ -139,7 +139,21 @@ class _RegressorMixin(RegressorMixin):
         return B.like_input(self._decision(X), X)
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
-        """R² of the predictions (scikit-learn's ``r2_score``; tensors accepted)."""
+        """R² of the predictions (scikit-learn's ``r2_score``; tensors accepted).
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+            Rows.
+        y : array-like or tensor of shape (n_samples,) or (n_samples, n_outputs)
+            Their targets.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights.
+
+        Returns
+        -------
+        float
+        """
         pred = B.to_numpy(self.predict(X))
         return float(r2_score(B.to_numpy(y), pred, sample_weight=_host(sample_weight)))
 
@@ -191,6 +205,8 @@ def _with_classifier_params(cls: type) -> None:
         parameters=[*sig.parameters.values(), *extra]
     )
     __init__.__doc__ = init.__doc__
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"  # where tools look it up
+    __init__.__module__ = cls.__module__
     cls.__init__ = __init__  # type: ignore[misc]
     if cls.__doc__ and "\n    Attributes\n" in cls.__doc__:
         docs = "".join(doc for _, _, doc in added)
@@ -222,8 +238,19 @@ class _ClassifierMixin(ClassifierMixin):
         return B.like_input(self._decision(X), X)
 
     def predict(self, X: Any) -> Any:
-        """Predict class labels, shape (n_samples,); a tensor on X's device for a tensor X
-        (when the labels are numbers); a dask array for a dask array."""
+        """Predict class labels (the largest score's class).
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+            Rows to label.
+
+        Returns
+        -------
+        ndarray or tensor of shape (n_samples,)
+            A tensor on X's device for a tensor X (when the labels are numbers); a dask
+            array for a dask array.
+        """
         if B.is_dask(X):
             return self._dask_predict(X, "predict")
         scores = B.to_numpy(self._decision(X))
@@ -287,6 +314,20 @@ class _ClassifierMixin(ClassifierMixin):
         return None if cal.get("method") == "logistic" else cal
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
-        """Accuracy (scikit-learn's ``accuracy_score``; tensors accepted)."""
+        """Accuracy (scikit-learn's ``accuracy_score``; tensors accepted).
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+            Rows.
+        y : array-like or tensor of shape (n_samples,)
+            Their labels.
+        sample_weight : array-like of shape (n_samples,) or None, default=None
+            Row weights.
+
+        Returns
+        -------
+        float
+        """
         pred = B.to_numpy(self.predict(X))
         return float(accuracy_score(B.to_numpy(y), pred, sample_weight=_host(sample_weight)))

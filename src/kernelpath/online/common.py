@@ -116,7 +116,21 @@ class StreamClassifier:
         return hasattr(self, self._fitted_attr)
 
     def fit(self, X: Any, y: Any, classes: Any = None) -> Any:
-        """Forget everything, then ``partial_fit``."""
+        """Forget everything, then learn from (X, y) sample by sample (``partial_fit``).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples, learned in order.
+        y : array-like of shape (n_samples,)
+            Their labels.
+        classes : array-like or None, default=None
+            Labels to know from the start (others are added when first seen).
+
+        Returns
+        -------
+        self
+        """
         for name in (self._fitted_attr, "classes_"):
             if hasattr(self, name):
                 delattr(self, name)
@@ -215,23 +229,54 @@ class StreamClassifier:
         return cal
 
     def predict_log_proba(self, X: Any) -> np.ndarray:
-        """Log-probabilities of the classes, shape (n_samples, n_classes).
+        """Log-probabilities of the classes.
 
         The scores (0/1 one-hot codes, recoded) mapped by the calibration fit to the
         samples held out online (``heldout_``: each scored by the model of its time, before
         it was learned), which keeps ``predict`` the arg max (``kernelpath.calibration``).
         Before any sample is held out the scores are read as probabilities (the power map
         with exponent 1).
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+            Rows to score.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
         """
         F = np.asarray(B.to_numpy(self.decision_function(X)), dtype=np.float64)  # type: ignore[attr-defined]
         return log_probabilities(2 * F - 1, self._probability_map())
 
     def predict_proba(self, X: Any) -> np.ndarray:
-        """Probabilities of the classes, shape (n_samples, n_classes); rows sum to 1
-        (``predict_log_proba``)."""
+        """Probabilities of the classes (``predict_log_proba``'s exponential).
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+            Rows to score.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+            Rows sum to 1; columns in the order of ``classes_``.
+        """
         return np.exp(self.predict_log_proba(X))
 
     def score(self, X: Any, y: Any) -> float:
-        """Accuracy."""
+        """Accuracy of ``predict`` on (X, y).
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+            Rows.
+        y : array-like of shape (n_samples,)
+            Their labels.
+
+        Returns
+        -------
+        float
+        """
         pred = self.predict(X)  # type: ignore[attr-defined]
         return float(np.mean(B.to_numpy(pred) == np.asarray(_host(y))))

@@ -137,12 +137,32 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
         return coef
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """Scores, shape (n_samples, n_classes)."""
+        """Scores of the classes.
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+            Rows to score.
+
+        Returns
+        -------
+        ndarray or tensor of shape (n_samples, n_classes)
+        """
         check_is_fitted(self)
         X2 = self._check_width(_rows(X))
         Z = np.asarray(self._map(X2), dtype=np.float64)
         return B.like_input(Z @ self.coef_, X)
 
     def predict(self, X: Any) -> np.ndarray:
-        """Labels of the largest score, shape (n_samples,)."""
+        """Labels of the largest score.
+
+        Parameters
+        ----------
+        X : array-like or tensor of shape (n_samples, n_features)
+            Rows to label.
+
+        Returns
+        -------
+        ndarray or tensor of shape (n_samples,)
+        """
         return self._labels(self.decision_function(X), X)

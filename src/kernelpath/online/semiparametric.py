@@ -100,7 +100,19 @@ class SemiparametricRegressor(BaseEstimator):
         return P
 
     def fit(self, X: Any, y: Any) -> SemiparametricRegressor:
-        """Forget everything and learn from (X, y) sample by sample."""
+        """Forget everything and learn from (X, y) sample by sample.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs, learned in order.
+        y : array-like of shape (n_samples,) or (n_samples, T)
+            Targets.
+
+        Returns
+        -------
+        self
+        """
         for name in ("parametric_", "correction_"):
             if hasattr(self, name):
                 delattr(self, name)
@@ -181,7 +193,17 @@ class SemiparametricRegressor(BaseEstimator):
         return self._prior + self.parametric_.coef_
 
     def predict_parametric(self, X: Any) -> np.ndarray:
-        """ŷ = Φ(x) π̂ alone, shape (n_samples, T)."""
+        """The parametric part alone, ŷ = Φ(x) π̂.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, T)
+        """
         check_is_fitted(self)
         X2 = _rows(X)
         if X2.shape[1] != self.n_features_in_:

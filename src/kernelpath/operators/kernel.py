@@ -435,8 +435,18 @@ class KernelOperator:
             probing = self.expected_passes is not None
             parties = sum(1 for a, _, c, _ in self._chunks if c > a)
             self._barrier = threading.Barrier(parties) if probing and parties > 1 else None
+        barrier = self._barrier
+
+        def guarded(worker: int) -> Any:
+            try:
+                return fn(worker)
+            except BaseException:
+                if barrier is not None:  # the others stop waiting for this worker
+                    barrier.abort()
+                raise
+
         try:
-            out = self._run_workers(fn)
+            out = self._run_workers(guarded)
         finally:
             self._barrier = None  # a lock: not kept (an operator's path may be pickled)
         if filling:
@@ -445,7 +455,17 @@ class KernelOperator:
         return out
 
     def center_gram(self, native: bool = False) -> Any:
-        """K_mm = [k(c_i, c_j)], shape (m, m), exactly symmetric."""
+        """K_mm = [k(c_i, c_j)], exactly symmetric.
+
+        Parameters
+        ----------
+        native : bool, default=False
+            Return the backend's array (a tensor on the device) instead of NumPy.
+
+        Returns
+        -------
+        array of shape (m, m)
+        """
         K = self.kernel.block(
             self.centers, self.centers, self._c_sq, None, self._prepared, clip=self._clip
         )
@@ -456,7 +476,17 @@ class KernelOperator:
         return self._out(K, native)
 
     def diag(self, native: bool = False) -> Any:
-        """k(x_i, x_i) for the data points, shape (n,)."""
+        """k(x_i, x_i) for the data points.
+
+        Parameters
+        ----------
+        native : bool, default=False
+            Return the backend's array (a tensor on the device) instead of NumPy.
+
+        Returns
+        -------
+        array of shape (n,)
+        """
         if self.lazy:
             out = np.empty(self.n, dtype=self.dtype)
             for s in range(0, self.n, self.block_rows):
@@ -466,12 +496,26 @@ class KernelOperator:
         return self._out(self.kernel.diag(self.X), native)
 
     def dense(self, native: bool = False) -> Any:
-        """The whole K_nm (kept as the cache when all of it is cached). Errors if over the
-        budget.
+        """The whole K_nm (kept as the cache when all of it is cached).
 
         Computed straight into one n x m array, by the workers' chunks: the partial cache of
         the products is not filled on the way (it would sit beside the whole matrix, over
-        the budget), and no cache-or-stream probe runs (the whole matrix is asked for)."""
+        the budget), and no cache-or-stream probe runs (the whole matrix is asked for).
+
+        Parameters
+        ----------
+        native : bool, default=False
+            Return the backend's array (a tensor on the device) instead of NumPy.
+
+        Returns
+        -------
+        array of shape (n, m)
+
+        Raises
+        ------
+        ValueError
+            When K_nm does not fit the memory budget.
+        """
         if self.nbytes_full > self.budget:
             raise ValueError(
                 f"the {self.n} x {self.m} kernel matrix needs {self.nbytes_full / 1e9:.2f} GB, "
@@ -531,7 +575,19 @@ class KernelOperator:
 
     # ---------------------------------------------------------------- products
     def matvec(self, B_: Any, native: bool = False) -> Any:
-        """K_nm @ B for B of shape (m,) or (m, k); returns (n,) or (n, k)."""
+        """K_nm @ B.
+
+        Parameters
+        ----------
+        B_ : array of shape (m,) or (m, k)
+            The right-hand side.
+        native : bool, default=False
+            Return the backend's array (a tensor on the device) instead of NumPy.
+
+        Returns
+        -------
+        array of shape (n,) or (n, k)
+        """
         B2, vec = self._in(B_, self.m, "B")
         out = B.empty((self.n, B2.shape[1]), self.X)
 
@@ -543,7 +599,19 @@ class KernelOperator:
         return self._out(out[:, 0] if vec else out, native)
 
     def rmatvec(self, A: Any, native: bool = False) -> Any:
-        """K_nm.T @ A for A of shape (n,) or (n, k); returns (m,) or (m, k)."""
+        """K_nm.T @ A.
+
+        Parameters
+        ----------
+        A : array of shape (n,) or (n, k)
+            The right-hand side.
+        native : bool, default=False
+            Return the backend's array (a tensor on the device) instead of NumPy.
+
+        Returns
+        -------
+        array of shape (m,) or (m, k)
+        """
         A2, vec = self._in(A, self.n, "A")
 
         def work(w: int) -> Any:
@@ -709,7 +777,19 @@ class KernelOperator:
         return g if kernel.per_feature else np.array([g.sum()])  # type: ignore[attr-defined]
 
     def gram(self, weights: Any = None, native: bool = False) -> Any:
-        """K_nm.T diag(w) K_nm, shape (m, m), exactly symmetric."""
+        """K_nm.T diag(w) K_nm, exactly symmetric.
+
+        Parameters
+        ----------
+        weights : array of shape (n,) or None, default=None
+            The row weights w (None: all 1).
+        native : bool, default=False
+            Return the backend's array (a tensor on the device) instead of NumPy.
+
+        Returns
+        -------
+        array of shape (m, m)
+        """
         w = self._weights(weights)
 
         root = None if w is None else w**0.5
