@@ -44,6 +44,7 @@ myst_enable_extensions = ["dollarmath", "colon_fence"]
 myst_heading_anchors = 3
 
 autosummary_generate = True
+autodoc_typehints = "none"  # the docstrings give the types, with shapes
 templates_path = ["_templates"]
 autodoc_default_options = {"members": False, "inherited-members": False}
 numpydoc_show_class_members = False
