@@ -288,7 +288,9 @@ class _Newton:
             D = wn[:, None] * loss.curvature(s.F)
             g = design.backward(np.hstack([Gn, D]))
             tops, g = g[:-1, k:], g[:, :k]
-            blocks = [design.gram(D[:, j], tops[:, j]) + np.diag(ridge) for j in range(k)]
+            solvers = [
+                _spd_solver(design.gram(D[:, j], tops[:, j]) + np.diag(ridge)) for j in range(k)
+            ]
         else:
             D = wn[:, None] * loss.curvature(s.F)
             if self.fuses or self._refresh:  # A^T D beside the gradient
@@ -305,15 +307,14 @@ class _Newton:
                 if self._factored is None or self._factored[0] != lam:
                     ridged = [G + np.diag(ridge) for G in self._grams]
                     self._factored = (lam, [_spd_solver(H) for H in ridged])
-                blocks = []
+                solvers = self._factored[1]
             else:  # FALKON's: the Hessian of the centers' rows, scaled to all rows
                 rows = self.center_rows
                 Dc = self.center_weights[:, None] * loss.curvature(s.F[rows], rows)
                 Ac = self.center_design
-                blocks = [Ac.T @ (Dc[:, j : j + 1] * Ac) + np.diag(ridge) for j in range(k)]
+                blocks = (Ac.T @ (Dc[:, j : j + 1] * Ac) + np.diag(ridge) for j in range(k))
+                solvers = [_spd_solver(H) for H in blocks]
         g[:-1] += 2 * lam * s.T[:-1]
-        solvers = [_spd_solver(H) for H in blocks] if blocks else self._lagged()
-        del blocks
         if self.method == "direct" and loss.separable:  # H itself: no iteration
             d = -np.column_stack([solvers[j](g[:, j]) for j in range(k)])
             s.inner += k
@@ -339,10 +340,6 @@ class _Newton:
         if self._spent >= self.gram_cost:
             self._refresh = True
         return d, U, float(-(g * d).sum())
-
-    def _lagged(self) -> list[Any]:
-        assert self._factored is not None
-        return self._factored[1]
 
     def _cg(
         self, F: np.ndarray, g: np.ndarray, lam: float, precond: Any, rel: float
