@@ -2,6 +2,7 @@
 CSV of 10^6 rows against the same steps written with the library.
 
     python benchmarks/cli.py [--n 1000000] [--rounds 3] [--dir DIR]
+    python benchmarks/cli.py --table     # the table (Markdown) from the results
 
 Data: P (x ~ N(0, I_20), y = sin<w, x> + 0.1 eps) as ``train.csv`` (n rows) and ``test.csv``
 (n / 10 rows). Both ways read the CSV with ``read_table``, fit
@@ -91,7 +92,28 @@ def run_cli(folder: Path) -> dict[str, float]:
     return {"wall": time.perf_counter() - t}
 
 
+def table() -> str:
+    """``results/cli.json`` as a Markdown table."""
+    r = json.loads(OUT.read_text())
+    return "\n".join(
+        [
+            f"n = {r['n']:,} training rows, median of {r['rounds']}:",
+            "",
+            "| way | wall time | of which fit + predict | CLI overhead | predictions differ by |",
+            "|---|---|---|---|---|",
+            f"| library (read_table, fit, save, predict, write) | {r['library_wall_s']:.1f} s "
+            f"| {r['library_fit_s'] + r['library_predict_s']:.1f} s | | |",
+            f"| `kernelpath fit` + `kernelpath predict --progress` | {r['cli_wall_s']:.1f} s | "
+            f"| {100 * r['cli_overhead_fraction_of_fit_and_predict']:.1f}% (target ≤ 10%) "
+            f"| {r['max_rel_prediction_diff']:.0e} relative |",
+        ]
+    )
+
+
 def main() -> int:
+    if sys.argv[1:] == ["--table"]:
+        print(table())
+        return 0
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)

@@ -12,7 +12,8 @@ alternating round after round, the median of 3 rounds reported:
   m), and ``cv="loo"`` (direct, fixed width and centers) against ``RidgeCV`` on the same
   Nyström features.
 
-``python benchmarks/selection.py [cg|ijcnn1|grid ...]`` writes ``results/selection.json``.
+``python benchmarks/selection.py [cg|ijcnn1|grid ...]`` writes ``results/selection.json``;
+``python benchmarks/selection.py table`` prints its table (Markdown) from that file.
 """
 
 from __future__ import annotations
@@ -216,7 +217,42 @@ def cg_accuracy() -> dict[str, Any]:
     }
 
 
+def table() -> str:
+    """The measured rows of ``results/selection.json`` as a Markdown table."""
+    r = json.loads(OUT.read_text())
+    rows = ["| measurement | result | target |", "|---|---|---|"]
+    cg = r.get("cg_path")
+    if cg:
+        rows.append(
+            "| CG λ path, P at n = 100,000, m = 2000, 20 iterations, `logspace(-9, -3, 20)` "
+            f"| {cg['path']['time']:.2f} s = {cg['ratio']:.2f}× one fit ({cg['one']['time']:.2f} s)"
+            " | ≤ 1.5× |"
+        )
+        acc = cg["accuracy"]
+        rows.append(
+            "| every λ of that path vs a separate PCG at that λ (validation MSE) "
+            f"| worst +{100 * acc['worst_relative_val_mse_vs_separate']:.2f}% "
+            f"(earlier anchor rule: +{100 * acc['old_rule_1000_worst']:.0f}%) | ≤ +0.5% |"
+        )
+    ij = r.get("ijcnn1")
+    if ij:
+        for solver, what, target in (
+            ("cg", '`NystromClassifier(Gaussian("auto"), n_centers=2000)` (CG)', "≤ 2.0%, ≤ 4×"),
+            ("direct", 'the same with `solver="direct"`', ""),
+        ):
+            a, m = ij[f"{solver}_auto"], ij[f"{solver}_median"]
+            rows.append(
+                f"| ijcnn1, {what} | {100 * a['test_error']:.2f}% (σ = {a['sigma']:.2f}), "
+                f"{a['time']:.1f} s = {ij[f'{solver}_ratio']:.1f}× the median-width fit "
+                f"({100 * m['test_error']:.2f}%, {m['time']:.1f} s) | {target} |"
+            )
+    return "\n".join(rows)
+
+
 def main() -> int:
+    if sys.argv[1:] == ["table"]:
+        print(table())
+        return 0
     if len(sys.argv) > 2 and sys.argv[1] == "--worker":
         print(json.dumps(work(json.loads(sys.argv[2]))))
         return 0

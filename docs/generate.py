@@ -19,6 +19,9 @@ TABLES: dict[str, list[str]] = {
     "ard": ["benchmarks/ard.py", "table"],
     "defaults": ["benchmarks/defaults.py", "table"],
     "classification": ["benchmarks/classification.py", "table"],
+    "selection": ["benchmarks/selection.py", "table"],
+    "out_of_core": ["benchmarks/out_of_core.py", "--table"],
+    "cli_cost": ["benchmarks/cli.py", "--table"],
 }
 
 
