@@ -170,8 +170,13 @@ _TRANSIENT: dict[str, dict[str, Any]] = {
 _OLD_CACHES = ("_coef", "_W")
 #: Parameters added since files were first written, with the value that loads an older
 #: file as it was fitted (``scale``: files written before it existed had unscaled inputs;
-#: ``class_weight``: none).
-_ADDED_PARAMS: dict[str, Any] = {"scale": False, "class_weight": None, "loss": "square"}
+#: ``class_weight``: none; ``stopping_threshold``: the stopping rule's default).
+_ADDED_PARAMS: dict[str, Any] = {
+    "scale": False,
+    "class_weight": None,
+    "loss": "square",
+    "stopping_threshold": None,
+}
 #: Attributes rebuilt after loading from what was stored (the map of the online learners'
 #: ``features``).
 _REBUILT = ("_map",)

@@ -76,8 +76,9 @@ class KernelOptions:
     ``method``: the filter (exact) or solver; ``max_iter``: the given iteration cap (None:
     the method's default); ``centers``: the center strategy or points; ``nu``, ``step``,
     ``stopping``: the ν-method's order, the step rule and NYTRO's stopping rule (exact:
-    ``step`` is Landweber's η, None for its default, or "thesis"); ``loss``: "square", or
-    a loss of the Newton solver (classifiers, ``solvers.newton``)."""
+    ``step`` is Landweber's η, None for its default, or "thesis"); ``stopping_threshold``:
+    that rule's threshold (None: its default); ``loss``: "square", or a loss of the Newton
+    solver (classifiers, ``solvers.newton``)."""
 
     method: str
     max_iter: int | None = None
@@ -85,6 +86,7 @@ class KernelOptions:
     nu: float = 1.0
     step: Any = "auto"
     stopping: str = "window"
+    stopping_threshold: float | None = None
     loss: str = "square"
 
 
@@ -636,6 +638,7 @@ class NYTROFamily(NystromFamily):
             nu=params["nu"],
             step=params["step"],
             stopping=params["stopping"],
+            stopping_threshold=params.get("stopping_threshold"),
             loss=check_loss(params, ("square",)),
         )
 
@@ -652,8 +655,15 @@ class NYTROFamily(NystromFamily):
         else:
             step = check_float(step, "step", 0.0, np.inf, low_open=True)
         stopping = check_choice(opts.stopping, "stopping", STOPPING_RULES)
+        threshold = opts.stopping_threshold
+        if threshold is not None:
+            if stopping == "paper":  # a fraction of the previous RMSE
+                threshold = check_float(threshold, "stopping_threshold", 0.0, 1.0, high_open=True)
+            else:  # the fitted line's fall over the window, in RMSE units (any sign)
+                threshold = check_float(threshold, "stopping_threshold", -np.inf, np.inf)
         return {
             "nu": nu,
             "step": step,
             "stopping": stopping if settings.n_iter is None else "window",
+            "stopping_threshold": threshold,
         }

@@ -50,7 +50,13 @@ import numpy as np
 import scipy.linalg
 
 from .._backend import FACTOR_DTYPE
-from ..linalg import NystromFactor, nu_method_coefficients, spectral_filter, top_eigenvalue
+from ..linalg import (
+    NystromFactor,
+    largest_eigenvalue,
+    nu_method_coefficients,
+    spectral_filter,
+    top_eigenvalue,
+)
 from ..operators.protocol import KernelProducts
 from ..path import Path, lex_argmin
 from ..progress import report
@@ -125,6 +131,7 @@ class _Bookkeeping:
         n_iter_no_change: int | None,
         tol: float,
         stopping: str = "window",
+        stopping_threshold: float | None = None,
     ) -> None:
         self.P = P
         self.max_iter = max_iter
@@ -132,7 +139,7 @@ class _Bookkeeping:
         if validation is None:
             self.stopper: Any = EarlyStopping(P, None, tol)
         else:
-            self.stopper = make_stopper(stopping, P, n_iter_no_change, tol)
+            self.stopper = make_stopper(stopping, P, n_iter_no_change, tol, stopping_threshold)
         self.converged = np.zeros(P, dtype=bool)
         self.train_err = np.full((P, max_iter), np.nan)
         self.val_err = np.full((P, max_iter), np.nan)
@@ -205,6 +212,7 @@ def iterative_path(
     step: Any = "auto",
     stopping: str = "window",
     memory_limit: int | None = None,
+    stopping_threshold: float | None = None,
 ) -> Path:
     """Path over iterations (and penalties) of an iterative Nyström solver.
 
@@ -235,6 +243,9 @@ def iterative_path(
         γ of gd / nu (module docstring).
     stopping : {"window", "paper", "reference"}
         The early-stopping rule (with a validation set).
+    stopping_threshold : float or None
+        The threshold of "paper" (the fraction, default 0.05) or "reference" (the fall of
+        the fitted line over the window, default 0); ``selection.make_stopper``.
     memory_limit : int or None
         Bytes the solver may hold beside its operators (``cg_memory``): cg keeps one
         Cholesky factor per anchor when they fit, else one eigendecomposition serves every
@@ -264,7 +275,9 @@ def iterative_path(
         lam = penalty_grid(prob.factor.top()[0] / op.m)
     else:
         lam = np.atleast_1d(np.asarray(penalties, dtype=FACTOR_DTYPE))
-    book = _Bookkeeping(len(lam), max_iter, validation, n_iter_no_change, tol, stopping)
+    book = _Bookkeeping(
+        len(lam), max_iter, validation, n_iter_no_change, tol, stopping, stopping_threshold
+    )
     if method == "cg":
         path = _krylov_path(prob, lam, max_iter, book, tol)
     else:
@@ -278,6 +291,23 @@ def iterative_path(
 
 
 # --------------------------------------------------------------------------- gd / nu
+def _with_holdout(prob: _Problem, validation: Validation | None) -> Any:
+    """v -> (A^T W A + A_v^T A_v) v / n, A = K_nm R, A_v = K_vm R: the reference code
+    takes its step 1 / ||K_nm R^-1||^2 over every row it is given, the hold-out rows
+    included (they are in its K_nm, masked out of the gradient); in this scaling its γ is
+    1 / the top eigenvalue of this operator."""
+    if validation is None or not isinstance(validation.op, KernelProducts):
+        return lambda v: prob.H0(v[:, None])[:, 0]
+    fac, vop = prob.factor, validation.op
+
+    def gram(v: np.ndarray) -> np.ndarray:
+        V = v[:, None]
+        held = vop.fused(fac.apply(V, native=True), None, native=fac.on_device)
+        return prob.H0(V)[:, 0] + fac.apply_t(held)[:, 0] / prob.n
+
+    return gram
+
+
 def _gradient_path(
     prob: _Problem,
     lam: np.ndarray,
@@ -295,14 +325,16 @@ def _gradient_path(
     setup = prob.setup
     lam_c = np.repeat(lam, k)
     if isinstance(step, str) and step in ("auto", "reference"):
-        # "reference": the norm itself (power iteration to 1e-7, up to 200 passes), as the
-        # reference code computes it; "auto": 1e-3 is enough (and a safe overestimate)
-        key, tol_L, it_L = ("L", 1e-3, 30) if step == "auto" else ("L_exact", 1e-7, 200)
+        # "reference": the norm itself (Lanczos to 1e-7), as the reference code computes
+        # it; "auto": 1e-3 is enough (power iteration, and a safe overestimate)
+        key = "L" if step == "auto" else "L_exact"
         if key not in setup:
             v0 = prob.factor.top()[1]  # top eigenvector of K_mm: close to the top one of H0
-            setup[key] = top_eigenvalue(
-                lambda v: prob.H0(v[:, None])[:, 0], r, it_L, tol_L, v0=v0, rng=random_state
-            )
+            if step == "auto":
+                H0v = lambda v: prob.H0(v[:, None])[:, 0]  # noqa: E731
+                setup[key] = top_eigenvalue(H0v, r, 30, 1e-3, v0=v0, rng=random_state)
+            else:
+                setup[key] = largest_eigenvalue(_with_holdout(prob, book.validation), r, v0=v0)
         L_c = setup[key] + (lam_c if step == "auto" else np.zeros(C))
     elif isinstance(step, str) and step == "paper":
         if "kappa2" not in setup:
