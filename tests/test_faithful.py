@@ -39,6 +39,7 @@ def literal_nytro(X, y, Xv, yv, C, gamma, T, divide_by_n=True):
     Knm, Kvm = gauss(X, C), gauss(Xv, C)
     R = scipy.linalg.cholesky(gauss(C, C) + 1e-10 * np.eye(len(C)))  # upper: K_mm = R^T R
     A = scipy.linalg.solve_triangular(R, Knm.T, trans="T").T  # K_nm R^-1
+    Av = scipy.linalg.solve_triangular(R, Kvm.T, trans="T").T
     beta = np.zeros(len(C))
     errs = []
     for _ in range(T):
@@ -46,7 +47,7 @@ def literal_nytro(X, y, Xv, yv, C, gamma, T, divide_by_n=True):
         beta = beta - (gamma / n if divide_by_n else gamma) * g
         alpha = scipy.linalg.solve_triangular(R, beta)
         errs.append(np.mean((Kvm @ alpha - yv) ** 2))
-    return np.array(errs), A
+    return np.array(errs), np.vstack([A, Av])
 
 
 def nytro_path(problem, T, **kw):
@@ -68,8 +69,9 @@ def test_nytro_paper_step_is_one_over_kappa_squared(problem):
 
 def test_nytro_reference_step_is_one_over_the_squared_norm(problem):
     X, y, Xv, yv, C = problem
-    _, A = literal_nytro(X, y, Xv, yv, C, gamma=1.0, T=1)
-    gamma = 1.0 / np.linalg.norm(A, 2) ** 2
+    # the reference code's K_nm has every row it is given, the hold-out rows too
+    _, A_all = literal_nytro(X, y, Xv, yv, C, gamma=1.0, T=1)
+    gamma = 1.0 / np.linalg.norm(A_all, 2) ** 2
     literal, _ = literal_nytro(X, y, Xv, yv, C, gamma=gamma, T=40, divide_by_n=False)
     path = nytro_path(problem, 40, step="reference")
     np.testing.assert_allclose(path.val_error[0], literal, rtol=1e-5)
@@ -78,26 +80,44 @@ def test_nytro_reference_step_is_one_over_the_squared_norm(problem):
     np.testing.assert_allclose(nytro_path(problem, 25, step=0.3).val_error[0], lit2, rtol=1e-7)
 
 
-def first_stop(errors, rule):
-    """The literal stopping iteration (1-based) of a validation-error sequence."""
+def code_rule_stop(rmse, thres, win=10):
+    """The reference code's windowLinearFitting as its Table 2 runs used it: for t = win,
+    win + 1, ..., fit b = [ones, (1..win)'] \\ err(t-win+1 : t)' and stop at the first t
+    with b(2) >= -(thres / win)."""
+    for t in range(win, len(rmse) + 1):
+        X = np.column_stack([np.ones(win), np.arange(1.0, win + 1)])
+        b = np.linalg.lstsq(X, rmse[t - win : t], rcond=None)[0]
+        if b[1] >= -(thres / win):
+            return t
+    return len(rmse)
+
+
+def first_stop(errors, rule, thres=0.0):
+    """The literal stopping iteration (1-based) of a validation-error (MSE) sequence."""
     for t in range(1, len(errors) + 1):
         if rule == "reference" and t >= 10:
-            slope = np.polyfit(np.arange(10.0), errors[t - 10 : t], 1)[0]
-            if slope >= 0:
+            rmse = np.sqrt(errors[t - 10 : t])
+            if code_rule_stop(np.append(rmse, np.inf), thres) == 10:  # the window ending at t
                 return t
         if rule == "paper" and t >= 2 and np.sqrt(errors[t - 1]) > 0.95 * np.sqrt(errors[t - 2]):
             return t
     return len(errors)
 
 
-@pytest.mark.parametrize("rule", ["paper", "reference"])
-def test_nytro_stopping_rules_stop_where_the_papers_lines_do(problem, rule):
+@pytest.mark.parametrize(
+    ("rule", "thres"), [("paper", None), ("reference", 0.0), ("reference", 2e-3)]
+)
+def test_nytro_stopping_rules_stop_where_the_papers_lines_do(problem, rule, thres):
     full = nytro_path(problem, 3000, step=3.0).val_error[0]
-    t_stop = first_stop(full, rule)
+    t_stop = first_stop(full, rule, thres or 0.0)
     assert 2 <= t_stop < 3000
-    path = nytro_path(problem, 3000, step=3.0, stopping=rule, n_iter_no_change=10)
+    path = nytro_path(
+        problem, 3000, step=3.0, stopping=rule, n_iter_no_change=10, stopping_threshold=thres
+    )
     assert path.shape[1] == t_stop
     np.testing.assert_allclose(path.val_error[0], full[:t_stop], rtol=1e-12)
+    if thres:  # a threshold stops earlier than the default
+        assert t_stop < first_stop(full, rule)
 
 
 def test_stopping_rules_on_given_sequences():
@@ -110,6 +130,17 @@ def test_stopping_rules_on_given_sequences():
     for t, e in enumerate([1.0, 0.81, 0.75], start=1):  # RMSE 1, 0.9, 0.866
         drop.update(t, np.array([e]))
         assert drop.active[0] == (t < 3)  # 0.866 > 0.95 * 0.9
+    # the code's rule with a threshold, on a slowly falling RMSE curve
+    rmse = 0.6 + 0.3 * np.exp(-np.arange(1, 301) / 40.0)
+    for thres in (0.0069, 0.000835):
+        rule = SlopeStopping(1, window=10, threshold=thres)
+        t_code = code_rule_stop(rmse, thres)
+        assert 10 < t_code < 300
+        for t, e in enumerate(rmse**2, start=1):
+            rule.update(t, np.array([e]))
+            if not rule.active[0]:
+                break
+        assert t == t_code
 
 
 def test_nytro_estimator_takes_the_variants(problem):
@@ -127,6 +158,9 @@ def test_nytro_estimator_takes_the_variants(problem):
         (dict(step="fast"), ValueError),
         (dict(step=-1.0), ValueError),
         (dict(stopping="never"), ValueError),
+        (dict(stopping_threshold=1.5, stopping="paper"), ValueError),
+        (dict(stopping_threshold="tight", stopping="reference"), TypeError),
+        (dict(stopping_threshold=np.nan, stopping="reference"), ValueError),
         (dict(nu=0.0), ValueError),
         (dict(nu="one"), TypeError),
     ]:
@@ -414,28 +448,34 @@ def test_regularized_squeak_refuses_a_smaller_n_centers():
         kp.SqueakCenters(regularized="yes")
 
 
-# ------------------------------------------------------------ EigenPro (seed paper's rule)
-def test_eigenpro_paper_rule_is_the_seed_papers_step():
-    """rule="paper": batch 256, τ = 1 for kernels (1/4 for random features), step
-    η_SGD λ_1/λ_{q+1} with η_SGD = 1.5/λ_1 (λ of the covariance K/n), from an independent
-    eigendecomposition (s = n: the subsample is the whole training set)."""
-    rng = np.random.default_rng(4)
-    X = rng.uniform(-2, 2, (600, 2))
-    y = np.sin(X[:, 0]) * X[:, 1] + 0.05 * rng.standard_normal(600)
-    q = 5
+# ------------------------------------------------------------ EigenPro (seed paper's rules)
+def _eigenpro_fit(seed, n, rule, n_epochs):
+    """A q = 5 EigenPro fit on all of n points of a smooth 2-D problem (no hold-out)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, (n, 2))
+    y = np.sin(X[:, 0]) * X[:, 1] + 0.05 * rng.standard_normal(n)
     est = kp.EigenProRegressor(
         kp.Gaussian(SIGMA),
-        n_epochs=8,
-        n_components=q,
-        rule="paper",
+        n_epochs=n_epochs,
+        n_components=5,
+        rule=rule,
         validation_fraction=0.0,
         n_iter_no_change=None,
         random_state=0,
     ).fit(X, y)
+    return X, y, est
+
+
+def test_eigenpro_reference_rule_is_the_released_codes_step():
+    """rule="reference": batch 256, τ = 1 for kernels (1/4 for random features), step
+    η_SGD λ_1/λ_{q+1} with η_SGD = 1.5/λ_1 (λ of the covariance K/n), from an independent
+    eigendecomposition (s = n: the subsample is the whole training set)."""
+    X, y, est = _eigenpro_fit(4, 600, "reference", n_epochs=8)
+    q = 5
     lam = np.sort(np.linalg.eigvalsh(gauss(X, X) / len(X)))[::-1]
     eta_sgd = 1.5 / lam[0]
     info = est.path_.info
-    assert info["rule"] == "paper" and info["damping"] == 1.0
+    assert info["rule"] == "reference" and info["damping"] == 1.0
     assert info["batch_size"] == 256
     np.testing.assert_allclose(info["step_size"], eta_sgd * lam[0] / lam[q], rtol=1e-8)
     np.testing.assert_allclose(info["tail_eigenvalue"], lam[q], rtol=1e-8)
@@ -445,7 +485,7 @@ def test_eigenpro_paper_rule_is_the_seed_papers_step():
         n_features=300,
         n_epochs=2,
         n_components=q,
-        rule="paper",
+        rule="reference",
         validation_fraction=0.0,
         random_state=0,
     ).fit(X, y)
@@ -457,6 +497,20 @@ def test_eigenpro_paper_rule_is_the_seed_papers_step():
         kp.EigenProRegressor(rule="seed").fit(X, y)
     with pytest.raises(ValueError, match="damping"):
         kp.EigenProRegressor(damping="paper").fit(X, y)
+
+
+def test_eigenpro_paper_rule_is_the_printed_step():
+    """rule="paper": Sec. 6's m = 256, M = 4800 (at most n) and τ = 1, and Sec. 4's
+    η = √(m / λ_{k+1}(𝒦)) for the paper's 𝒦 = (2/n) Σ k ⊗ k, whose iteration's gradient is
+    twice this solver's: 2 √(256 / (2 λ_{q+1}(K/n)))."""
+    X, y, est = _eigenpro_fit(5, 700, "paper", n_epochs=3)
+    q = 5
+    lam_k = np.sort(np.linalg.eigvalsh(gauss(X, X) / len(X)))[::-1]  # s = min(4800, n) = n
+    cov = 2 * lam_k  # the paper's 𝒦
+    info = est.path_.info
+    assert info["subsample_size"] == 700 and info["batch_size"] == 256
+    assert info["damping"] == 1.0 and info["rule"] == "paper"
+    np.testing.assert_allclose(info["step_size"], 2 * np.sqrt(256 / cov[q]), rtol=1e-8)
 
 
 # ------------------------------------------------ incremental RLSC: thesis rule, rebalancing
