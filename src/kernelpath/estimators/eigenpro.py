@@ -70,21 +70,24 @@ _EP_DOC = """
     n_components : int, default=160
         q, the top eigendirections the preconditioner flattens (0: plain kernel SGD).
     subsample_size : int or None, default=None
-        s, the subsample of the eigensystem; None: 2000 below 100,000 points, else 4000.
+        s, the subsample of the eigensystem; None: 2000 below 100,000 points, else 4000
+        (the seed paper's M = 4800 with ``rule="paper"`` or ``"reference"``).
     damping : float in (0, 1] or "auto", default="auto"
         τ: the top directions are flattened to τ λ_{q+1}. "auto": 0.95 with
         ``rule="eigenpro2"``; the seed paper's 1 for kernels and 1/4 for random features
-        with ``rule="paper"``.
+        with ``rule="paper"`` or ``"reference"``.
     batch_size : int or "auto", default="auto"
         "auto": min(β / λ_{q+1} + 1, memory limit, n) (EigenPro 2); 256 (at most n) with
-        ``rule="paper"``.
+        ``rule="paper"`` or ``"reference"``.
     step_size : float or "auto", default="auto"
         "auto": m / (β + (m - 1) λ_{q+1}) for the batch size m (EigenPro 2); with
-        ``rule="paper"``, 1.5 / λ_{q+1} (``solvers.eigenpro.paper_step_rule``).
-    rule : {"eigenpro2", "paper"}, default="eigenpro2"
+        ``rule="paper"``, √(2 m / λ_{q+1}) (the seed paper's η ~ √(m / λ_{k+1}) in this
+        solver's scaling, ``solvers.eigenpro.paper_step_rule``); with ``rule="reference"``,
+        1.5 / λ_{q+1} (its released code, ``solvers.eigenpro.reference_step_rule``).
+    rule : {"eigenpro2", "paper", "reference"}, default="eigenpro2"
         Which paper's step, batch size and damping "auto" means: EigenPro 2's (measured
-        better, the default) or the seed paper's (Ma & Belkin 2017, as its released code
-        sets them; ``docs/guide/eigenpro.md``).
+        better, the default), the seed paper's as printed (Ma & Belkin 2017, Sec. 4 and 6)
+        or as its released code sets them (``docs/guide/eigenpro.md``).
     n_features : int or None, default=None
         None: kernel EigenPro (coefficients on the training points). A number D: EigenPro
         on D random Fourier features (primal).

@@ -16,6 +16,7 @@ from ..features import RandomFourierFeatures, check_rff_kernel
 from ..kernels import Kernel
 from ..operators import KernelOperator, Operator
 from ..solvers.eigenpro import (
+    PAPER_SUBSAMPLE_SIZE,
     STEP_RULES,
     default_damping,
     eigenpro_memory,
@@ -24,6 +25,7 @@ from ..solvers.eigenpro import (
     kernel_eigensystem,
     kernel_sgd_steps,
     paper_step_rule,
+    reference_step_rule,
     sgd_path,
     step_rule,
 )
@@ -125,7 +127,12 @@ class EigenProFamily(Family):
         n, n_va = len(Xtr), 0 if Xva is None else len(Xva)
         Ytr, wt, intercept = problem.targets(rows, unit_mean_weights=True)
         k = problem.n_outputs
-        s = min(n, opts.s if opts.s is not None else default_subsample_size(n))
+        if opts.s is not None:
+            s = min(n, opts.s)
+        elif opts.rule in ("paper", "reference"):  # the seed paper's M = 4800
+            s = min(n, PAPER_SUBSAMPLE_SIZE)
+        else:
+            s = min(n, default_subsample_size(n))
         q = min(opts.q, s - 1)
         sub = rng.choice(n, size=s, replace=False)
         D = opts.n_features
@@ -166,6 +173,8 @@ class EigenProFamily(Family):
             vop = None if Xva is None else rff_operator(fmap, Xva, D)
         if opts.rule == "paper":
             m, eta = paper_step_rule(es, n, opts.batch_size)
+        elif opts.rule == "reference":
+            m, eta = reference_step_rule(es, n, opts.batch_size)
         else:  # the rule's step for the rule's or the given batch size
             m, eta = step_rule(es, n, max_batch, opts.batch_size)
         if opts.step_size is not None:

@@ -54,6 +54,8 @@ __all__ = [
     "feature_eigensystem",
     "step_rule",
     "paper_step_rule",
+    "reference_step_rule",
+    "PAPER_SUBSAMPLE_SIZE",
     "default_damping",
     "STEP_RULES",
     "PAPER_BATCH_SIZE",
@@ -161,30 +163,52 @@ def feature_eigensystem(Phi_s: np.ndarray, q: int, damping: float) -> EigenSyste
     return es
 
 
-#: ``rule`` of the EigenPro estimators: EigenPro 2's step and batch size, or the seed paper's.
-STEP_RULES = ("eigenpro2", "paper")
-#: The minibatch of the seed paper's experiments (its released run_expr scripts).
+#: ``rule`` of the EigenPro estimators: EigenPro 2's step and batch size, the seed paper's as
+#: printed, or as its released code sets them.
+STEP_RULES = ("eigenpro2", "paper", "reference")
+#: The minibatch of the seed paper's experiments (Sec. 6, "Hyperparameters": m = 256).
 PAPER_BATCH_SIZE = 256
+#: The seed paper's subsample for the eigensystem (Sec. 6 and Appendix A: M = 4800).
+PAPER_SUBSAMPLE_SIZE = 4800
+
+
+def _tail(es: EigenSystem) -> float:
+    return max(es.tail, 1e-12 * max(es.beta, 1e-300))
 
 
 def paper_step_rule(es: EigenSystem, n: int, batch_size: int | None = None) -> tuple[int, float]:
-    """The seed paper's batch size and step (Ma & Belkin 2017, as its released MATLAB and
-    Keras code sets them): plain SGD takes η_SGD = 1.5 / λ_1 for the loss
-    (1/2n) sum (f(x_i) - y_i)^2 (the released code's 1.5 / (2 λ_1) for the loss without the
-    1/2), and EigenPro multiplies it by the acceleration λ_1 / λ_{q+1}: η = 1.5 / λ_{q+1},
-    below the full-gradient bound 2 / λ_{q+1} of the preconditioned operator, with the
-    minibatch of 256 (or ``batch_size``; the step does not depend on it). No batch-size
-    correction: a small batch with a large β / λ_{q+1} can diverge, which is what EigenPro
-    2's rule fixes (and why it is the default)."""
+    """The seed paper's batch size and step as printed (Ma & Belkin 2017, Sec. 4, the text
+    after eq. 22): the minibatch m = 256 (or ``batch_size``) and η ~ √(m / λ_{k+1}(𝒦)), taken
+    with the constant 1, the only one the text gives. 𝒦 = (2/n) Σ k(x_i, .) ⊗ k(x_i, .) is the
+    paper's covariance operator (Sec. 3.2), so λ_{k+1}(𝒦) = 2 λ_{q+1} with λ the eigenvalues of
+    K / n used here; and the paper's iteration f <- f - η P(𝒦 f - b) takes the gradient of
+    (1/n) sum (f(x_i) - y_i)^2, twice the gradient of this solver's loss (1/2n) sum (...)^2.
+    In this solver's scaling the step is therefore 2 √(m / (2 λ_{q+1})) = √(2 m / λ_{q+1}).
+    It shrinks with the batch as eq. 21-22's dominant term √(2 λ_{k+1} κ / m) says it should,
+    but, unlike EigenPro 2's rule, nothing keeps it below 2 / ||P K_m|| for a given batch."""
     m = int(min(PAPER_BATCH_SIZE if batch_size is None else batch_size, n))
-    lam = max(es.tail, 1e-12 * max(es.beta, 1e-300))
-    return max(m, 1), 1.5 / lam
+    m = max(m, 1)
+    return m, float(np.sqrt(2.0 * m / _tail(es)))
+
+
+def reference_step_rule(
+    es: EigenSystem, n: int, batch_size: int | None = None
+) -> tuple[int, float]:
+    """The seed paper's batch size and step as its released MATLAB and Keras code sets them:
+    plain SGD takes η_SGD = 1.5 / λ_1 for the loss (1/2n) sum (f(x_i) - y_i)^2 (the released
+    code's 1.5 / (2 λ_1) for the loss without the 1/2), and EigenPro multiplies it by the
+    acceleration λ_1 / λ_{q+1}: η = 1.5 / λ_{q+1}, below the full-gradient bound 2 / λ_{q+1} of
+    the preconditioned operator, with the minibatch of 256 (or ``batch_size``; the step does
+    not depend on it). No batch-size correction: a small batch with a large β / λ_{q+1} can
+    diverge, which is what EigenPro 2's rule fixes (and why it is the default)."""
+    m = int(min(PAPER_BATCH_SIZE if batch_size is None else batch_size, n))
+    return max(m, 1), 1.5 / _tail(es)
 
 
 def default_damping(rule: str, features: bool) -> float:
     """τ when ``damping="auto"``: EigenPro 2's 0.95, or the seed paper's 1 for kernels and
-    1/4 for random features (its released code)."""
-    if rule == "paper":
+    1/4 for random features (Sec. 6 prints them; its released code uses the same)."""
+    if rule in ("paper", "reference"):
         return 0.25 if features else 1.0
     return 0.95
 
