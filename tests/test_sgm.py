@@ -177,3 +177,17 @@ def test_hinge_sgm_within_one_point_of_linear_svc(name):
     theirs = np.mean(svc.predict(Fte) != yte)
     # measured (20,000 points, 500 features): ijcnn1 7.6% vs 8.9%, adult 15.4% vs 15.3%
     assert ours <= theirs + 0.01, (ours, theirs)
+
+
+def test_hinge_derivative_is_the_left_hand_derivative():
+    """Eq. 6.3 uses ℓ'_−(y, a): for ℓ = max(0, 1 − y a) it is −y where y a < 1, and at the
+    kink y a = 1 it is −1 for y = 1 (the slope on the left) and 0 for y = −1."""
+    from kernelpath.solvers.sgm import loss_derivative
+
+    F = np.array([0.5, 1.0, 2.0, -0.5, -1.0, -2.0])
+    Y = np.array([1.0, 1.0, 1.0, -1.0, -1.0, -1.0])
+    np.testing.assert_array_equal(loss_derivative("hinge", F, Y), [-1, -1, 0, 1, 0, 0])
+    # the same numbers from one-sided difference quotients of the loss
+    h = 1e-7
+    left = (np.maximum(0, 1 - Y * F) - np.maximum(0, 1 - Y * (F - h))) / h
+    np.testing.assert_allclose(loss_derivative("hinge", F, Y), left, atol=1e-6)

@@ -44,11 +44,13 @@ AVERAGING = ("uniform", "step")
 
 
 def loss_derivative(name: str, F: np.ndarray, Y: np.ndarray) -> np.ndarray:
-    """ℓ'(f, y) elementwise."""
+    """ℓ'(f, y) elementwise; for the hinge loss the left-hand derivative ℓ'_−(y, f) of the
+    thesis's eq. 6.3 (at the kink y f = 1 it is −y for y > 0 and 0 for y < 0)."""
     if name == "square":
         return F - Y
     if name == "hinge":
-        return np.where(Y * F < 1.0, -Y, 0.0)
+        yf = Y * F
+        return np.where((yf < 1.0) | ((yf == 1.0) & (Y > 0)), -Y, 0.0)
     if name == "logistic":
         z = np.clip(Y * F, -50.0, 50.0)
         return -Y / (1.0 + np.exp(z))
