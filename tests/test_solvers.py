@@ -1,9 +1,12 @@
 """Every solver against an independent dense computation."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.spatial.distance import cdist
 
+import kernelpath as kp
 from kernelpath import Gaussian, KernelOperator
 from kernelpath.linalg import nu_method_coefficients
 from kernelpath.solvers import exact_path, iterative_path, nystrom_direct_path
@@ -367,3 +370,19 @@ def test_exact_single_penalty_cholesky_equals_eigen_path(rng):
         np.testing.assert_allclose(one.coef(), both.coef((p,)), rtol=1e-7, atol=1e-9)
         assert one.train_error[0] == pytest.approx(both.train_error[p], rel=1e-6, abs=1e-12)
         assert one.val_error[0] == pytest.approx(both.val_error[p], rel=1e-8)
+
+
+def test_direct_solver_warns_below_its_rounding_level():
+    """A penalty under the size of the most negative computed eigenvalue of the (PSD)
+    whitened normal equations fits rounding: the fit says so; a penalty above it does not."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.uniform(size=(150, 4)), 0.5 + 0.1 * rng.standard_normal((450, 4))])
+    y = np.sin(3 * X[:, 0]) + 0.1 * rng.standard_normal(len(X))
+    kw = dict(n_centers=500, solver="direct", scale=False, validation_fraction=0.0, random_state=0)
+    with pytest.warns(UserWarning, match="rounding level"):
+        est = kp.NystromRegressor(kp.Gaussian(0.3), penalty=1e-14, **kw).fit(X, y)
+    floor = est.path_.info["rounding_floor"]
+    assert floor > 1e-14
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        kp.NystromRegressor(kp.Gaussian(0.3), penalty=10 * floor, **kw).fit(X, y)

@@ -8,6 +8,7 @@ fitted model is ``coef_`` (coefficients of ``centers_`` or of a feature map) plu
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -88,6 +89,17 @@ class _KernelPathEstimator(BaseEstimator):
         best = self.best_params_
         self.penalty_ = float(best.get("penalty", 0.0))
         self.n_iter_ = int(best["n_iter"]) if "n_iter" in best else 1
+        floor = float(path.info.get("rounding_floor", 0.0) or 0.0)
+        if 0.0 < self.penalty_ < floor:
+            warnings.warn(
+                f"penalty={self.penalty_:.3g} is below the rounding level of the direct "
+                f"solver's normal equations ({floor:.2g}, the size of the most negative "
+                "computed eigenvalue of a positive semi-definite matrix): the coefficients "
+                "at this penalty are dominated by rounding. Use a larger penalty, or "
+                'solver="cg".',
+                UserWarning,
+                stacklevel=3,
+            )
 
     # --------------------------------------------------------------- predict
     def _predict_input(self, X: Any) -> Any:

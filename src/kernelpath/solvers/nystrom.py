@@ -108,11 +108,16 @@ def nystrom_direct_path(
     H /= n
     if dev:  # the m x m eigendecomposition where the factor lives (torch.linalg, float64)
         sig_d, V_d = _torch().linalg.eigh(H)
-        sig = np.maximum(to_numpy(sig_d), 0.0)
+        sig = to_numpy(sig_d)
+        floor = max(0.0, -float(sig.min()))
+        sig = np.maximum(sig, 0.0)
         c = to_numpy(V_d.T @ to_device(b, array_device(V_d))) / n
     else:  # dsyevr on H in place: two m x m beside it (dsyevd: three)
         sig, V = scipy.linalg.eigh(H, driver="evr", overwrite_a=True, check_finite=False)
         del H
+        # H is PSD: a negative computed eigenvalue is rounding, and its size is the noise
+        # level of the small eigenvalues (penalties below it fit rounding, REPORT.md sec. 3)
+        floor = max(0.0, -float(sig.min()))
         sig = np.maximum(sig, 0.0)
         c = V.T @ b / n  # (r, k)
     c1 = None
@@ -145,6 +150,12 @@ def nystrom_direct_path(
         train_err,
         validation,
         op.dtype,
-        {"method": "direct", "rank": r, "factor": fac.method, "factor_on_device": dev},
+        {
+            "method": "direct",
+            "rank": r,
+            "factor": fac.method,
+            "factor_on_device": dev,
+            "rounding_floor": floor,
+        },
         scores=scores,
     )
