@@ -107,3 +107,28 @@ def test_ci_runs_the_readme_test_command_verbatim():
     ]
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert commands == [ci]
+
+
+@pytest.mark.parametrize(
+    ("script", "block", "call"),
+    [
+        ("nytro_table2", "nytro_table2", "table"),
+        ("thesis_ch4", "thesis_ch4", "table"),
+        ("thesis_table62", "thesis_table62", "table"),
+        ("reproduce", "eigenpro_rules", "eigenpro_table"),
+    ],
+)
+def test_report_tables_are_the_results(script, block, call, monkeypatch):
+    """The reproduction report's generated tables are what the scripts make from
+    ``benchmarks/paper/results`` (rerun ``... table --write`` after a new run)."""
+    paper = ROOT / "benchmarks" / "paper"
+    monkeypatch.syspath_prepend(str(paper))
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(f"_report_{script}", paper / f"{script}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    report = (paper / "REPORT.md").read_text()
+    start, end = f"<!-- {block}: start -->", f"<!-- {block}: end -->"
+    inside = report[report.index(start) + len(start) : report.index(end)]
+    assert inside.strip() == getattr(module, call)().strip()

@@ -1,0 +1,202 @@
+"""NYTRO Table 2 (Angles et al. 2016) with the paper's own settings, beside its published values.
+
+    python benchmarks/paper/nytro_table2.py run [--reps 5] [--data adult,ijcnn1]
+    python benchmarks/paper/nytro_table2.py table           # Markdown, from the results
+    python benchmarks/paper/nytro_table2.py table --write   # ... into REPORT.md's block
+
+The protocol, as the paper states it (Sec. 4) and as its reference code ran it:
+
+- Data: the official train / test files; Table 1's Gaussian width and Table 2's m
+  (adult σ = 6.6, m = 1000; ijcnn1 σ = 1, m = 5000), ±1 labels, RMSE of the real-valued
+  predictions (the paper follows Si et al. and reports RMSE). The reference framework
+  (Enitor's ``Adult`` class) rescales adult's 0/1 indicators to ±1 (2x - 1) before the
+  kernel; ijcnn1 is used as LIBSVM ships it. No other scaling (``scale=False``).
+- Model selection on a 20% hold-out drawn at random in each repetition, 5 repetitions
+  (mean ± standard deviation, as the paper reports them).
+- NKRLS: λ among 100 values log-spaced in [1e-15, 1], the best on the hold-out (here from one
+  eigendecomposition, ``solver="direct"``).
+- NYTRO: gradient descent (eq. 17-19) with the reference code's step 1 / ||K_nm R^-1||^2,
+  at most 500 iterations, stopped by the code's rule with Table 2's thresholds (a line
+  fitted to the last 10 validation RMSEs falls by less than the threshold:
+  ``stopping="reference"``; thresholds from the reference code's
+  ``stoppingRules/example_thresholds.txt``).
+- The model of the 80% split is the one tested (the reference code's default,
+  ``recompute = 0``): ``refit=False``.
+
+Every fit runs in a fresh process, the methods alternating within a repetition; times are
+the whole ``fit`` call. The paper's machine (12 cores) differs from this one, so times are
+compared as the ratio NKRLS / NYTRO.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from _common import load_pm1, mean_sd, within, write_block
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "results" / "nytro_table2.json"
+
+#: Table 1 (σ) and Table 2 (m), the reference code's thresholds, and the published rows:
+#: (mean, ±) of time (s), test RMSE and the selected parameter
+SETS: dict[str, dict[str, Any]] = {
+    "adult": {
+        "sigma": 6.6,
+        "m": 1000,
+        "threshold": 0.0069,
+        "published": {
+            "nkrls": {"time": (5.95, 0.31), "rmse": (0.6462, 0.003), "param": (4.04e-5, 1.83e-5)},
+            "nytro": {"time": (0.85, 0.05), "rmse": (0.6873, 0.003), "param": (44.9, 0.3)},
+        },
+    },
+    "ijcnn1": {
+        "sigma": 1.0,
+        "m": 5000,
+        "threshold": 0.000835,
+        "published": {
+            "nkrls": {
+                "time": (160.28, 1.54),
+                "rmse": (0.469, 0.003),
+                "param": (1.07e-7, 1.15e-7),
+            },
+            "nytro": {"time": (80.9, 0.4), "rmse": (0.457, 0.001), "param": (328.7, 2.6)},
+        },
+    },
+}
+METHODS = ("nytro", "nkrls")
+
+
+def fit_one(name: str, method: str, rep: int) -> dict[str, Any]:
+    import kernelpath as kp
+
+    Xtr, ytr, Xte, yte = load_pm1(name)
+    s = SETS[name]
+    common = dict(n_centers=s["m"], scale=False, refit=False, random_state=rep)
+    t0 = time.perf_counter()
+    if method == "nkrls":
+        est: Any = kp.NystromRegressor(
+            kp.Gaussian(s["sigma"]), penalty=np.logspace(-15, 0, 100), solver="direct", **common
+        ).fit(Xtr, ytr)
+        param = float(est.best_params_["penalty"])
+    else:
+        est = kp.NYTRORegressor(
+            kp.Gaussian(s["sigma"]),
+            solver="gd",
+            max_iter=500,
+            step="reference",
+            stopping="reference",
+            stopping_threshold=s["threshold"],
+            n_iter_no_change=10,
+            **common,
+        ).fit(Xtr, ytr)
+        param = float(est.path_.shape[1])  # the iteration the rule stopped at
+    sec = time.perf_counter() - t0
+    pred = np.asarray(est.predict(Xte)).ravel()
+    out = {
+        "data": name,
+        "method": method,
+        "rep": rep,
+        "time": sec,
+        "rmse": float(np.sqrt(np.mean((pred - yte) ** 2))),
+        "error_pct": float(100 * np.mean(np.where(pred >= 0, 1.0, -1.0) != yte)),
+        "param": param,
+        "best_params": {k: float(v) for k, v in est.best_params_.items()},
+    }
+    if method == "nytro":
+        out["step"] = float(est.path_.info.get("step", np.nan))
+    return out
+
+
+def run(names: list[str], reps: int) -> None:
+    results = json.loads(OUT.read_text()) if OUT.exists() else {}
+    for name in names:
+        rows: list[dict[str, Any]] = []
+        for rep in range(reps):
+            for method in METHODS:
+                cmd = [sys.executable, __file__, "worker", name, method, str(rep)]
+                res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+                if res.returncode != 0:
+                    raise RuntimeError(f"{' '.join(cmd)} failed:\n{res.stderr[-3000:]}")
+                rows.append(json.loads(res.stdout.strip().splitlines()[-1]))
+                print(json.dumps(rows[-1]), flush=True)
+                results[name] = {
+                    "settings": {k: SETS[name][k] for k in ("sigma", "m", "threshold")}
+                }
+                results[name]["runs"] = rows
+                OUT.parent.mkdir(exist_ok=True)
+                OUT.write_text(json.dumps(results, indent=1) + "\n")
+
+
+def table() -> str:
+    results = json.loads(OUT.read_text())
+    head = [
+        "| data | method | quantity | published (mean ± sd) | here (mean ± sd) | within 2× the ± |",
+        "|---|---|---|---|---|---|",
+    ]
+    rows = []
+    for name, r in results.items():
+        pub = SETS[name]["published"]
+        runs = r["runs"]
+        by = {m: [x for x in runs if x["method"] == m] for m in METHODS}
+        n = min(len(v) for v in by.values())
+        for m in ("nkrls", "nytro"):
+            xs = by[m][:n]
+            p = pub[m]
+            label = "NKRLS (λ)" if m == "nkrls" else "NYTRO (t)"
+            pfmt = ".2e" if m == "nkrls" else ".1f"
+            rmse = [x["rmse"] for x in xs]
+            par = [x["param"] for x in xs]
+            rows.append(
+                f"| {name} | {label} | test RMSE | {p['rmse'][0]} ± {p['rmse'][1]} "
+                f"| {mean_sd(rmse, '.4f')} | {within(rmse, p['rmse'])} |"
+            )
+            rows.append(
+                f"| {name} | {label} | selected {'λ' if m == 'nkrls' else 't'} "
+                f"| {p['param'][0]:{pfmt}} ± {p['param'][1]:{pfmt}} | {mean_sd(par, pfmt)} "
+                f"| {within(par, p['param'])} |"
+            )
+            err = [x["error_pct"] for x in xs]
+            rows.append(f"| {name} | {label} | test error % | — | {mean_sd(err, '.2f')} | |")
+        t_nk = np.array([x["time"] for x in by["nkrls"][:n]])
+        t_ny = np.array([x["time"] for x in by["nytro"][:n]])
+        pr = pub["nkrls"]["time"][0] / pub["nytro"]["time"][0]
+        rows.append(
+            f"| {name} | NKRLS / NYTRO | time ratio | {pr:.2f} "
+            f"({pub['nkrls']['time'][0]} s / {pub['nytro']['time'][0]} s, 12 cores) "
+            f"| {np.median(t_nk) / np.median(t_ny):.2f} ({np.median(t_nk):.1f} s / "
+            f"{np.median(t_ny):.1f} s, medians, 2 cores) | |"
+        )
+    reps = {name: len(r["runs"]) // len(METHODS) for name, r in results.items()}
+    note = ", ".join(f"{k}: {v}" for k, v in reps.items())
+    return "\n".join([*head, *rows, "", f"Repetitions: {note}."])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("what", choices=["run", "table", "worker"])
+    ap.add_argument("args", nargs="*")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--data", default="adult,ijcnn1")
+    ap.add_argument("--write", action="store_true")
+    a = ap.parse_args()
+    if a.what == "worker":
+        print(json.dumps(fit_one(a.args[0], a.args[1], int(a.args[2]))))
+    elif a.what == "run":
+        run(a.data.split(","), a.reps)
+    else:
+        text = table()
+        if a.write:
+            write_block("nytro_table2", text)
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
