@@ -89,16 +89,34 @@ class _KernelPathEstimator(BaseEstimator):
         best = self.best_params_
         self.penalty_ = float(best.get("penalty", 0.0))
         self.n_iter_ = int(best["n_iter"]) if "n_iter" in best else 1
-        floor = float(path.info.get("rounding_floor", 0.0) or 0.0)
-        if 0.0 < self.penalty_ < floor:
+        self._warn_if_rounding(path)
+
+    #: the share of the solution's norm in unresolved directions that makes it rounding
+    ROUNDING_SHARE = 0.9
+
+    def _warn_if_rounding(self, path: Any) -> None:
+        """Warn when the direct solver's solution at the chosen penalty lies mostly in
+        directions whose eigenvalues are below the rounding level of its normal equations
+        (``solvers.nystrom.nystrom_direct_path``: ``rounding_floor``, ``rounding_share``)."""
+        share = path.info.get("rounding_share")
+        if share is None or "penalty" not in path.params:
+            return
+        share = np.ravel(share)
+        pens = np.asarray(path.params["penalty"], dtype=float)
+        pens = pens[:, 0] if pens.ndim == 2 else np.ravel(pens)
+        if len(pens) != len(share) or not len(pens):
+            return
+        i = int(np.argmin(np.abs(pens - self.penalty_)))
+        if share[i] > self.ROUNDING_SHARE:
+            floor = float(path.info.get("rounding_floor", 0.0))
             warnings.warn(
-                f"penalty={self.penalty_:.3g} is below the rounding level of the direct "
+                f"penalty={self.penalty_:.3g} is far below the rounding level of the direct "
                 f"solver's normal equations ({floor:.2g}, the size of the most negative "
-                "computed eigenvalue of a positive semi-definite matrix): the coefficients "
-                "at this penalty are dominated by rounding. Use a larger penalty, or "
-                'solver="cg".',
+                "computed eigenvalue of a positive semi-definite matrix): "
+                f"{100 * share[i]:.0f}% of the solution lies in directions that rounding "
+                'decides. Use a larger penalty, or solver="cg".',
                 UserWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
 
     # --------------------------------------------------------------- predict

@@ -127,6 +127,12 @@ def nystrom_direct_path(
     P = len(lam)
     g = spectral_filter("tikhonov", sig, lam)  # (P, r)
     r = len(sig)
+    # the share of each penalty's solution (its RKHS norm ||beta||) in the directions whose
+    # eigenvalue is below the rounding level: where it dominates, the solution is rounding
+    unresolved = sig <= floor
+    bsq = (g[:, :, None] * c[None]) ** 2  # (P, r, k)
+    total = bsq.sum(axis=(1, 2))
+    share = np.sqrt(bsq[:, unresolved].sum(axis=(1, 2)) / np.where(total > 0, total, 1.0))
     coords = (g[:, :, None] * c[None]).transpose(1, 0, 2).reshape(r, P * k)
     if dev:
         B = V_d @ to_device(coords, array_device(V_d))
@@ -156,6 +162,7 @@ def nystrom_direct_path(
             "factor": fac.method,
             "factor_on_device": dev,
             "rounding_floor": floor,
+            "rounding_share": share,
         },
         scores=scores,
     )
