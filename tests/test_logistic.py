@@ -319,3 +319,22 @@ def test_online_probabilities_without_held_out_samples_read_the_scores():
     P = clf.predict_proba(X)  # the power map with exponent 1: max(f, eps e^(2f - 1)) normalized
     q = np.maximum(F, 1e-4 * np.exp(np.minimum(2 * F - 1, 0)))
     np.testing.assert_allclose(P, q / q.sum(axis=1, keepdims=True), rtol=1e-10)
+
+
+def test_power_map_is_finite_for_any_finite_score():
+    """A diverged fit's scores (-1e4 and below) get finite log-probabilities, which still sum
+    to one, and ordinary scores keep the map's values: log q with q = max((1 + F)/2,
+    EPS exp(min(F, 0)))."""
+    from kernelpath.calibration import EPS, logits
+
+    F = np.array([[-1e4, -2e4, -3e4], [0.5, 0.2, -0.3], [3.0, -1.0, -5.0]])
+    Z = logits(F, "power")
+    assert np.isfinite(Z).all()
+    q = np.maximum((1.0 + F[1:]) / 2.0, EPS * np.exp(np.minimum(F[1:], 0.0)))
+    np.testing.assert_allclose(Z[1:], np.log(q), rtol=1e-12)
+    P = np.exp(log_probabilities(F, {"method": "power", "scale": 2.0}))
+    assert np.isfinite(P).all()
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    Zb = logits(np.array([-1e5, -0.5, 0.9]), "power")
+    assert np.isfinite(Zb).all()
+    np.testing.assert_allclose(Zb[1], [np.log1p(-0.25), np.log(0.25)], rtol=1e-12)

@@ -66,12 +66,15 @@ def logits(F: np.ndarray, method: str) -> np.ndarray:
         return _two_columns(F)
     if method != "power":
         raise ValueError(f"unknown calibration map {method!r}")
-    with np.errstate(over="ignore"):
-        q = np.maximum((1.0 + F) / 2.0, EPS * np.exp(np.minimum(F, 0.0)))
+    # log q with q = max((1 + F) / 2, EPS exp(min(F, 0))), in logs so that very negative
+    # scores (a diverged fit's) give a finite log-probability instead of log(0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        linear = np.where(F > -1.0, np.log(np.maximum((1.0 + F) / 2.0, 0.0)), -np.inf)
+    log_q = np.maximum(linear, np.log(EPS) + np.minimum(F, 0.0))
     if F.ndim == 1 or F.shape[1] == 1:
-        q1 = np.minimum(q.reshape(-1), 1.0 - EPS)
-        return np.column_stack([np.log1p(-q1), np.log(q1)])
-    return np.log(q)
+        log_q1 = np.minimum(log_q.reshape(-1), np.log1p(-EPS))
+        return np.column_stack([np.log1p(-np.exp(log_q1)), log_q1])
+    return log_q
 
 
 def log_probabilities(F: np.ndarray, calibration: dict[str, Any] | None) -> np.ndarray:
