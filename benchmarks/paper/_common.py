@@ -31,7 +31,9 @@ def load_pm1(name: str) -> tuple[np.ndarray, ...]:
 
 def mean_sd(values: list[float], fmt: str) -> str:
     a = np.asarray(values, dtype=float)
-    return f"{a.mean():{fmt}} ± {a.std(ddof=1) if len(a) > 1 else 0.0:{fmt}}"
+    if len(a) == 1:
+        return f"{a[0]:{fmt}} (one run)"
+    return f"{a.mean():{fmt}} ± {a.std(ddof=1):{fmt}}"
 
 
 def within(values: list[float], published: tuple[float, float]) -> str:
