@@ -176,6 +176,11 @@ def _tail(es: EigenSystem) -> float:
     return max(es.tail, 1e-12 * max(es.beta, 1e-300))
 
 
+def _paper_batch(n: int, batch_size: int | None) -> int:
+    """The seed paper's minibatch 256 (or ``batch_size``), at most n and at least 1."""
+    return max(int(min(PAPER_BATCH_SIZE if batch_size is None else batch_size, n)), 1)
+
+
 def paper_step_rule(es: EigenSystem, n: int, batch_size: int | None = None) -> tuple[int, float]:
     """The seed paper's batch size and step as printed (Ma & Belkin 2017, Sec. 4, the text
     after eq. 22): the minibatch m = 256 (or ``batch_size``) and η ~ √(m / λ_{k+1}(𝒦)), taken
@@ -186,8 +191,7 @@ def paper_step_rule(es: EigenSystem, n: int, batch_size: int | None = None) -> t
     In this solver's scaling the step is therefore 2 √(m / (2 λ_{q+1})) = √(2 m / λ_{q+1}).
     It shrinks with the batch as eq. 21-22's dominant term √(2 λ_{k+1} κ / m) says it should,
     but, unlike EigenPro 2's rule, nothing keeps it below 2 / ||P K_m|| for a given batch."""
-    m = int(min(PAPER_BATCH_SIZE if batch_size is None else batch_size, n))
-    m = max(m, 1)
+    m = _paper_batch(n, batch_size)
     return m, float(np.sqrt(2.0 * m / _tail(es)))
 
 
@@ -201,8 +205,7 @@ def reference_step_rule(
     the preconditioned operator, with the minibatch of 256 (or ``batch_size``; the step does
     not depend on it). No batch-size correction: a small batch with a large β / λ_{q+1} can
     diverge, which is what EigenPro 2's rule fixes (and why it is the default)."""
-    m = int(min(PAPER_BATCH_SIZE if batch_size is None else batch_size, n))
-    return max(m, 1), 1.5 / _tail(es)
+    return _paper_batch(n, batch_size), 1.5 / _tail(es)
 
 
 def default_damping(rule: str, features: bool) -> float:

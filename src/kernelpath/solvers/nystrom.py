@@ -109,17 +109,15 @@ def nystrom_direct_path(
     if dev:  # the m x m eigendecomposition where the factor lives (torch.linalg, float64)
         sig_d, V_d = _torch().linalg.eigh(H)
         sig = to_numpy(sig_d)
-        floor = max(0.0, -float(sig.min()))
-        sig = np.maximum(sig, 0.0)
         c = to_numpy(V_d.T @ to_device(b, array_device(V_d))) / n
     else:  # dsyevr on H in place: two m x m beside it (dsyevd: three)
         sig, V = scipy.linalg.eigh(H, driver="evr", overwrite_a=True, check_finite=False)
         del H
-        # H is PSD: a negative computed eigenvalue is rounding, and its size is the noise
-        # level of the small eigenvalues (penalties below it fit rounding, REPORT.md sec. 3)
-        floor = max(0.0, -float(sig.min()))
-        sig = np.maximum(sig, 0.0)
         c = V.T @ b / n  # (r, k)
+    # H is PSD: a negative computed eigenvalue is rounding, and its size is the noise level
+    # of the small eigenvalues (penalties below it fit rounding, REPORT.md sec. 3b)
+    floor = max(0.0, -float(sig.min()))
+    sig = np.maximum(sig, 0.0)
     c1 = None
     if c.shape[1] > k:  # the ones column
         c, c1 = c[:, :k], c[:, k]
@@ -127,13 +125,13 @@ def nystrom_direct_path(
     P = len(lam)
     g = spectral_filter("tikhonov", sig, lam)  # (P, r)
     r = len(sig)
-    # the share of each penalty's solution (its RKHS norm ||beta||) in the directions whose
+    gc = g[:, :, None] * c[None]  # (P, r, k): each penalty's solution beta in V's axes
+    # the share of each penalty's ||beta|| (its RKHS norm) in the directions whose
     # eigenvalue is below the rounding level: where it dominates, the solution is rounding
-    unresolved = sig <= floor
-    bsq = (g[:, :, None] * c[None]) ** 2  # (P, r, k)
-    total = bsq.sum(axis=(1, 2))
-    share = np.sqrt(bsq[:, unresolved].sum(axis=(1, 2)) / np.where(total > 0, total, 1.0))
-    coords = (g[:, :, None] * c[None]).transpose(1, 0, 2).reshape(r, P * k)
+    sq = np.einsum("prk,prk->pr", gc, gc)
+    total = sq.sum(axis=1)
+    share = np.sqrt(sq[:, sig <= floor].sum(axis=1) / np.where(total > 0, total, 1.0))
+    coords = gc.transpose(1, 0, 2).reshape(r, P * k)
     if dev:
         B = V_d @ to_device(coords, array_device(V_d))
         alphas = to_numpy(fac.apply(B, native=True)).reshape(op.m, P, k)
