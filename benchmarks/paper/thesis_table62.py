@@ -72,16 +72,58 @@ METHODS = ("SGM C", "SGM D", "SIGM C", "SIGM D")
 MAX_PASSES = 100
 
 
-def fit_row(row: str, rep: int, wide: bool = False) -> list[dict[str, Any]]:
-    import kernelpath as kp
-
+def _row_data(row: str, rep: int) -> tuple[np.ndarray, ...]:
+    """The row's training and test arrays for repetition ``rep`` (a fresh draw of the
+    training points where the row has n)."""
     spec = ROWS[row]
     Xtr, ytr, Xte, yte = load_pm1(spec["data"])
     if spec["n"] is not None:
         pick = np.random.default_rng(100 + rep).choice(len(Xtr), spec["n"], replace=False)
         Xtr, ytr = Xtr[pick], ytr[pick]
+    return Xtr, ytr, Xte, yte
+
+
+def _sgm(row: str, n: int, rep: int, **kw: Any) -> Any:
+    """Eq. 6.3 (one example per step, hinge loss, no intercept) on the Nyström map of the
+    n - round(0.2 n) rows it is fitted on: the kernelized iteration."""
+    import kernelpath as kp
+
+    return kp.SGMClassifier(
+        kp.Gaussian(ROWS[row]["sigma"]),
+        loss="hinge",
+        features="nystrom",
+        n_features=n - int(round(0.2 * n)),
+        batch_size=1,
+        fit_intercept=False,
+        scale=False,
+        refit=False,
+        random_state=rep,
+        **kw,
+    )
+
+
+def _hinge(y: np.ndarray, f: np.ndarray) -> float:
+    return float(np.mean(np.maximum(0.0, 1.0 - y * f)))
+
+
+def _record(label: str, method: str, rep: int, est: Any, Xte: Any, yte: Any, sec: float) -> Any:
+    f = np.asarray(est.decision_function(Xte)).ravel()
+    out = {
+        "row": label,
+        "method": method,
+        "rep": rep,
+        "hinge": _hinge(yte, f),
+        "error_pct": float(100 * np.mean(np.where(f >= 0, 1.0, -1.0) != yte)),
+        "time": sec,
+        "best_params": {k: float(v) for k, v in est.best_params_.items()},
+    }
+    print(json.dumps(out), flush=True)
+    return out
+
+
+def fit_row(row: str, rep: int, wide: bool = False) -> list[dict[str, Any]]:
+    Xtr, ytr, Xte, yte = _row_data(row, rep)
     n = len(Xtr)
-    n_fit = n - int(round(0.2 * n))  # the rows the features are built on (the 80%)
     passes = 5 * MAX_PASSES if wide else MAX_PASSES
     settings = {
         "SGM C": dict(step_size=np.logspace(-3, 3 if wide else 0, 30), decay=0.0, n_passes=1),
@@ -91,49 +133,18 @@ def fit_row(row: str, rep: int, wide: bool = False) -> list[dict[str, Any]]:
     }
     out = []
     for method in METHODS:
-        est = kp.SGMClassifier(
-            kp.Gaussian(spec["sigma"]),
-            loss="hinge",
-            features="nystrom",
-            n_features=n_fit,
-            batch_size=1,
-            fit_intercept=False,
-            scale=False,
-            refit=False,
-            n_iter_no_change=10,
-            random_state=rep,
-            **settings[method],
-        )
+        est = _sgm(row, n, rep, n_iter_no_change=10, **settings[method])
         t0 = time.perf_counter()
         est.fit(Xtr, ytr)
         sec = time.perf_counter() - t0
-        f = np.asarray(est.decision_function(Xte)).ravel()
-        out.append(
-            {
-                "row": row + (":wide" if wide else ""),
-                "method": method,
-                "rep": rep,
-                "hinge": float(np.mean(np.maximum(0.0, 1.0 - yte * f))),
-                "error_pct": float(100 * np.mean(np.where(f >= 0, 1.0, -1.0) != yte)),
-                "time": sec,
-                "best_params": {k: float(v) for k, v in est.best_params_.items()},
-            }
-        )
-        print(json.dumps(out[-1]), flush=True)
+        out.append(_record(row + (":wide" if wide else ""), method, rep, est, Xte, yte, sec))
     return out
 
 
 def fit_row_hinge(row: str, rep: int) -> list[dict[str, Any]]:
     """SGM C and D with the step (or θ) chosen by the hold-out's hinge loss instead of its
     classification error: one fit per candidate, the same split, centers and draws."""
-    import kernelpath as kp
-
-    spec = ROWS[row]
-    Xtr, ytr, Xte, yte = load_pm1(spec["data"])
-    if spec["n"] is not None:
-        pick = np.random.default_rng(100 + rep).choice(len(Xtr), spec["n"], replace=False)
-        Xtr, ytr = Xtr[pick], ytr[pick]
-    n_fit = len(Xtr) - int(round(0.2 * len(Xtr)))
+    Xtr, ytr, Xte, yte = _row_data(row, rep)
     grids = {
         "SGM C": [dict(step_size=float(s), decay=0.0) for s in np.logspace(-3, 0, 30)],
         "SGM D": [dict(step_size=0.25, decay=float(t)) for t in np.linspace(0, 1, 30)],
@@ -142,38 +153,13 @@ def fit_row_hinge(row: str, rep: int) -> list[dict[str, Any]]:
     for method, grid in grids.items():
         best: tuple[float, Any] | None = None
         for kw in grid:
-            est = kp.SGMClassifier(
-                kp.Gaussian(spec["sigma"]),
-                loss="hinge",
-                features="nystrom",
-                n_features=n_fit,
-                batch_size=1,
-                n_passes=1,
-                fit_intercept=False,
-                scale=False,
-                refit=False,
-                random_state=rep,
-                **kw,
-            ).fit(Xtr, ytr)
+            est = _sgm(row, len(Xtr), rep, n_passes=1, **kw).fit(Xtr, ytr)
             va = est.validation_indices_
-            fv = np.asarray(est.decision_function(Xtr[va])).ravel()
-            h = float(np.mean(np.maximum(0.0, 1.0 - ytr[va] * fv)))
+            h = _hinge(ytr[va], np.asarray(est.decision_function(Xtr[va])).ravel())
             if best is None or h < best[0]:
                 best = (h, est)
         assert best is not None
-        f = np.asarray(best[1].decision_function(Xte)).ravel()
-        out.append(
-            {
-                "row": row + ":hinge",
-                "method": method,
-                "rep": rep,
-                "hinge": float(np.mean(np.maximum(0.0, 1.0 - yte * f))),
-                "error_pct": float(100 * np.mean(np.where(f >= 0, 1.0, -1.0) != yte)),
-                "time": 0.0,
-                "best_params": {k: float(v) for k, v in best[1].best_params_.items()},
-            }
-        )
-        print(json.dumps(out[-1]), flush=True)
+        out.append(_record(row + ":hinge", method, rep, best[1], Xte, yte, 0.0))
     return out
 
 
