@@ -33,12 +33,32 @@ def test_the_scale_rule_on_a_constant_a_cauchy_and_a_rare_binary_column():
     rounded = np.full(n, 0.998) + rng.choice([0.0, 2e-16, -2e-16], n)  # naval's columns
     assert feature_scales(rounded[:, None], rng)[0] == 1.0
     assert s[2] == pytest.approx(cauchy.std(), rel=1e-12)  # its largest values decide
-    p = rare.mean()
-    assert s[3] == pytest.approx(np.sqrt(p * (1 - p)), rel=1e-12)
+    # two values: at least half their gap, not sqrt(p (1 - p)) = 0.03 (a rare one magnified)
+    assert rare.mean() < 0.002 and s[3] == 0.5
     # above SCALE_ROWS rows: a random subsample, within its sampling error
     big = np.tile(X, (6, 1))
     sub = feature_scales(big, np.random.default_rng(1))
     np.testing.assert_allclose(sub[[0, 3]], s[[0, 3]], rtol=0.1)
+
+
+def test_an_indicator_weighs_half_its_gap_whatever_its_coding():
+    rng = np.random.default_rng(3)
+    n = 5000
+    for p in (0.001, 0.1, 0.3, 0.5, 0.85):
+        ind = (rng.random(n) < p).astype(float)
+        q = ind.mean()
+        for a, b in ((0.0, 1.0), (-1.0, 1.0), (3.0, 7.5)):
+            col = a + (b - a) * ind
+            got = feature_scales(col[:, None], rng)[0]
+            # sqrt(q (1 - q)) (b - a) is at most (b - a) / 2: the floor decides every p
+            assert got == pytest.approx((b - a) / 2, rel=1e-12)
+            assert np.sqrt(q * (1 - q)) * (b - a) <= got * (1 + 1e-12)
+        # standardized, an indicator is two values 1 / sd apart: scaled, the same gap of 2
+        z = (ind - q) / ind.std()
+        assert (z.max() - z.min()) / feature_scales(z[:, None], rng)[0] == pytest.approx(2.0)
+    # three values are not an indicator: the standard deviation
+    three = rng.choice([0.0, 1.0, 2.0], n, p=[0.98, 0.01, 0.01])
+    assert feature_scales(three[:, None], rng)[0] == pytest.approx(three.std(), rel=1e-12)
 
 
 def test_a_fit_with_such_columns_is_finite():
@@ -76,8 +96,8 @@ def test_raw_and_scaled_inputs_give_the_same_default_fit():
     a = kp.NystromRegressor(random_state=0).fit(X, y)
     b = kp.NystromRegressor(random_state=0).fit(X / s, y)
     wa, wb = a.path_.info["width_search"][0], b.path_.info["width_search"][0]
-    assert wa["factors"][:3] == wb["factors"][:3] == [0.0625, 0.125, 0.25]
-    np.testing.assert_allclose(wa["val_error"][:4], wb["val_error"][:4], rtol=1e-6)
+    assert wa["factors"][:3] == wb["factors"][:3] == [0.0625, 0.25, 0.5]
+    np.testing.assert_allclose(wa["val_error"][:3], wb["val_error"][:3], rtol=1e-6)
     np.testing.assert_allclose(a.kernel_.sigma, b.kernel_.sigma * s, rtol=0.05)
     # at one width the two are one model (test_folding_the_scales_is_the_fit_on_scaled_inputs)
 
@@ -183,3 +203,21 @@ def test_the_vertex_of_the_screen_is_the_parabola_minimum_in_log_sigma():
     assert _vertex(scores, 0.25) == 0.25
     concave = {0.5: (1.0, 0.0), 1.0: (0.9, 0.0), 2.0: (2.0, 0.0), 4.0: (1.0, 0.0)}
     assert _vertex(concave, 2.0) == 2.0
+
+
+def test_the_first_pass_over_factors_of_4_finds_the_vertex_of_the_whole_grid(monkeypatch):
+    import kernelpath.fitting.widths as W
+
+    X, y = _data()
+    fits = {}
+    for stride in (1, 2):  # every factor of 2 (8 fits), or factors of 4 and then the best's
+        monkeypatch.setattr(W, "COARSE_STRIDE", stride)
+        fits[stride] = kp.NystromRegressor(random_state=0).fit(X, y)
+    whole, quick = (fits[k].path_.info["width_search"][0] for k in (1, 2))
+    assert whole["factors"] == list(W.COARSE_FACTORS)
+    assert len(quick["factors"]) == 6 and set(quick["factors"]) < set(whole["factors"])
+    curve = dict(zip(whole["factors"], whole["val_error"], strict=True))
+    best = min(curve, key=curve.__getitem__)
+    assert {best / 2, best, best * 2} <= set(quick["factors"])  # the vertex's three
+    assert quick["factor"] == whole["factor"]
+    np.testing.assert_array_equal(fits[1].predict(X), fits[2].predict(X))

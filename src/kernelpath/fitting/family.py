@@ -51,9 +51,14 @@ class Family:
     #: Whether a width search (``widths.choose_width``) scores widths with the family's
     #: own solver: NYTRO, SGM and EigenPro, whose iteration, step and epoch budget decides
     #: which widths they can fit (a wide kernel is ill-conditioned: at the width the closed
-    #: form chose, NYTRO and SGM failed scikit-learn's training-score check); else Nyström
-    #: KRLS's closed form.
+    #: form chose, NYTRO and SGM failed scikit-learn's training-score check), and random
+    #: features, whose D decides it; else Nyström KRLS's closed form.
     screens_with_own_solver = False
+    #: Whether the best width found on a subsample is shifted for the rows it left out
+    #: (``widths.WIDTH_SHIFT``, measured for models whose size grows with n: Nyström's
+    #: m ~ sqrt(n)); False for a model of a fixed size (D random features), where the
+    #: shift moved the width away from the best (benchmarks/results/defaults.json).
+    shifts_width = True
 
     # ------------------------------------------------------------------ settings
     def settings(self, params: Mapping[str, Any]) -> FitSettings:
