@@ -2,7 +2,7 @@
 
     python benchmarks/defaults.py accuracy [--sets a,b] [--seeds 0,1,2] [--old SRC]
                                            [--solvers cg,direct] [--oracle-solvers cg,direct]
-    python benchmarks/defaults.py cost [--sets a,b] [--rounds 3]
+    python benchmarks/defaults.py cost [--sets a,b] [--rounds 3] [--cost-solvers cg,rf]
     python benchmarks/defaults.py refit [--sets a,b] [--seeds 0,1,2]
     python benchmarks/defaults.py table
 
@@ -23,6 +23,9 @@ most ``KRLS_MAX_ROWS`` training rows: its O(n^3) path), ``RandomFeaturesRegresso
 - ``today``: the default of the code before this change (the median heuristic on raw
   features, no refit), run from ``--old`` (a source tree: ``git worktree add /tmp/kp_old
   4ae1f31``; ``PYTHONPATH=/tmp/kp_old/src``);
+- ``auto_old``: ``kernel=Gaussian("auto")`` with the code before this change (``--old``): its
+  grid of widths, each fit in full;
+- ``ard``: ``kernel=Gaussian("ard")``, per-feature widths learned on the scaled inputs;
 - ``hgb``: scikit-learn's ``HistGradientBoostingRegressor`` / ``Classifier`` with defaults.
 
 Accuracy fits run in one process per set and seed. ``cost`` times, in fresh processes,
@@ -74,6 +77,8 @@ CLASSIFICATION = ("ijcnn1", "adult", "usps")
 OFFICIAL_SPLIT = CLASSIFICATION
 ORACLE_FACTORS = 2.0 ** np.linspace(-4, 3, 15)
 SOLVERS = ("cg", "direct")
+#: methods run by the code before issue 24 (``--old``)
+OLD_METHODS = ("today", "auto_old")
 #: the other families, by the name ``--solvers`` gives them
 FAMILIES = ("krls", "rf", "nytro")
 #: exact KRLS's eigendecomposition path is O(n^3): sets with more training rows are skipped
@@ -132,8 +137,6 @@ def estimator(name: str, solver: str, seed: int, **kw: Any) -> Any:
     }.get(solver, (kp.NystromClassifier, kp.NystromRegressor))[name not in CLASSIFICATION]
     if solver == "direct":
         kw["solver"] = solver
-    if solver == "krls":
-        return cls(**kw)
     return cls(random_state=seed, **kw)
 
 
@@ -179,6 +182,12 @@ def accuracy_one(
             out[f"scaled_{solver}"] = fit_score(name, estimator(name, solver, seed), sdata)
         if "today" in methods:  # only with the old code on the path
             out[f"today_{solver}"] = fit_score(name, estimator(name, solver, seed), data)
+        if "auto_old" in methods:  # only with the old code on the path: its "auto" width
+            est = estimator(name, solver, seed, kernel=Gaussian("auto"))
+            out[f"auto_old_{solver}"] = fit_score(name, est, data)
+        if "ard" in methods:  # per-feature widths learned (scaled inputs), guarded by "auto"
+            est = estimator(name, solver, seed, kernel=Gaussian("ard"))
+            out[f"ard_{solver}"] = fit_score(name, est, data)
         if "oracle" in methods and solver in oracle_solvers:
             med = median_distance(Zs[0], 0)
             errs = []
@@ -271,7 +280,8 @@ def summary(res: dict[str, Any]) -> dict[str, Any]:
             for k in keys
             if any("fit_s" in r.get(k, {}) for r in runs)
         }
-        out[name] = {"seeds": len(runs), "test_error": mean, "fit_s": fit}
+        count = {k: sum(k in r for r in runs) for k in keys}
+        out[name] = {"seeds": len(runs), "test_error": mean, "fit_s": fit, "runs": count}
     return out
 
 
@@ -314,13 +324,46 @@ def table(res: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def choices_table(res: dict[str, Any]) -> str:
+    """The default against the other ways to get a width (CG): mean test error over the
+    seeds and the median fit time of each."""
+    s = summary(res)
+    cols = [
+        ("default_cg", "default"),
+        ("today_cg", "median heuristic, raw (before issue 24)"),
+        ("auto_old_cg", '"auto" before issue 24'),
+        ("ard_cg", '"ard"'),
+        ("hgb", "HGB"),
+    ]
+    rows = [
+        "| set (seeds) | " + " | ".join(label for _, label in cols) + " |",
+        "|---|" + "---|" * len(cols),
+    ]
+    for name, r in s.items():
+        e, f = r["test_error"], r["fit_s"]
+        cells = []
+        for k, _ in cols:
+            if k not in e:
+                cells.append("—")
+                continue
+            t = f"{f[k]:.1f} s" if k in f else ""
+            n = r["runs"][k]
+            if n != r["seeds"]:  # fewer seeds than the set's other columns
+                t += f", {n} seed{'s' if n > 1 else ''}"
+            cells.append(f"{e[k]:.4g} ({t})" if t else f"{e[k]:.4g}")
+        unit = " (error %)" if name in CLASSIFICATION else ""
+        rows.append(f"| {name}{unit} ({r['seeds']}) | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
 def family_table(res: dict[str, Any]) -> str:
     """The other families' defaults against their oracles (same m or D, λ on the same
     hold-out): mean test error over the seeds."""
     s = summary(res)
     rows = [
-        "| set (seeds) | family | default | oracle | default vs oracle | default fit |",
-        "|---|---|---|---|---|---|",
+        "| set (seeds) | family | default | oracle | default vs oracle | default fit "
+        "| cost vs given width |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, r in s.items():
         e, f, cls = r["test_error"], r["fit_s"], name in CLASSIFICATION
@@ -331,10 +374,12 @@ def family_table(res: dict[str, Any]) -> str:
             vs = _vs(cls, d, o) if o is not None else "—"
             fit = f.get(f"default_{fam}")
             unit = " (error %)" if cls else ""
+            c = res["cost"].get(f"{name}/{fam}")
+            cost = f"{c['ratio']:.2f}× ({c['default_s']:.1f} / {c['given_s']:.1f} s)" if c else "—"
             rows.append(
                 f"| {name}{unit} ({r['seeds']}) | {fam} | {d:.4g} | "
                 f"{'—' if o is None else f'{o:.4g}'} | {vs} | "
-                f"{'—' if fit is None else f'{fit:.1f} s'} |"
+                f"{'—' if fit is None else f'{fit:.1f} s'} | {cost} |"
             )
     return "\n".join(rows)
 
@@ -350,6 +395,7 @@ def main() -> int:
     ap.add_argument("--oracle-solvers", default="cg,direct")
     ap.add_argument("--old", default=None, help="source tree of the code before the change")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cost-solvers", default="cg", help="cg, direct, krls, rf, nytro")
     a = ap.parse_args()
     if a.mode == "worker":
         kind = a.args[0]
@@ -365,9 +411,12 @@ def main() -> int:
         return 0
     res = _results()
     if a.mode == "table":
+        print("**`NystromRegressor()` / `NystromClassifier()` against the oracle**\n")
         print(table(res))
-        print()
+        print("\n**The other families' defaults against their oracles**\n")
         print(family_table(res))
+        print("\n**The default against the other ways to a width (CG), error and fit time**\n")
+        print(choices_table(res))
         return 0
     sets = [s for s in a.sets.split(",") if s]
     if a.mode == "refit":
@@ -385,12 +434,18 @@ def main() -> int:
             seeds = [0] if name in OFFICIAL_SPLIT else [int(x) for x in a.seeds.split(",")]
             for seed in seeds:
                 key = f"{name}/{seed}"
-                args = [name, str(seed), a.methods, a.oracle_solvers, a.solvers]
-                r = _worker(["accuracy", *args])
-                if a.old:
+                wanted = a.methods.split(",")
+                old_code = [m for m in wanted if m in OLD_METHODS]
+                new_code = ",".join(m for m in wanted if m not in OLD_METHODS)
+                r: dict[str, Any] = {}
+                if new_code:
+                    args = [name, str(seed), new_code, a.oracle_solvers, a.solvers]
+                    r = _worker(["accuracy", *args])
+                if a.old and old_code:
                     env = dict(os.environ, PYTHONPATH=a.old)
-                    old = _worker(["accuracy", name, str(seed), "today"], env)
-                    r.update({k: v for k, v in old.items() if k.startswith("today")})
+                    args = [name, str(seed), ",".join(old_code), a.oracle_solvers, a.solvers]
+                    old = _worker(["accuracy", *args], env)
+                    r.update({k: v for k, v in old.items() if k.startswith(OLD_METHODS)})
                 merged = dict(res["accuracy"].get(key, {}), **r)
                 res["accuracy"][key] = merged
                 _save(res)
@@ -399,8 +454,8 @@ def main() -> int:
         _save(res)
         return 0
     for name in sets:  # cost
-        for solver in ("cg",):
-            sigma_file = f"/tmp/defaults_sigma_{name}.json"
+        for solver in a.cost_solvers.split(","):
+            sigma_file = f"/tmp/defaults_sigma_{name}_{solver}.json"
             runs: dict[str, list[dict[str, Any]]] = {"default": [], "given": []}
             for _ in range(a.rounds):
                 for which in ("default", "given"):
