@@ -221,3 +221,24 @@ def test_the_first_pass_over_factors_of_4_finds_the_vertex_of_the_whole_grid(mon
     assert {best / 2, best, best * 2} <= set(quick["factors"])  # the vertex's three
     assert quick["factor"] == whole["factor"]
     np.testing.assert_array_equal(fits[1].predict(X), fits[2].predict(X))
+
+
+def test_the_width_found_on_the_subsample_is_shifted_only_for_nystrom_krls():
+    # the best width on n_s rows is moved by (n_s / n)^WIDTH_SHIFT for Nyström KRLS (whose
+    # m grows with n); random features (a fixed D) and NYTRO (regularized by its
+    # iterations) keep the subsample's best
+    from kernelpath.fitting.widths import WIDTH_SHIFT
+
+    X, y = _data(n=4600)
+    ests = {
+        "nystrom": kp.NystromRegressor(n_centers=100, solver="direct", random_state=0),
+        "rf": kp.RandomFeaturesRegressor(n_features=200, random_state=0),
+        "nytro": kp.NYTRORegressor(n_centers=100, random_state=0),
+    }
+    for name, est in ests.items():
+        info = est.fit(X, y).path_.info["width_search"][0]
+        n_tr = len(est.train_indices_)
+        assert info["n_rows"] == 2000 < n_tr
+        moved = (2000 / n_tr) ** WIDTH_SHIFT if name == "nystrom" else 1.0
+        assert info["shift"] == pytest.approx(moved, rel=1e-12)
+        assert info["factor"] == pytest.approx(info["screen_best"] * moved, rel=1e-12)

@@ -56,8 +56,9 @@ class Family:
     screens_with_own_solver = False
     #: Whether the best width found on a subsample is shifted for the rows it left out
     #: (``widths.WIDTH_SHIFT``, measured for models whose size grows with n: Nyström's
-    #: m ~ sqrt(n)); False for a model of a fixed size (D random features), where the
-    #: shift moved the width away from the best (benchmarks/results/defaults.json).
+    #: m ~ sqrt(n)); False for random features (a fixed D) and NYTRO (regularized by its
+    #: iteration count), where the shift moved the width away from the best
+    #: (benchmarks/results/defaults.json).
     shifts_width = True
 
     # ------------------------------------------------------------------ settings

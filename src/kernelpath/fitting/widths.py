@@ -3,8 +3,8 @@ default): a 1-D search over log sigma (factors of 2 around the median distance, 
 vertex of the parabola through the best and its two neighbours) scored by the closed-form λ
 path of Nyström KRLS (the family's own solver for random features, NYTRO, SGM and EigenPro)
 on a subsample of the training rows, corrected for the shift of the best width with n (not
-for random features, whose D is fixed); the estimator's own solver then fits once, at that
-width, on all its training rows.
+for random features, whose D is fixed, nor NYTRO, regularized by its iterations); the
+estimator's own solver then fits once, at that width, on all its training rows.
 
 Draws only from a generator spawned from the fit's (the median's subsample, the screen's
 rows and centers), so the fit that follows is the fit of ``kernel=est.kernel_`` with the
