@@ -68,10 +68,11 @@ def feature_scales(X: Any, rng: np.random.Generator) -> np.ndarray:
     # constant up to rounding: a spread below sqrt(eps) of the column's magnitude cannot be
     # resolved by the fold (its squared differences are below the rounding of the squared
     # norms the kernel blocks expand; naval has columns of 0.998 with a spread of 2e-13)
-    size = np.abs(S).max(axis=0) if len(S) else np.zeros(S.shape[1])
+    empty = np.zeros(S.shape[1])
+    lo, hi = (S.min(axis=0), S.max(axis=0)) if len(S) else (empty, empty)
+    size = np.maximum(np.abs(lo), np.abs(hi))
     varies = np.isfinite(s) & (s > np.sqrt(np.finfo(np.float64).eps) * size)
-    if len(S):  # two values: at least half their gap (an indicator; see the module's rule)
-        lo, hi = S.min(axis=0), S.max(axis=0)
-        two = varies & np.all((S == lo) | (S == hi), axis=0)
-        s = np.where(two, np.maximum(s, (hi - lo) / 2), s)
+    # two values: at least half their gap (an indicator; see the module's rule)
+    two = varies & np.all((S == lo) | (S == hi), axis=0)
+    s = np.where(two, np.maximum(s, (hi - lo) / 2), s)
     return np.where(varies, s, 1.0)
