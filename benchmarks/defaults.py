@@ -290,6 +290,12 @@ def _vs(cls: bool, a: float, b: float) -> str:
     return f"{a - b:+.2f} pt" if cls else f"{a / b:.3f}"
 
 
+def _cost_cell(res: dict[str, Any], key: str) -> str:
+    """The cost ratio of ``key`` ("set/solver") and its two times, or "—"."""
+    c = res["cost"].get(key)
+    return f"{c['ratio']:.2f}× ({c['default_s']:.1f} / {c['given_s']:.1f} s)" if c else "—"
+
+
 def table(res: dict[str, Any]) -> str:
     """The docs' table: mean test error over the seeds per set, the targets' comparisons and
     the cost ratio."""
@@ -311,8 +317,7 @@ def table(res: dict[str, Any]) -> str:
         def vs(a: str, b: str, e: dict[str, float] = e, cls: bool = cls) -> str:
             return _vs(cls, e[a], e[b]) if a in e and b in e else "—"
 
-        c = res["cost"].get(f"{name}/cg")
-        cost = f"{c['ratio']:.2f}× ({c['default_s']:.1f} / {c['given_s']:.1f} s)" if c else "—"
+        cost = _cost_cell(res, f"{name}/cg")
         fit = f"{f['default_cg']:.1f} s" if "default_cg" in f else "—"
         unit = " (error %)" if cls else ""
         rows.append(
@@ -374,8 +379,7 @@ def family_table(res: dict[str, Any]) -> str:
             vs = _vs(cls, d, o) if o is not None else "—"
             fit = f.get(f"default_{fam}")
             unit = " (error %)" if cls else ""
-            c = res["cost"].get(f"{name}/{fam}")
-            cost = f"{c['ratio']:.2f}× ({c['default_s']:.1f} / {c['given_s']:.1f} s)" if c else "—"
+            cost = _cost_cell(res, f"{name}/{fam}")
             rows.append(
                 f"| {name}{unit} ({r['seeds']}) | {fam} | {d:.4g} | "
                 f"{'—' if o is None else f'{o:.4g}'} | {vs} | "
