@@ -242,3 +242,76 @@ def test_the_width_found_on_the_subsample_is_shifted_only_for_nystrom_krls():
         moved = (2000 / n_tr) ** WIDTH_SHIFT if name == "nystrom" else 1.0
         assert info["shift"] == pytest.approx(moved, rel=1e-12)
         assert info["factor"] == pytest.approx(info["screen_best"] * moved, rel=1e-12)
+
+
+def test_a_narrower_width_within_one_standard_error_of_the_best_ties_with_it():
+    from scipy.stats import ttest_rel
+
+    from kernelpath.fitting.widths import TIE_SE, narrowest_tie
+
+    rng = np.random.default_rng(0)
+    n = 400
+    base = rng.exponential(size=n)
+    noise = rng.standard_normal(n)
+    # paired differences with a chosen t statistic: mean / (sd / sqrt(n)) = t
+    d = noise - noise.mean()
+    d = d / (d.std(ddof=1) / np.sqrt(n))
+
+    def at(t):
+        return base + (d + t) * 0.01
+
+    losses = {0.25: at(3.0), 0.5: at(0.8), 1.0: base, 2.0: at(0.1), 4.0: at(5.0)}
+    t = {f: ttest_rel(v, base).statistic if f != 1.0 else 0.0 for f, v in losses.items()}
+    tied = [f for f in losses if t[f] <= TIE_SE]
+    assert tied == [0.5, 1.0, 2.0]  # scipy's paired t statistic, independently
+    assert narrowest_tie(losses, 1.0, None) == 0.5  # the narrowest of them
+    assert narrowest_tie({1.0: base, 0.25: at(3.0)}, 1.0, None) == 1.0  # none: the best
+    # equal weights are no weights; a row weighted 3 counts with its Kish effective size
+    assert narrowest_tie(losses, 1.0, np.full(n, 3.0)) == 0.5
+    w = rng.uniform(0.5, 2.0, n)
+    dw = losses[0.5] - base
+    mean = np.average(dw, weights=w)
+    n_eff = w.sum() ** 2 / (w**2).sum()
+    se = np.sqrt(np.average((dw - mean) ** 2, weights=w) / (n_eff - 1))
+    assert (narrowest_tie(losses, 1.0, w) == 0.5) == (mean <= TIE_SE * se)
+
+
+def test_the_tie_rule_pairs_the_screens_own_validation_losses(monkeypatch):
+    import kernelpath.fitting.widths as W
+
+    X, y = _data()
+    seen = []
+    row_losses = W.row_losses
+
+    def recording(family, problem, cand, rows):
+        out = row_losses(family, problem, cand, rows)
+        seen.append(out.mean())
+        return out
+
+    monkeypatch.setattr(W, "row_losses", recording)
+    info = kp.NystromRegressor(random_state=0).fit(X, y).path_.info["width_search"][0]
+    # the rows' squared losses of the model made of each screening fit average to the loss
+    # its solver scored the hold-out with (to rounding: the wide widths' coefficients cancel)
+    np.testing.assert_allclose(np.sort(seen), np.sort(info["val_loss"]), rtol=1e-6)
+    # a signal the widths tell apart: the vertex, no tie
+    curve = dict(zip(info["factors"], info["val_loss"], strict=True))
+    assert info["tie"] == min(curve, key=curve.__getitem__)
+    # noise alone: every width predicts about the mean, all tie, the narrowest is taken
+    noise = np.random.default_rng(1).standard_normal(len(y))
+    info = kp.NystromRegressor(random_state=0).fit(X, noise).path_.info["width_search"][0]
+    assert info["tie"] == min(info["factors"]) == info["screen_best"]
+    assert info["factor"] == pytest.approx(info["tie"] * info["shift"], rel=1e-12)
+
+
+@pytest.mark.parametrize("cls", [kp.RandomFeaturesRegressor, kp.NYTRORegressor])
+def test_the_families_whose_width_is_not_shifted_keep_the_best_screened_width(cls):
+    # noise alone ties every width; where the width is not moved with n (a fixed D, NYTRO's
+    # iterations) the narrowest tie is not taken: the best of the screen, then its vertex
+    X, _ = _data()
+    noise = np.random.default_rng(1).standard_normal(len(X))
+    info = cls(random_state=0).fit(X, noise).path_.info["width_search"][0]
+    curve = dict(zip(info["factors"], info["val_error"], strict=True))
+    top = min(curve, key=curve.__getitem__)
+    assert info["tie"] == top
+    assert info["shift"] == 1.0
+    assert top > min(info["factors"])  # the rule would have moved it

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,7 @@ __all__ = [
     "kernel_operators",
     "validation",
     "in_memory",
+    "candidate_scores",
 ]
 
 #: The fewest rows of a screening round (successive halving).
@@ -257,3 +259,20 @@ def validation(
         w = None  # no weight among the validation rows: score them alike
     # the hold-out is scored with the weights the fit is given (sample and class weights)
     return Validation(op, problem.Y[val_rows] - intercept, problem.scoring, w)
+
+
+def candidate_scores(
+    family: Family, problem: FitProblem, cand: CandidateFit, coef: np.ndarray, rows: np.ndarray
+) -> np.ndarray:
+    """The scores f(X[rows]) of the model made of ``coef`` on ``cand``, (len(rows), k)."""
+    attrs = family.model(cand, coef)
+    model = SimpleNamespace(
+        **attrs,
+        coef_=np.asarray(attrs.pop("coef")),
+        intercept_=np.asarray(attrs.pop("intercept")),
+        kernel_=cand.kernel,
+        memory_budget=problem.budget,
+    )
+    X = B.rows_in_memory(problem.X, rows)
+    F = np.asarray(B.to_numpy(family.decision(model, X)), dtype=np.float64)
+    return F.reshape(len(rows), -1)

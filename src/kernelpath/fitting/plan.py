@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -18,7 +17,7 @@ from ..kernels import Kernel, _RadialKernel, kernel_candidates, kernel_items
 from ..path import Path
 from ..scaling import check_scale, feature_scales
 from ..selection import check_cv, cv_folds, holdout_split
-from .family import Family
+from .family import Family, candidate_scores
 from .memory import held_bytes
 from .problem import CandidateFit, FitProblem, FitSettings, spawned
 from .search import Screening, SearchResult, fold_search, holdout_search, smoother_search
@@ -352,23 +351,6 @@ def select(
         plan.width_info,
         calibration,
     )
-
-
-def candidate_scores(
-    family: Family, problem: FitProblem, cand: CandidateFit, coef: np.ndarray, rows: np.ndarray
-) -> np.ndarray:
-    """The scores f(X[rows]) of the model made of ``coef`` on ``cand``, (len(rows), k)."""
-    attrs = family.model(cand, coef)
-    model = SimpleNamespace(
-        **attrs,
-        coef_=np.asarray(attrs.pop("coef")),
-        intercept_=np.asarray(attrs.pop("intercept")),
-        kernel_=cand.kernel,
-        memory_budget=problem.budget,
-    )
-    X = B.rows_in_memory(problem.X, rows)
-    F = np.asarray(B.to_numpy(family.decision(model, X)), dtype=np.float64)
-    return F.reshape(len(rows), -1)
 
 
 def probability_map(

@@ -4,7 +4,10 @@ vertex of the parabola through the best and its two neighbours) scored by the cl
 path of Nyström KRLS (the family's own solver for random features, NYTRO, SGM and EigenPro)
 on a subsample of the training rows, corrected for the shift of the best width with n (not
 for random features, whose D is fixed, nor NYTRO, regularized by its iterations); the
-estimator's own solver then fits once, at that width, on all its training rows.
+estimator's own solver then fits once, at that width, on all its training rows. A narrower
+width that the validation rows cannot tell from the best (its paired per-row losses within
+``TIE_SE`` standard errors) is taken instead of the vertex (``narrowest_tie``), where the
+width is shifted with n.
 
 Draws only from a generator spawned from the fit's (the median's subsample, the screen's
 rows and centers), so the fit that follows is the fit of ``kernel=est.kernel_`` with the
@@ -20,9 +23,9 @@ import numpy as np
 
 from ..kernels import Kernel, _RadialKernel, median_distance
 from ..progress import quiet, report
-from .family import Family
+from .family import Family, candidate_scores
 from .kernel_models import KernelOptions, NystromFamily, default_n_centers
-from .problem import FitProblem, FitSettings, spawned
+from .problem import CandidateFit, FitProblem, FitSettings, spawned
 
 __all__ = [
     "SCREEN_ROWS",
@@ -33,9 +36,13 @@ __all__ = [
     "WIDTH_SHIFT",
     "COARSE_FACTORS",
     "COARSE_STRIDE",
+    "TIE_SE",
+    "TIE_ROWS",
     "spawned",
     "choose_width",
     "screen_rows",
+    "row_losses",
+    "narrowest_tie",
 ]
 
 #: The screen fits on this fraction of the training rows, at least ``SCREEN_MIN_ROWS`` (all
@@ -64,6 +71,16 @@ VERTEX_GRID = 16
 #: Rounds of halving the step around the best before the vertex is taken (two scored
 #: widths each; none measured as accurate, benchmarks/results/width_screen.json).
 REFINE_ROUNDS = 0
+#: A scored width ties with the best when its mean validation loss exceeds the best's by at
+#: most TIE_SE standard errors of their paired per-row differences (the one-standard-error
+#: rule); of the tied widths the narrowest is taken, the direction in which the best width
+#: moves with more rows (``WIDTH_SHIFT``). The smoother choice, the widest tie, was measured
+#: and lost on 12 of the 14 fits where it fired (docs/design.md "Choosing the width"). Only
+#: for the families whose width is shifted (``Family.shifts_width``): random features (a
+#: fixed D) and NYTRO lost with it (yacht's random features +57%, docs/design.md).
+TIE_SE = 1.0
+#: The most validation rows the tie rule predicts (a random subset, the same for every width).
+TIE_ROWS = 20_000
 
 _SCREEN = NystromFamily()
 
@@ -102,6 +119,31 @@ def _vertex(scores: dict[float, tuple[float, float]], best: float) -> float:
     # on a grid of 2^(1/16) (2% apart): scores that differ by rounding (a Dask or torch fit,
     # chunk sums in another order) give the same width
     return float(2.0 ** (np.round(v / np.log(2) * VERTEX_GRID) / VERTEX_GRID))
+
+
+def row_losses(
+    family: Family, problem: FitProblem, cand: CandidateFit, rows: np.ndarray
+) -> np.ndarray:
+    """The squared loss on each of ``rows`` of the chosen point of ``cand``'s path, summed
+    over the outputs (the ±1 codes of a classifier: its error rate moves in steps of one
+    row, too coarse to pair), shape (len(rows),)."""
+    R = candidate_scores(family, problem, cand, cand.path.coef(), rows) - problem.Y[rows]
+    return np.einsum("ij,ij->i", R, R)
+
+
+def narrowest_tie(losses: dict[float, np.ndarray], best: float, w: np.ndarray | None) -> float:
+    """The narrowest factor whose per-row ``losses`` exceed the ``best``'s by at most
+    ``TIE_SE`` standard errors of the (``w``-weighted) mean of their paired differences."""
+    tied = [best]
+    for f, loss in losses.items():
+        d = loss - losses[best]
+        wt = np.ones(len(d)) if w is None else w
+        mean = np.average(d, weights=wt)
+        n_eff = wt.sum() ** 2 / np.sum(wt**2)  # Kish's effective number of rows
+        se = np.sqrt(np.average((d - mean) ** 2, weights=wt) / max(n_eff - 1, 1))
+        if mean <= TIE_SE * se:
+            tied.append(f)
+    return min(tied)
 
 
 def screen_rows(n_tr: int) -> int:
@@ -155,6 +197,13 @@ def choose_width(
         return kernel.set_width(width if scales is None else width * scales)
 
     scores: dict[float, tuple[float, float]] = {}
+    # the tie rule where the best width moves narrower with n (the families the shift is for)
+    ties = family.shifts_width
+    # the rows the tie rule predicts: at most TIE_ROWS of the validation rows
+    paired = val
+    if ties and len(val) > TIE_ROWS:
+        paired = np.sort(rng.choice(val, TIE_ROWS, replace=False))
+    losses: dict[float, np.ndarray] = {}
 
     own = family.screens_with_own_solver
     if own:  # the estimator's solver on the subsample, as in a screening round
@@ -171,7 +220,10 @@ def choose_width(
         if factor not in scores:
             s = replace(base, rng=np.random.default_rng(seed))  # the same centers every width
             with quiet():  # the screen reports its widths, not their fits' steps
-                scores[factor] = screen.solve(problem, at(factor), sub, val, s).score()
+                cand = screen.solve(problem, at(factor), sub, val, s)
+                scores[factor] = cand.score()
+                if ties:
+                    losses[factor] = row_losses(screen, problem, cand, paired)
             best = min(v[0] for v in scores.values())
             report("width screen", len(scores), None, factor=float(factor), best_val=best)
         return scores[factor]
@@ -200,7 +252,12 @@ def choose_width(
         best = min(scores, key=lambda f: scores[f])
         score(best / step)
         score(best * step)
-    best = _vertex(scores, min(scores, key=lambda f: scores[f]))
+    top = min(scores, key=lambda f: scores[f])
+    w = None if problem.weights is None else problem.weights[paired]
+    if w is not None and not w.sum() > 0:
+        w = None  # no weight among the rows: pair them alike, as the validation scores them
+    tie = narrowest_tie(losses, top, w) if ties else top
+    best = tie if tie < top else _vertex(scores, top)
     # the best on n_s rows overestimates the best on n_tr (a model growing with n)
     shift = (n_s / n_tr) ** WIDTH_SHIFT if family.shifts_width else 1.0
     factor = best * shift
@@ -214,6 +271,7 @@ def choose_width(
         "val_error": [scores[f][0] for f in factors],
         "val_loss": [scores[f][1] for f in factors],
         "screen_best": best,
+        "tie": tie,
         "shift": shift,
         "factor": factor,
         "sigma": med * factor,
