@@ -315,3 +315,39 @@ def test_the_families_whose_width_is_not_shifted_keep_the_best_screened_width(cl
     assert info["tie"] == top
     assert info["shift"] == 1.0
     assert top > min(info["factors"])  # the rule would have moved it
+
+
+def test_the_refit_keeps_the_centers_its_point_was_chosen_with():
+    X, y = _data(n=600)
+    kw = dict(n_centers=40, solver="direct", random_state=0)
+    a = kp.NystromRegressor(kp.Gaussian(1.5), refit=True, **kw).fit(X, y)
+    b = kp.NystromRegressor(kp.Gaussian(1.5), refit=False, **kw).fit(X, y)
+    np.testing.assert_array_equal(a.centers_, b.centers_)
+    # refit: the indices point into all the rows; the search's into its training part
+    np.testing.assert_array_equal(a.centers_, X[a.center_indices_])
+    np.testing.assert_array_equal(b.centers_, X[b.train_indices_][b.center_indices_])
+    assert a.penalty_ == b.penalty_
+
+    # the closed form on all the rows at the chosen λ with those centers, independently:
+    # (K_nm^T K_nm + n λ K_mm) α = K_nm^T (y - mean y)
+    def k(A, C):
+        d = ((A[:, None, :] - C[None]) ** 2).sum(-1)
+        return np.exp(-d / (2 * 1.5**2))
+
+    Knm, Kmm = k(X, a.centers_), k(a.centers_, a.centers_)
+    alpha = np.linalg.lstsq(
+        Knm.T @ Knm + len(X) * a.penalty_ * Kmm, Knm.T @ (y - y.mean()), rcond=None
+    )[0]
+    np.testing.assert_allclose(a.predict(X), Knm @ alpha + y.mean(), rtol=1e-6, atol=1e-6)
+    assert not np.allclose(a.predict(X), b.predict(X))  # more rows: another model
+    # the default m grows with n: the refit keeps the search's centers and draws the rest
+    # uniformly from the rows that are not centers, to the m of a fit on all the rows
+    from kernelpath.fitting.kernel_models import default_n_centers
+
+    kw = dict(solver="direct", random_state=0)
+    a = kp.NystromRegressor(kp.Gaussian(1.5), refit=True, **kw).fit(X, y)
+    b = kp.NystromRegressor(kp.Gaussian(1.5), refit=False, **kw).fit(X, y)
+    m = len(b.centers_)
+    assert m == default_n_centers(len(b.train_indices_)) < len(a.centers_) == default_n_centers(600)
+    np.testing.assert_array_equal(a.centers_[:m], b.centers_)
+    assert len(np.unique(a.center_indices_)) == len(a.centers_)

@@ -344,6 +344,8 @@ def select_centers(
     -------
     CenterSelection
     """
+    if isinstance(centers, CenterSelection):  # chosen already: a refit keeps its centers
+        return centers
     if centers is None:
         centers = "uniform"
     if isinstance(centers, str):

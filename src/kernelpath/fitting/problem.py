@@ -168,6 +168,8 @@ class CandidateFit:
         Nyström centers (all the training points for exact KRLS and kernel EigenPro).
     features : object or None
         The feature map (random or Nyström features) of a primal model.
+    row_indices : ndarray of int or None
+        The training rows' indices in the problem (where ``centers.indices`` point to).
     """
 
     kernel: Kernel
@@ -177,6 +179,7 @@ class CandidateFit:
     rows: int
     centers: CenterSelection | None = None
     features: Any = None
+    row_indices: np.ndarray | None = None
 
     def score(self) -> tuple[float, float]:
         """(validation error, loss) of the path's chosen point: how candidates compare."""
