@@ -114,6 +114,7 @@ def test_ci_runs_the_readme_test_command_verbatim():
     [
         ("nytro_table2", "nytro_table2", "table"),
         ("thesis_ch4", "thesis_ch4", "table"),
+        ("thesis_ch4", "thesis_ch4_selected", "selected_table"),
         ("thesis_table62", "thesis_table62", "table"),
         ("reproduce", "eigenpro_rules", "eigenpro_table"),
     ],
