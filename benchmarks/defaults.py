@@ -302,9 +302,9 @@ def table(res: dict[str, Any]) -> str:
     s = summary(res)
     head = (
         "| set (seeds) | default (CG) | oracle (CG) | default vs oracle | today | default vs "
-        "today | default on standardized | raw vs standardized | default (direct) | HGB "
-        "| default fit | cost vs given width |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|"
+        "today | default on standardized | raw vs standardized | default (direct) | direct "
+        "vs today | direct raw vs standardized | HGB | default fit | cost vs given width |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     )
     rows = [head]
     for name, r in s.items():
@@ -324,7 +324,8 @@ def table(res: dict[str, Any]) -> str:
             f"| {name}{unit} ({r['seeds']}) | {v('default_cg')} | {v('oracle_cg')} "
             f"| {vs('default_cg', 'oracle_cg')} | {v('today_cg')} | {vs('default_cg', 'today_cg')} "
             f"| {v('scaled_cg')} | {vs('default_cg', 'scaled_cg')} | {v('default_direct')} "
-            f"| {v('hgb')} | {fit} | {cost} |"
+            f"| {vs('default_direct', 'today_direct')} "
+            f"| {vs('default_direct', 'scaled_direct')} | {v('hgb')} | {fit} | {cost} |"
         )
     return "\n".join(rows)
 
