@@ -317,15 +317,17 @@ def test_the_families_whose_width_is_not_shifted_keep_the_best_screened_width(cl
     assert top > min(info["factors"])  # the rule would have moved it
 
 
-def test_the_refit_keeps_the_centers_its_point_was_chosen_with():
+def test_the_refit_keeps_the_default_m_centers_and_draws_a_given_m_again():
     X, y = _data(n=600)
     kw = dict(n_centers=40, solver="direct", random_state=0)
     a = kp.NystromRegressor(kp.Gaussian(1.5), refit=True, **kw).fit(X, y)
     b = kp.NystromRegressor(kp.Gaussian(1.5), refit=False, **kw).fit(X, y)
-    np.testing.assert_array_equal(a.centers_, b.centers_)
-    # refit: the indices point into all the rows; the search's into its training part
+    # a given m: the refit draws its m centers again, from all the rows; the indices point
+    # into all the rows, the search's into its training part
     np.testing.assert_array_equal(a.centers_, X[a.center_indices_])
     np.testing.assert_array_equal(b.centers_, X[b.train_indices_][b.center_indices_])
+    assert len(a.centers_) == len(b.centers_) == 40
+    assert np.isin(a.center_indices_, b.validation_indices_).any()  # not only the 80%
     assert a.penalty_ == b.penalty_
 
     # the closed form on all the rows at the chosen λ with those centers, independently:
@@ -340,7 +342,7 @@ def test_the_refit_keeps_the_centers_its_point_was_chosen_with():
     )[0]
     np.testing.assert_allclose(a.predict(X), Knm @ alpha + y.mean(), rtol=1e-6, atol=1e-6)
     assert not np.allclose(a.predict(X), b.predict(X))  # more rows: another model
-    # the default m grows with n: the refit keeps the search's centers and draws the rest
+    # the default m, which grows with n: the refit keeps the search's centers, draws the rest
     # uniformly from the rows that are not centers, to the m of a fit on all the rows
     from kernelpath.fitting.kernel_models import default_n_centers
 

@@ -584,12 +584,15 @@ class NystromFamily(_KernelModel):
         )
 
     def refit_centers(self, problem: FitProblem, cand: CandidateFit) -> CenterSelection:
-        """The centers of a refit on all the rows: those the chosen point was fit with (a new
-        draw made another model at a λ near the rounding level of K_mm's factor: yacht's
-        default direct fit went from test RMSE 0.61 on the training part to 5.1 refit), and,
-        where the estimator draws its default m uniformly, the ``default_n_centers(n)`` -
-        m more that all the rows call for, drawn uniformly from the rows not yet centers (a
-        fit on all the rows has that m). Indices point into all the rows."""
+        """The centers of a refit on all the rows where the estimator has its default m:
+        those the chosen point was fit with (a new draw made another model at a λ near the
+        rounding level of K_mm's factor: yacht's default direct fit went from test RMSE 0.61
+        on the training part to 5.1 refit), and, where they are drawn uniformly, the
+        ``default_n_centers(n)`` - m more that all the rows call for, drawn uniformly from
+        the rows not yet centers (a fit on all the rows has that m). Indices point into all
+        the rows. A given m (or path of m) draws its centers again from all the rows
+        (``refit``): keeping 2,300 centers drawn from cpusmall's 2,400 training rows, none
+        from the validation part, tested at MSE 14.00 against 13.34 for a new draw."""
         sel, settings, rows = cand.centers, cand.settings, cand.row_indices
         assert sel is not None
         if sel.indices is None or rows is None:
@@ -598,7 +601,7 @@ class NystromFamily(_KernelModel):
         strategy = settings.options.centers
         uniform = strategy is None or (isinstance(strategy, str) and strategy == "uniform")
         extra = default_n_centers(problem.n) - len(taken)
-        if not uniform or settings.size is not None or extra <= 0:
+        if not uniform or extra <= 0:
             return replace(sel, indices=taken)
         free = np.setdiff1d(np.arange(problem.n), taken)
         new = settings.rng.choice(free, min(extra, len(free)), replace=False)
@@ -606,8 +609,8 @@ class NystromFamily(_KernelModel):
         return replace(sel, points=B.rows_in_memory(problem.X, every), indices=every)
 
     def refit(self, problem: FitProblem, cand: CandidateFit) -> tuple[CandidateFit, np.ndarray]:
-        """Fit again on all the rows at the chosen point of the path, with the chosen
-        point's centers (``refit_centers``).
+        """Fit again on all the rows at the chosen point of the path; with the default m,
+        on the chosen point's centers and more (``refit_centers``).
 
         The (m, λ) path: batch Nyström at the chosen m and λ. Gradient descent and the
         ν-method keep the chosen penalty and iteration count (their regularization). CG
@@ -621,20 +624,14 @@ class NystromFamily(_KernelModel):
             return self.newton_refit(problem, cand)
         best = path.best_params
         every = np.arange(problem.n)
-        sel = self.refit_centers(problem, cand)
+        # the default m: the chosen point's centers, grown; a given m: drawn again
+        sel = opts.centers if settings.size is not None else self.refit_centers(problem, cand)
         if "n_centers" in best:
-            m = int(best["n_centers"])  # the (m, λ) path: the first m of the drawn centers
-            kept = replace(
-                sel,
-                points=sel.points[:m],
-                indices=None if sel.indices is None else sel.indices[:m],
-                weights=None if sel.weights is None else sel.weights[:m],
-            )
             fixed = replace(
                 settings,
                 penalty=float(best["penalty"]),
-                size=m,
-                options=replace(opts, method="direct", centers=kept),
+                size=int(best["n_centers"]),
+                options=replace(opts, method="direct"),
             )
             again = self.solve(problem, cand.kernel, every, None, fixed)
             return again, again.path.coef()
