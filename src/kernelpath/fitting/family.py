@@ -254,10 +254,8 @@ def validation(
     training targets."""
     if op is None or val_rows is None:
         return None
-    w = None if problem.weights is None else problem.weights[val_rows]
-    if w is not None and not w.sum() > 0:
-        w = None  # no weight among the validation rows: score them alike
     # the hold-out is scored with the weights the fit is given (sample and class weights)
+    w = problem.scoring_weights(val_rows)
     return Validation(op, problem.Y[val_rows] - intercept, problem.scoring, w)
 
 

@@ -389,9 +389,7 @@ def probability_map(
     rows = np.concatenate([r for _, r in parts])
     Y = problem.Y[rows]
     y = np.argmax(Y, axis=1) if Y.shape[1] > 1 else (Y[:, 0] > 0).astype(np.int64)
-    w = None if problem.weights is None else problem.weights[rows]
-    if w is not None and not w.sum() > 0:
-        w = None
+    w = problem.scoring_weights(rows)
     out = fit_calibration(F if F.shape[1] > 1 else F[:, 0], y, w)
     out["source"] = "hold-out" if plan.cv == "holdout" else "out-of-fold"
     return out

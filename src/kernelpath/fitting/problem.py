@@ -82,6 +82,12 @@ class FitProblem:
         """X[idx] (a lazy subset for a row source or a dask array)."""
         return B.take_rows(self.X, idx)
 
+    def scoring_weights(self, rows: np.ndarray) -> np.ndarray | None:
+        """The weights that score ``rows`` (a hold-out, out-of-fold rows): None where the
+        fit has none or none of these rows weighs anything (then they count alike)."""
+        w = None if self.weights is None else self.weights[rows]
+        return w if w is not None and w.sum() > 0 else None
+
     def targets(
         self, rows: np.ndarray, unit_mean_weights: bool = False
     ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:

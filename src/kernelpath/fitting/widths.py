@@ -135,11 +135,11 @@ def narrowest_tie(losses: dict[float, np.ndarray], best: float, w: np.ndarray | 
     """The narrowest factor whose per-row ``losses`` exceed the ``best``'s by at most
     ``TIE_SE`` standard errors of the (``w``-weighted) mean of their paired differences."""
     tied = [best]
+    wt = np.ones(len(losses[best])) if w is None else w
+    n_eff = wt.sum() ** 2 / np.sum(wt**2)  # Kish's effective number of rows
     for f, loss in losses.items():
         d = loss - losses[best]
-        wt = np.ones(len(d)) if w is None else w
         mean = np.average(d, weights=wt)
-        n_eff = wt.sum() ** 2 / np.sum(wt**2)  # Kish's effective number of rows
         se = np.sqrt(np.average((d - mean) ** 2, weights=wt) / max(n_eff - 1, 1))
         if mean <= TIE_SE * se:
             tied.append(f)
@@ -253,10 +253,8 @@ def choose_width(
         score(best / step)
         score(best * step)
     top = min(scores, key=lambda f: scores[f])
-    w = None if problem.weights is None else problem.weights[paired]
-    if w is not None and not w.sum() > 0:
-        w = None  # no weight among the rows: pair them alike, as the validation scores them
-    tie = narrowest_tie(losses, top, w) if ties else top
+    # paired with the weights the validation scores them with
+    tie = narrowest_tie(losses, top, problem.scoring_weights(paired)) if ties else top
     best = tie if tie < top else _vertex(scores, top)
     # the best on n_s rows overestimates the best on n_tr (a model growing with n)
     shift = (n_s / n_tr) ** WIDTH_SHIFT if family.shifts_width else 1.0
