@@ -102,6 +102,32 @@ def test_raw_and_scaled_inputs_give_the_same_default_fit():
     # at one width the two are one model (test_folding_the_scales_is_the_fit_on_scaled_inputs)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: kp.RandomFeaturesRegressor(random_state=0),
+        lambda: kp.RandomFeaturesRegressor(kp.Laplacian(2.0), n_features=300, random_state=0),
+        lambda: kp.SGMRegressor(features="random", n_features=200, random_state=0),
+        lambda: kp.EigenProRegressor(n_features=300, n_epochs=3, random_state=0),
+    ],
+)
+def test_random_fourier_maps_are_drawn_for_the_standardized_inputs(make):
+    # the map's phases are drawn relative to the training columns' means, so the fit on raw
+    # X is the fit on standardized X up to rounding (a numeric width is in units of X
+    # with scale="auto", so the Laplacian case shifts X without scaling it)
+    X, y = _data(n=800)
+    scaled = isinstance(make().kernel, str)
+    s = X.std(axis=0) * [1e-3, 1.0, 50.0, 1e4] if scaled else np.ones(4)
+    shift = np.array([0.0, 5.0, -3.0, 1e5]) if scaled else np.array([3.0, -7.0, 0.5, 20.0])
+    raw = X * (s / X.std(axis=0) if scaled else 1.0) + shift
+    std = (raw - raw.mean(axis=0)) / s if scaled else raw - raw.mean(axis=0)
+    a, b = make().fit(raw, y), make().fit(std, y)
+    np.testing.assert_allclose(a.predict(raw), b.predict(std), rtol=0, atol=1e-7)
+    # scale=False keeps the map of the inputs as given (the fit of earlier versions)
+    off = make().set_params(scale=False).fit(raw, y)
+    assert off.features_.center is None
+
+
 def test_a_numeric_width_is_in_the_units_of_x_unless_scale_is_true():
     X, y = _data(n=300)
     est = kp.NystromRegressor(kp.Gaussian(2.0), n_centers=30, random_state=0).fit(X * 10, y)

@@ -60,6 +60,26 @@ def test_same_seed_same_map_and_prefixes_are_nested(rng):
     assert not np.allclose(a.transform(X), d.transform(X))
 
 
+def test_a_center_is_the_map_of_the_shifted_inputs(rng):
+    # literal: φ_c(x) = sqrt(2/D) cos(W (x - c) + b) with the W, b of the map without c
+    X = rng.standard_normal((30, 3)) * [1.0, 10.0, 0.1] + [5.0, -40.0, 2.0]
+    c = X.mean(axis=0)
+    plain = RandomFourierFeatures(Gaussian(2.0), 50, random_state=3).fit(X)
+    moved = RandomFourierFeatures(Gaussian(2.0), 50, random_state=3, center=c).fit(X)
+    np.testing.assert_array_equal(moved.frequencies_, plain.frequencies_)
+    W, b = plain.frequencies_, plain.offsets_
+    np.testing.assert_allclose(
+        moved.transform(X), np.sqrt(2 / 50) * np.cos((X - c) @ W.T + b), rtol=0, atol=1e-12
+    )
+    np.testing.assert_allclose(moved.transform(X), plain.transform(X - c), rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="center must have shape"):
+        RandomFourierFeatures(Gaussian(2.0), 5, center=[0.0, 1.0]).fit(X)
+    with pytest.raises(ValueError, match="center must be finite"):
+        RandomFourierFeatures(Gaussian(2.0), 5, center=[0.0, np.nan, 1.0]).fit(X)
+    with pytest.raises(TypeError, match="center must be"):
+        RandomFourierFeatures(Gaussian(2.0), 5, center=["a", "b", "c"]).fit(X)
+
+
 def test_float32_stays_float32_and_matches(rng):
     X = rng.standard_normal((40, 3))
     f = RandomFourierFeatures(Gaussian(1.0), 64, random_state=0).fit(X)

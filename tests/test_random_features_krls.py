@@ -156,3 +156,16 @@ def test_check_estimator(Est, n_features):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         check_estimator(Est(n_features=n_features), expected_failed_checks=expected)
+
+
+def test_a_zero_penalty_is_the_least_squares_solution_of_least_norm(rng):
+    # D > n: Φ^T Φ is singular; λ = 0 is the pseudo-inverse on its numerical range (it was
+    # 1 / 0 = inf where an eigenvalue was exactly zero)
+    X, y = _data(rng, n=30)
+    est = RandomFeaturesRegressor(
+        Gaussian(1.0), penalty=0.0, n_features=80, validation_fraction=0, random_state=0
+    ).fit(X, y)
+    Phi = est.features_.transform(X)
+    ref = np.linalg.lstsq(Phi, y - y.mean(), rcond=None)[0]
+    assert np.all(np.isfinite(est.coef_))
+    np.testing.assert_allclose(est.coef_, ref, rtol=1e-6, atol=1e-6 * np.abs(ref).max())

@@ -119,6 +119,21 @@ def sample_frequencies(
     return omega, phase
 
 
+def _check_center(center: Any, d: int) -> np.ndarray | None:
+    """``center`` as float64 of shape (d,), or None; ValueError/TypeError naming it."""
+    if center is None:
+        return None
+    try:
+        c = np.asarray(center, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"center must be None or an array of {d} numbers: {exc}") from None
+    if c.shape != (d,):
+        raise ValueError(f"center must have shape ({d},) (one value per feature), got {c.shape}")
+    if not np.all(np.isfinite(c)):
+        raise ValueError("center must be finite")
+    return c
+
+
 class _DenseTransformer(TransformerMixin, BaseEstimator):
     """Dense input only; float32 and float64 kept."""
 
@@ -130,7 +145,8 @@ class _DenseTransformer(TransformerMixin, BaseEstimator):
 
 
 class RandomFourierFeatures(_DenseTransformer):
-    """Random Fourier feature map φ(x) = sqrt(2/D) cos(W x + b), a scikit-learn transformer.
+    """Random Fourier feature map φ(x) = sqrt(2/D) cos(W (x - c) + b), a scikit-learn
+    transformer (c = 0 unless ``center`` is given).
 
     Parameters
     ----------
@@ -147,13 +163,21 @@ class RandomFourierFeatures(_DenseTransformer):
         Bytes a block of transformed rows may take (None: half the available memory).
     device : None, "auto", "cpu", "cuda", "cuda:N" or torch.device, default=None
         Where ``transform`` computes (None: where X lives); the output follows the input.
+    center : array-like of shape (n_features_in,) or None, default=None
+        The point c the phases are drawn relative to: the map of the inputs x - c. Every c
+        gives a map of the same kernel (a kernel does not see a shift); the estimators that
+        scale their inputs give the training columns' means, so that a fit on raw inputs
+        draws the map it draws on standardized ones.
 
     Attributes
     ----------
     kernel_ : Kernel
         The kernel with its bandwidth resolved.
     frequencies_ : ndarray of shape (n_features, ``n_features_in_``)
+        W.
     offsets_ : ndarray of shape (n_features,)
+        The phases with the center folded in, b - W c (``transform`` computes
+        cos(W x + offsets_)).
     n_features_in_ : int
 
     Examples
@@ -175,6 +199,7 @@ class RandomFourierFeatures(_DenseTransformer):
         random_state: Any = None,
         memory_budget: Any = None,
         device: Any = None,
+        center: Any = None,
     ) -> None:
         self.kernel = kernel
         self.n_features = n_features
@@ -182,6 +207,7 @@ class RandomFourierFeatures(_DenseTransformer):
         self.random_state = random_state
         self.memory_budget = memory_budget
         self.device = device
+        self.center = center
 
     def fit(self, X: Any, y: Any = None) -> RandomFourierFeatures:
         """Draw the frequencies (X gives the dimension and, for "median", the bandwidth).
@@ -208,9 +234,12 @@ class RandomFourierFeatures(_DenseTransformer):
         # the median heuristic and the frequencies use separate streams of random_state
         med_rng, freq_rng = rng.spawn(2)
         self.kernel_ = kernel.resolve(X, med_rng)
+        center = _check_center(self.center, X.shape[1])
         self.frequencies_, self.offsets_ = sample_frequencies(
             self.kernel_, D, X.shape[1], freq_rng, bool(self.orthogonal)
         )
+        if center is not None:
+            self.offsets_ = self.offsets_ - self.frequencies_ @ center
         self._on_device: dict[tuple[str, str], tuple[Any, Any]] = {}
         return self
 

@@ -170,9 +170,11 @@ _TRANSIENT: dict[str, dict[str, Any]] = {
 _OLD_CACHES = ("_coef", "_W")
 #: Parameters added since files were first written, with the value that loads an older
 #: file as it was fitted (``scale``: files written before it existed had unscaled inputs;
-#: ``class_weight``: none; ``stopping_threshold``: the stopping rule's default).
+#: ``class_weight``: none; ``stopping_threshold``: the stopping rule's default; a random
+#: Fourier map's ``center``: none, its phases as drawn).
 _ADDED_PARAMS: dict[str, Any] = {
     "scale": False,
+    "center": None,
     "class_weight": None,
     "loss": "square",
     "stopping_threshold": None,

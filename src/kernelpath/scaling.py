@@ -17,6 +17,11 @@ indicator of a one-hot block weighs what one category change weighs, whatever it
 (0/1 or standardized: adult's default fit is the same on both). The statistics
 are taken on at most ``SCALE_ROWS`` rows drawn at random (all rows below that), one read of
 those rows for data out of core or on Dask.
+
+The same read gives the columns' means: a random Fourier map draws its phases relative to
+them (``RandomFourierFeatures(center=...)``), so that the map a fit draws on raw inputs is
+the one it draws on standardized inputs (a kernel's blocks do not depend on a shift, a
+random map's draw does).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import numpy as np
 
 from . import _backend as B
 
-__all__ = ["SCALE_ROWS", "check_scale", "feature_scales"]
+__all__ = ["SCALE_ROWS", "check_scale", "feature_scales", "feature_statistics"]
 
 #: Rows the column statistics are taken on (at random above that; the standard deviation
 #: of 100,000 rows of a normal column is within about 0.5% of the population's).
@@ -55,6 +60,12 @@ def feature_scales(X: Any, rng: np.random.Generator) -> np.ndarray:
     """The spread of each column of ``X`` (shape (d,), positive, float64): the standard
     deviation, else 1 (see the module's rule). Draws the rows from ``rng`` only when X has
     more than ``SCALE_ROWS`` rows."""
+    return feature_statistics(X, rng)[1]
+
+
+def feature_statistics(X: Any, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(means, spreads) of the columns of ``X``, each of shape (d,) and float64, from one
+    read of the same rows (the spreads as ``feature_scales``)."""
     n = int(X.shape[0])
     if n > SCALE_ROWS:
         rows = np.sort(rng.choice(n, SCALE_ROWS, replace=False))
@@ -75,4 +86,5 @@ def feature_scales(X: Any, rng: np.random.Generator) -> np.ndarray:
     # two values: at least half their gap (an indicator; see the module's rule)
     two = varies & np.all((S == lo) | (S == hi), axis=0)
     s = np.where(two, np.maximum(s, (hi - lo) / 2), s)
-    return np.where(varies, s, 1.0)
+    center = S.mean(axis=0) if len(S) else empty
+    return center, np.where(varies, s, 1.0)

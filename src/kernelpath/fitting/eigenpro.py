@@ -110,6 +110,9 @@ class EigenProFamily(Family):
     def has_path(self, settings: FitSettings, method: str) -> bool:
         return True
 
+    def fourier_features(self, params: Mapping[str, Any]) -> bool:
+        return params["n_features"] is not None
+
     def size_path(self, settings: FitSettings) -> bool:
         return False
 
@@ -163,7 +166,11 @@ class EigenProFamily(Family):
             check_rff_kernel(kernel)
             settings = replace(settings, feature_seed=settings.seed())  # kept by the refit
             fmap = RandomFourierFeatures(
-                kernel, D, random_state=settings.feature_seed, memory_budget=budget
+                kernel,
+                D,
+                random_state=settings.feature_seed,
+                memory_budget=budget,
+                center=problem.center,
             ).fit(B.to_numpy(Xtr[:1]))
             features = indexed_features(_first(fmap, D), Xtr, D, BATCH_MEMORY_FRACTION * budget)
             es = feature_eigensystem(features(sub), q, self._damping(opts, features=True))

@@ -97,6 +97,11 @@ class Family:
         """The family's own parameters, checked (a frozen dataclass)."""
         return None
 
+    def fourier_features(self, params: Mapping[str, Any]) -> bool:
+        """Whether the fit draws random Fourier maps (with ``scale`` on, relative to the
+        training columns' means: ``FitProblem.center``)."""
+        return False
+
     def method(self, params: Mapping[str, Any]) -> str:
         """The solver or filter the parameters name."""
         raise NotImplementedError

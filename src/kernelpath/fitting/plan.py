@@ -15,7 +15,7 @@ from .. import ard
 from ..calibration import fit_calibration
 from ..kernels import Kernel, _RadialKernel, kernel_candidates, kernel_items
 from ..path import Path
-from ..scaling import check_scale, feature_scales
+from ..scaling import check_scale, feature_statistics
 from ..selection import check_cv, cv_folds, holdout_split
 from .family import Family, candidate_scores
 from .memory import held_bytes
@@ -173,6 +173,9 @@ class SelectionPlan:
     width_info : list of dict or None
         The reports of the width searches (``widths.choose_width``), one per kernel whose
         width the screen chose.
+    problem : FitProblem or None
+        The problem the search and the model use: the one given, with the columns' means
+        (``FitProblem.center``) where the inputs are scaled.
     """
 
     kernels: list[Kernel]
@@ -185,6 +188,7 @@ class SelectionPlan:
     refit: bool = False
     ard_info: dict[str, Any] | None = None
     width_info: list[dict[str, Any]] | None = None
+    problem: FitProblem | None = None
 
 
 def _check_widths_on(kernels: list[Any], X: Any) -> None:
@@ -219,9 +223,15 @@ def make_plan(
             "scale=True scales the inputs of a radial kernel (its widths per feature); "
             f"kernel={kernel!r} has none: give scale='auto' or False, or scale X yourself"
         )
-    scales = (
-        feature_scales(problem.X, spawned(rng)) if any(k.scaled_by(scale) for k in items) else None
-    )
+    # scaled inputs: the widths in units of each column's spread; with scale on, random
+    # Fourier maps are drawn relative to the columns' means (the map of standardized inputs)
+    scales = None
+    scaled = any(k.scaled_by(scale) for k in items)
+    centered = scale is not False and family.fourier_features(params)
+    if scaled or centered:
+        center, spread = feature_statistics(problem.X, spawned(rng))
+        scales = spread if scaled else None
+        problem = replace(problem, center=center if centered else None)
     # sigma="ard": the widths are learned on the training rows (all of them without a
     # hold-out) and the learned kernel joins the "auto" width as the first candidate
     # (the guard: selection keeps it only where it beats it)
@@ -302,6 +312,7 @@ def make_plan(
                 y = problem.Y[:, 0]
             plan.folds = cv_folds(cv, y, rng, problem.classifier)
     plan.ard_info = ard_info
+    plan.problem = problem
     return plan
 
 
@@ -311,6 +322,8 @@ def select(
     """Plan the selection from the estimator's ``params``, run the search the plan chose,
     and fit the model: the refit on all rows at the chosen point, or that point itself."""
     plan = make_plan(family, problem, settings, params)
+    if plan.problem is not None:
+        problem = plan.problem
 
     def fit_one(
         k: Kernel, rows: np.ndarray, val: np.ndarray | None, s: FitSettings

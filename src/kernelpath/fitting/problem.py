@@ -49,6 +49,9 @@ class FitProblem:
     held : int
         Bytes of the budget the fit holds already (``fitting.memory``): the copy of X made
         while validating it, and at the refit the search's paths.
+    center : ndarray of shape (d,) or None
+        The columns' means where the fit scales its inputs (``scaling.feature_statistics``):
+        random Fourier maps draw their phases relative to it. None: inputs as given.
     """
 
     X: Any
@@ -60,6 +63,7 @@ class FitProblem:
     single_output: bool = False
     estimator: str = "the estimator"
     held: int = 0
+    center: np.ndarray | None = None
 
     @property
     def n(self) -> int:

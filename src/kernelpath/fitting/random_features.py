@@ -76,6 +76,9 @@ class RandomFeaturesFamily(Family):
     screens_with_own_solver = True
     shifts_width = False
 
+    def fourier_features(self, params: Mapping[str, Any]) -> bool:
+        return True
+
     def method(self, params: Mapping[str, Any]) -> str:
         return "eigh"
 
@@ -129,7 +132,12 @@ class RandomFeaturesFamily(Family):
         operator_budget(problem, copies, len(rows) + n_va, solver, what, 0, "features")
         settings = replace(settings, feature_seed=settings.seed())  # the refit reuses the map
         fmap = RandomFourierFeatures(
-            kernel, Dmax, bool(orthogonal), settings.feature_seed, problem.budget
+            kernel,
+            Dmax,
+            bool(orthogonal),
+            settings.feature_seed,
+            problem.budget,
+            center=problem.center,
         ).fit(B.to_numpy(Xtr[:1]))
         if loss != "square":
             vop = None if vX is None else rff_operator(fmap, vX, Dmax)
@@ -187,7 +195,12 @@ class RandomFeaturesFamily(Family):
         D = coef.shape[0]
         opts: RandomFeaturesOptions = cand.settings.options
         features = RandomFourierFeatures(
-            cand.kernel, D, bool(opts.orthogonal), cand.settings.feature_seed, opts.memory_budget
+            cand.kernel,
+            D,
+            bool(opts.orthogonal),
+            cand.settings.feature_seed,
+            opts.memory_budget,
+            center=cand.features.center,
         ).fit(cand.features.frequencies_[:1, :] * 0)
         return {"coef": coef, "intercept": intercept, "features_": features, "n_features_": D}
 

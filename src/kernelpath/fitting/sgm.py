@@ -108,15 +108,24 @@ class SGMFamily(Family):
     def has_path(self, settings: FitSettings, method: str) -> bool:
         return True
 
+    def fourier_features(self, params: Mapping[str, Any]) -> bool:
+        return bool(params["features"] == "random")
+
     def feature_map(
-        self, Xtr: Any, kernel: Kernel, opts: SGMOptions, seed: int, budget: int
+        self,
+        Xtr: Any,
+        kernel: Kernel,
+        opts: SGMOptions,
+        seed: int,
+        budget: int,
+        center: np.ndarray | None,
     ) -> RandomFourierFeatures | NystromFeatures:
         D = opts.n_features
         if opts.features == "random":
             check_rff_kernel(kernel, " (or use features='nystrom')")
-            return RandomFourierFeatures(kernel, D, random_state=seed, memory_budget=budget).fit(
-                B.to_numpy(Xtr[:1])
-            )
+            return RandomFourierFeatures(
+                kernel, D, random_state=seed, memory_budget=budget, center=center
+            ).fit(B.to_numpy(Xtr[:1]))
         return NystromFeatures(kernel, D, seed, budget).fit(Xtr)
 
     def solve(
@@ -140,7 +149,7 @@ class SGMFamily(Family):
         fixed = sgm_memory(D, d, opts.features == "nystrom", int(n_steps), problem.n_outputs, n_va)
         what = f"{problem.estimator} with n_features={opts.n_features}"
         left = operator_budget(problem, copies, n + n_va, fixed, what, 0, "features")
-        fmap = self.feature_map(Xtr, kernel, opts, seed, problem.budget)
+        fmap = self.feature_map(Xtr, kernel, opts, seed, problem.budget, problem.center)
         full = WithBias(fmap) if opts.fit_intercept else fmap
         probe = full.transform(Xtr[: min(n, 1000)])
         D = probe.shape[1]

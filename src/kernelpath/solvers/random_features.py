@@ -33,7 +33,7 @@ from .._backend import FACTOR_DTYPE
 from ..dispatch import feature_moments as operator_moments
 from ..dispatch import feature_operator
 from ..features import RandomFourierFeatures
-from ..linalg import top_eigenvalue
+from ..linalg import spectral_filter, top_eigenvalue
 from ..operators import FeatureOperator, Operator, row_blocks
 from ..operators.features import BLOCK_BYTES
 from ..path import Path
@@ -169,7 +169,7 @@ def rf_penalty_path(
     s = np.maximum(s, 0.0)
     c = V.T @ (b / (n * np.sqrt(D)))  # V^T Φ^T W y / n
     lam = penalty_grid(s.max()) if penalties is None else np.asarray(penalties, dtype=float)
-    filt = 1.0 / (s[None, :] + lam[:, None])  # (P, D)
+    filt = spectral_filter("tikhonov", s, lam)  # (P, D): λ = 0 is the pseudo-inverse
     Wts = np.einsum("dj,pj,jk->dpk", V, filt, c)  # (D, P, k) normalized weights
     ywy = (w[:, None] * Y2 * Y2).sum(axis=0)
     train = _train_errors(Wts / np.sqrt(D), G, b, ywy, float(w.sum()), k)
