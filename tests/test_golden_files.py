@@ -109,6 +109,10 @@ def test_files_written_before_scale_load_with_scaling_off():
     for name in BATCH:
         est = kp.load(os.path.join(GOLDEN, f"{name}.kp"))
         assert est.get_params()["scale"] is False, name
+        # and their random Fourier maps, written before ``center``, load as drawn
+        fmap = getattr(est, "features_", None)
+        if isinstance(fmap, kp.RandomFourierFeatures):
+            assert fmap.get_params()["center"] is None, name
 
 
 def test_a_file_saved_now_loads_and_predicts_the_same(tmp_path):
