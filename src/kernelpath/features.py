@@ -177,7 +177,7 @@ class RandomFourierFeatures(_DenseTransformer):
         W.
     offsets_ : ndarray of shape (n_features,)
         The phases with the center folded in, b - W c (``transform`` computes
-        cos(W x + offsets_)).
+        cos(W x + b - W c)).
     n_features_in_ : int
 
     Examples

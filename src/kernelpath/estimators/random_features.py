@@ -50,7 +50,9 @@ _RF_DOC = """
     ----------
     kernel : str, Kernel or sequence of them, default="gaussian"
         A sequence, or ``sigma="auto"``, is a path over kernels (see NystromRegressor).
-        Gaussian, Laplacian, Cauchy or Matern (a name uses ``sigma="median"``).
+        Gaussian, Laplacian, Cauchy or Matern. A name has its width chosen by the fit
+        (``sigma="auto"``: the width screen, with this estimator's own model) where there
+        is a hold-out, else the median heuristic.
     penalty : float, sequence of floats or "auto", default="auto"
         λ in (1/n) sum_i (y_i - φ(x_i)^T w)^2 + λ ||w||^2 with the normalized map
         φ = sqrt(2/D) cos(W x + b). A sequence is a path (one eigendecomposition of
@@ -66,13 +68,17 @@ _RF_DOC = """
     validation_fraction : float in [0, 1), default=0.2
     cv : "holdout", "loo", "gcv", int or splitter, default="holdout"
         See NystromRegressor; "loo" and "gcv" in closed form at one D.
-    refit : bool, default=False
-        Refit on all the data at the chosen (D, λ) with the same features.
+    refit : "auto", True or False, default="auto"
+        Refit on all the data at the chosen (D, λ) with the same features ("auto" does: a
+        closed form at its λ; see NystromRegressor).
     memory_budget : int, str or None, default=None
     random_state : int, Generator or None, default=None
         Seeds the split, the bandwidth heuristic and the features.
     scale, device, verbose : as in NystromRegressor
-        Feature scaling, where to compute, and progress reports.
+        Feature scaling, where to compute, and progress reports. With ``scale`` on, the
+        random phases are drawn about the training columns' means
+        (``RandomFourierFeatures(center=...)``): the fit on raw features draws the map it
+        draws on standardized ones.
 
     Attributes
     ----------
