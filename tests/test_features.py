@@ -72,6 +72,10 @@ def test_a_center_is_the_map_of_the_shifted_inputs(rng):
         moved.transform(X), np.sqrt(2 / 50) * np.cos((X - c) @ W.T + b), rtol=0, atol=1e-12
     )
     np.testing.assert_allclose(moved.transform(X), plain.transform(X - c), rtol=0, atol=1e-12)
+    mean = RandomFourierFeatures(Gaussian(2.0), 50, random_state=3, center="mean").fit(X)
+    np.testing.assert_allclose(mean.offsets_, moved.offsets_, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="center must be 'mean'"):
+        RandomFourierFeatures(Gaussian(2.0), 5, center="median").fit(X)
     with pytest.raises(ValueError, match="center must have shape"):
         RandomFourierFeatures(Gaussian(2.0), 5, center=[0.0, 1.0]).fit(X)
     with pytest.raises(ValueError, match="center must be finite"):

@@ -123,6 +123,8 @@ def _check_center(center: Any, d: int) -> np.ndarray | None:
     """``center`` as float64 of shape (d,), or None; ValueError/TypeError naming it."""
     if center is None:
         return None
+    if isinstance(center, str):
+        raise ValueError(f"center must be 'mean', None or an array of {d} numbers, got {center!r}")
     try:
         c = np.asarray(center, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -163,11 +165,12 @@ class RandomFourierFeatures(_DenseTransformer):
         Bytes a block of transformed rows may take (None: half the available memory).
     device : None, "auto", "cpu", "cuda", "cuda:N" or torch.device, default=None
         Where ``transform`` computes (None: where X lives); the output follows the input.
-    center : array-like of shape (n_features_in,) or None, default=None
+    center : array-like of shape (n_features_in,), "mean" or None, default=None
         The point c the phases are drawn relative to: the map of the inputs x - c. Every c
-        gives a map of the same kernel (a kernel does not see a shift); the estimators that
-        scale their inputs give the training columns' means, so that a fit on raw inputs
-        draws the map it draws on standardized ones.
+        gives a map of the same kernel (a kernel does not see a shift); "mean": the column
+        means of the X given to ``fit``, so that the map drawn for X is the one drawn for X
+        minus its means (the estimators that scale their inputs give the training columns'
+        means this way). None: c = 0.
 
     Attributes
     ----------
@@ -234,7 +237,10 @@ class RandomFourierFeatures(_DenseTransformer):
         # the median heuristic and the frequencies use separate streams of random_state
         med_rng, freq_rng = rng.spawn(2)
         self.kernel_ = kernel.resolve(X, med_rng)
-        center = _check_center(self.center, X.shape[1])
+        given = self.center
+        if isinstance(given, str) and given == "mean":
+            given = B.to_numpy(X, np.float64).mean(axis=0)
+        center = _check_center(given, X.shape[1])
         self.frequencies_, self.offsets_ = sample_frequencies(
             self.kernel_, D, X.shape[1], freq_rng, bool(self.orthogonal)
         )
