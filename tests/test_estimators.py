@@ -367,3 +367,32 @@ def test_refit_keeps_the_chosen_iteration_count(rng, filt):
     b = KRLSRegressor(Gaussian(1.5), filter=filt, max_iter=a.n_iter_, validation_fraction=0.0)
     b.fit(X, y)
     np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-10, atol=1e-12)
+
+
+def test_repeated_rows_drawn_as_centers_are_kept_once():
+    # a repeated center adds nothing to the span, but makes K_mm singular (and its factor
+    # an eigendecomposition); the model is Nyström KRLS on the distinct centers
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((60, 3))
+    X = base[rng.integers(0, 60, 400)]  # each row about 7 times
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(400)
+    lam = 1e-3
+    est = NystromRegressor(
+        Gaussian(1.0),
+        n_centers=100,
+        solver="direct",
+        penalty=lam,
+        validation_fraction=0,
+        scale=False,
+        random_state=0,
+    ).fit(X, y)
+    C = est.centers_
+    assert len(np.unique(C, axis=0)) == len(C) <= 60
+    assert all((np.abs(X - c).sum(axis=1) == 0).any() for c in C)
+
+    def k(A, Z):
+        return np.exp(-((A[:, None, :] - Z[None, :, :]) ** 2).sum(-1) / 2)
+
+    Knm, Kmm, n = k(X, C), k(C, C), len(X)
+    alpha = np.linalg.lstsq(Knm.T @ Knm + n * lam * Kmm, Knm.T @ (y - y.mean()), rcond=None)[0]
+    np.testing.assert_allclose(est.predict(X), Knm @ alpha + y.mean(), rtol=0, atol=1e-6)

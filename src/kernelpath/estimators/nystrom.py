@@ -118,7 +118,10 @@ _NYSTROM_PARAMS = (
         clipped with a warning. A sequence of m values, or "auto" (20 values geometric from 1
         to the default), fits the incremental Nyström path over (m, λ) (thesis Algorithm
         4.1, closed form whatever ``solver``) and chooses m with λ on the validation split;
-        the model keeps the first m centers drawn.
+        the model keeps the first m centers drawn. With one m and uniform centers, a drawn
+        row whose values repeat an earlier center's is kept once (the same model: it adds
+        nothing to the centers' span), so ``centers_`` can have fewer than m rows on data
+        with repeated rows.
     centers : str, strategy object or array-like of shape (m, n_features), default="uniform"
         "uniform"; "leverage" (exact ridge leverage scores, n up to ~20,000);
         "approximate-leverage" (Alaoui & Mahoney's two-pass estimate); "squeak" (SQUEAK's

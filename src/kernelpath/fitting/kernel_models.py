@@ -13,7 +13,7 @@ import numpy as np
 from .. import _backend as B
 from .._backend import resolve_memory_budget
 from .._validation import check_choice, check_float, check_int, check_size
-from ..centers import CenterSelection, chooses_size, select_centers
+from ..centers import CenterSelection, chooses_size, select_centers, without_repeats
 from ..kernels import Kernel
 from ..linalg import FILTERS, regularized_factor
 from ..operators import KernelOperator
@@ -489,6 +489,8 @@ class NystromFamily(_KernelModel):
         sel = select_centers(
             strategy, Xtr, m, settings.rng, kernel, pen if isinstance(pen, float) else None, budget
         )
+        if grid is None and sel.strategy == "uniform" and sel.weights is None:
+            sel = without_repeats(sel)  # the same span, K_mm no longer singular
         M = len(sel.points)
         if grid is not None:
             if grid.size == 0:  # "auto"
