@@ -1,10 +1,14 @@
 """What the papers' reproduction scripts share: the data as the authors' code prepared it,
-mean ± sd and the "within twice the published ±" test, and writing a generated table into
-REPORT.md between its markers."""
+mean ± sd and the "within twice the published ±" test, writing a generated table into
+REPORT.md between its markers, and the ``run`` command of the one-experiment scripts."""
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -50,3 +54,13 @@ def write_block(name: str, text: str) -> None:
     start, end = f"<!-- {name}: start -->", f"<!-- {name}: end -->"
     i, j = report.index(start) + len(start), report.index(end)
     REPORT.write_text(report[:i] + "\n" + text + "\n" + report[j:])
+
+
+def run_command(doc: str | None, out: Path, experiment: Callable[[], Any]) -> Any:
+    """The ``run`` command of a one-experiment script: usage (``doc``) unless the only
+    argument is "run", else the experiment's results, written to ``out`` as JSON."""
+    if sys.argv[1:] != ["run"]:
+        raise SystemExit(doc)
+    res = experiment()
+    out.write_text(json.dumps(res, indent=1) + "\n")
+    return res

@@ -17,15 +17,18 @@ exp(-d²/σ²).
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
-from scipy.io import arff
+from _common import run_command
+
+from kernelpath.datasets import load_arff
 
 HERE = Path(__file__).resolve().parent
-DATA = HERE.parents[2] / "shared" / "data" / "pumadyn32nh" / "puma32H.arff"
+sys.path.insert(0, str(HERE.parent))
+from defaults import DATA  # noqa: E402
+
 OUT = HERE / "results" / "alaoui_table1.json"
 GRID = np.logspace(-9, 1, 60)
 
@@ -59,9 +62,8 @@ class Spectrum:
 
 
 def run() -> dict:
-    data, _ = arff.loadarff(DATA)
-    A = np.array([list(r) for r in data], dtype=float)
-    X, y = A[:2000, :-1], A[:2000, -1]
+    X, y = load_arff(DATA / "pumadyn32nh" / "puma32H.arff")
+    X, y = X[:2000], y[:2000]
     scalings = {
         "as shipped": X,
         "/75": X / 75.0,
@@ -94,10 +96,7 @@ def run() -> dict:
 
 
 def main() -> None:
-    if sys.argv[1:] != ["run"]:
-        raise SystemExit(__doc__)
-    res = run()
-    OUT.write_text(json.dumps(res, indent=1) + "\n")
+    res = run_command(__doc__, OUT, run)
     for r in res["rows"]:
         a, b = r["at_loo"], r["at_published_d_eff"]
         print(

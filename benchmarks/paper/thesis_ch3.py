@@ -11,12 +11,12 @@ RMSE.
 
 from __future__ import annotations
 
-import json
 import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
+from _common import run_command
 
 import kernelpath as kp
 
@@ -54,10 +54,7 @@ def run() -> dict:
 
 
 def main() -> None:
-    if sys.argv[1:] != ["run"]:
-        raise SystemExit(__doc__)
-    res = run()
-    OUT.write_text(json.dumps(res, indent=1) + "\n")
+    res = run_command(__doc__, OUT, run)
     for name, r in res.items():
         ts = {s: [x[s]["t"] for x in r["runs"]] for s in ("auto", "thesis")}
         m = r["mean_rmse"]

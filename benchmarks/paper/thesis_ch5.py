@@ -13,12 +13,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from _common import run_command
 
 import kernelpath as kp
 from kernelpath.solvers.random_features import feature_moments, rf_feature_path
@@ -96,10 +96,9 @@ def update_rows() -> dict:
 
 
 def main() -> None:
-    if sys.argv[1:] != ["run"]:
-        raise SystemExit(__doc__)
-    res = {"intercept": intercept_rows(), "updates": update_rows()}
-    OUT.write_text(json.dumps(res, indent=1) + "\n")
+    res = run_command(
+        __doc__, OUT, lambda: {"intercept": intercept_rows(), "updates": update_rows()}
+    )
     for name, r in res["intercept"].items():
         print(f"{name}: test RMSE with intercept {r['with']:.4g}, without {r['without']:.4g}")
     u = res["updates"]
