@@ -162,6 +162,9 @@ class SelectionPlan:
         How the path is scored ("holdout" also when nothing is selected).
     train, validation : ndarray of int or None
         The hold-out split (validation None: no selection).
+    problem : FitProblem
+        The problem the search and the model use: the one given, with the columns' means
+        (``FitProblem.center``) where the inputs are scaled.
     folds : list of (train, validation) or None
         The k-fold (or splitter) folds.
     pinned : int
@@ -173,9 +176,6 @@ class SelectionPlan:
     width_info : list of dict or None
         The reports of the width searches (``widths.choose_width``), one per kernel whose
         width the screen chose.
-    problem : FitProblem or None
-        The problem the search and the model use: the one given, with the columns' means
-        (``FitProblem.center``) where the inputs are scaled.
     """
 
     kernels: list[Kernel]
@@ -183,12 +183,12 @@ class SelectionPlan:
     cv: Any
     train: np.ndarray
     validation: np.ndarray | None
+    problem: FitProblem
     folds: list[tuple[np.ndarray, np.ndarray]] | None = None
     pinned: int = 0
     refit: bool = False
     ard_info: dict[str, Any] | None = None
     width_info: list[dict[str, Any]] | None = None
-    problem: FitProblem | None = None
 
 
 def _check_widths_on(kernels: list[Any], X: Any) -> None:
@@ -285,6 +285,7 @@ def make_plan(
             "holdout",
             tr,
             va,
+            problem,
             refit=_refit(settings, problem, family, method) and va is not None,
         )
         if searched:
@@ -305,14 +306,15 @@ def make_plan(
         if guard:
             learned, ard_info = learned_kernel(items[0], problem, rng, None, scales)
             kernels = [learned, *kernels]
-        plan = SelectionPlan(kernels, method, cv, every, None, refit=cv not in ("loo", "gcv"))
+        plan = SelectionPlan(
+            kernels, method, cv, every, None, problem, refit=cv not in ("loo", "gcv")
+        )
         if plan.refit:  # k-fold or a splitter
             y = labels if labels is not None else problem.Y
             if labels is None and problem.single_output:
                 y = problem.Y[:, 0]
             plan.folds = cv_folds(cv, y, rng, problem.classifier)
     plan.ard_info = ard_info
-    plan.problem = problem
     return plan
 
 
@@ -322,8 +324,7 @@ def select(
     """Plan the selection from the estimator's ``params``, run the search the plan chose,
     and fit the model: the refit on all rows at the chosen point, or that point itself."""
     plan = make_plan(family, problem, settings, params)
-    if plan.problem is not None:
-        problem = plan.problem
+    problem = plan.problem
 
     def fit_one(
         k: Kernel, rows: np.ndarray, val: np.ndarray | None, s: FitSettings
