@@ -34,6 +34,7 @@ import scipy.optimize
 import scipy.sparse
 
 from . import _backend as B
+from ._threads import dense_threads
 from ._validation import check_int
 from .kernels import AUTO_WIDTH_FACTORS, Kernel, make_kernel, median_distance
 from .operators import KernelOperator
@@ -125,7 +126,8 @@ class _Objective:
         A = KWK + (lam * n) * Kmm
         A[np.diag_indices_from(A)] += JITTER * n
         try:
-            cf = scipy.linalg.cho_factor(A, lower=True)
+            with dense_threads(len(A) ** 3 / 3):
+                cf = scipy.linalg.cho_factor(A, lower=True)
         except np.linalg.LinAlgError:
             return (None, None)
         return cf, scipy.linalg.cho_solve(cf, KWY)

@@ -56,7 +56,7 @@ from ._validation import check_choice, check_dask_rows, check_float, check_int, 
 from .data.sources import as_source, is_lazy_array
 from .dispatch import make_operator
 from .kernels import Kernel, make_kernel
-from .linalg import nystrom_factor
+from .linalg import eigh_in_place, nystrom_factor
 from .operators import KernelOperator
 
 __all__ = [
@@ -84,7 +84,8 @@ def default_n_samples(n: int) -> int:
 
 
 #: p x p float64 matrices the approximate method holds at its peak beside its operator (the
-#: factor R, the Gram matrix and its projection, the eigenvectors and dsyevr's workspace).
+#: factor R, the Gram matrix and its projection, the eigenvectors over it and dsyevd's
+#: workspace of two, ``linalg.eigh_in_place``).
 APPROXIMATE_MATRICES = 5
 
 
@@ -166,7 +167,7 @@ def _approximate_scores(
     G = np.asarray(op.gram(), dtype=FACTOR_DTYPE)
     H = fac.project(G)
     del G
-    s, V = scipy.linalg.eigh(H, driver="evr", overwrite_a=True, check_finite=False)
+    s, V = eigh_in_place(H)
     del H
     s = np.maximum(s, 0.0)  # B^T B is PSD; rounding can leave tiny negative eigenvalues
     # τ~_i = ||(B^T B + λnI)^-1/2 b_i||^2 with b_i = R^T k_i (k_i: row i of C)

@@ -38,12 +38,14 @@ from ._backend import (
     to_numpy,
 )
 from ._kernels import givens_downdate_rows, givens_update_rows
+from ._threads import dense_threads
 
 __all__ = [
     "nystrom_factor",
     "nystrom_factor_device",
     "regularized_factor",
     "factor_on_device",
+    "eigh_in_place",
     "DEVICE_FACTOR_MIN_CENTERS",
     "NystromFactor",
     "spectral_filter",
@@ -56,6 +58,10 @@ __all__ = [
 ]
 
 FILTERS = ("tikhonov", "kols", "tsvd", "landweber", "nu")
+#: Floating-point operations of a symmetric eigendecomposition with its vectors, per m^3
+#: (the tridiagonal reduction 4/3, the back-transformation 2, divide and conquer at most
+#: 4/3; the count ``_threads.dense_threads`` weighs it by).
+EIGH_FLOPS = 4.7
 
 
 #: On CUDA, the Nyström factor, its preconditioners and the products with R stay on the device
@@ -115,8 +121,10 @@ class NystromFactor:
         """R^T G R, symmetrized, for G of shape (m, m) (on the host: two m x m matrices
         beside G at the peak)."""
         if not self.on_device:
-            H = self.R.T @ to_numpy(G, FACTOR_DTYPE)
-            H = H @ self.R
+            m, r = self.R.shape
+            with dense_threads(2.0 * r * m * (m + r)):
+                H = self.R.T @ to_numpy(G, FACTOR_DTYPE)
+                H = H @ self.R
             return symmetrize(H)
         H = self.R.T @ self._dev(G) @ self.R
         H = (H + H.T) / 2
@@ -134,12 +142,13 @@ class NystromFactor:
         if self.on_device:  # power iteration on the device: no m x m eigensolver
             val = top_eigenvalue(lambda v: to_numpy(self.M @ self._dev(v)), self.rank, 100, 1e-8)
             return val / (1 + 1e-8), np.asarray(self.top_vector, dtype=FACTOR_DTYPE)
-        vals, vecs = scipy.linalg.eigh(
-            self.M, lower=True, subset_by_index=[self.rank - 1, self.rank - 1]
-        )
-        if len(vals) == 0:  # LAPACK's MRRR (?syevr) can return no eigenvalue for a subset
-            vals, vecs = scipy.linalg.eigh(self.M, lower=True)
-            vals, vecs = vals[-1:], vecs[:, -1:]
+        with dense_threads(4.0 / 3.0 * self.rank**3):  # the tridiagonal reduction
+            vals, vecs = scipy.linalg.eigh(
+                self.M, lower=True, subset_by_index=[self.rank - 1, self.rank - 1]
+            )
+            if len(vals) == 0:  # LAPACK's MRRR (?syevr) can return no eigenvalue for a subset
+                vals, vecs = scipy.linalg.eigh(self.M, lower=True)
+                vals, vecs = vals[-1:], vecs[:, -1:]
         return float(vals[0]), vecs[:, 0]
 
     def preconditioner(self, scale: float, shift: float) -> Callable[[np.ndarray], np.ndarray]:
@@ -165,7 +174,8 @@ class NystromFactor:
             return solve
         P = scale * self.M  # Fortran order, like M: factored in place (one m x m each)
         P[np.diag_indices_from(P)] += shift
-        cf = scipy.linalg.cho_factor(P, lower=True, overwrite_a=True, check_finite=False)
+        with dense_threads(self.rank**3 / 3):
+            cf = scipy.linalg.cho_factor(P, lower=True, overwrite_a=True, check_finite=False)
         return lambda V: scipy.linalg.cho_solve(cf, V, check_finite=False)
 
     def diagonalized(self) -> NystromFactor:
@@ -177,13 +187,30 @@ class NystromFactor:
         overwritten (the factor is not usable afterwards)."""
         if self.M is None or self.M.ndim == 1 or self.on_device:
             return self
-        mu, Q = scipy.linalg.eigh(
-            self.M, lower=True, driver="evr", overwrite_a=True, check_finite=False
-        )
-        self.M = None
-        R = self.R @ Q
+        m, r = self.R.shape
+        with dense_threads(EIGH_FLOPS * r**3 + 2.0 * m * r * r):
+            mu, Q = scipy.linalg.eigh(
+                self.M, lower=True, driver="evr", overwrite_a=True, check_finite=False
+            )
+            self.M = None
+            R = self.R @ Q
         del Q
         return NystromFactor(R, np.maximum(mu, 0.0), "cholesky-eigh")
+
+
+def eigh_in_place(H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(eigenvalues ascending, eigenvectors) of a symmetric m x m float64 matrix, by LAPACK's
+    divide and conquer (dsyevd) writing the vectors over H (which is not usable afterwards).
+
+    A C-ordered H is passed as H^T (the same matrix, Fortran-ordered), so nothing is copied:
+    the peak is H and dsyevd's workspace of 2 m x m, the same as dsyevr on a C-ordered H (a
+    Fortran copy and the vectors). On the clustered spectra of projected kernel matrices
+    dsyevd is several times faster than dsyevr's MRRR (adult's screen, m = 640: 0.027 s
+    against 0.096 s, docs/design.md "Choosing the width")."""
+    A = H.T if H.flags.c_contiguous and not H.flags.f_contiguous else H
+    with dense_threads(EIGH_FLOPS * len(H) ** 3):
+        s, V = scipy.linalg.eigh(A, driver="evd", overwrite_a=True, check_finite=False)
+    return s, V
 
 
 def factor_on_device(device: Device, m: int) -> bool:
@@ -251,21 +278,12 @@ def nystrom_factor(
     m = K.shape[0]
     eps = np.finfo(FACTOR_DTYPE).eps if dtype_eps is None else dtype_eps
     if rcond is None and m > 0:
-        try:
-            L = scipy.linalg.cholesky(K, lower=True, check_finite=False)
-        except np.linalg.LinAlgError:
-            L = None
-        if L is not None and np.all(np.isfinite(L)):
-            anorm = float(np.abs(K).sum(axis=0).max())
-            rc, info = scipy.linalg.lapack.dpocon(L, anorm, uplo="L")
-            if info == 0 and rc > eps * m**1.5:
-                M = _lauum_lower(L) if preconditioned else None
-                # L (Fortran order) inverted in place: R = L^-T is its C-ordered transpose
-                Linv, info = scipy.linalg.lapack.dtrtri(L, lower=1, overwrite_c=1)
-                if info == 0:
-                    return NystromFactor(np.ascontiguousarray(Linv.T), M, "cholesky")
-                del M
-    s, U = scipy.linalg.eigh(K, driver="evd", check_finite=False)
+        with dense_threads(m**3):  # the Cholesky factor, its inverse and M: m^3 / 3 each
+            fac = _cholesky_factor(K, eps, preconditioned)
+        if fac is not None:
+            return fac
+    with dense_threads(EIGH_FLOPS * m**3):
+        s, U = scipy.linalg.eigh(K, driver="evd", check_finite=False)
     s, U = s[::-1], U[:, ::-1]
     if not np.isfinite(s).all() or s[0] <= 0:
         raise ValueError("the centers' kernel matrix K_mm has no positive eigenvalue")
@@ -276,6 +294,27 @@ def nystrom_factor(
     del U
     R /= np.sqrt(s)
     return NystromFactor(R, s, "eigh")
+
+
+def _cholesky_factor(K: np.ndarray, eps: float, preconditioned: bool) -> NystromFactor | None:
+    """``nystrom_factor``'s R = L^-T where K is safely positive definite, else None."""
+    m = K.shape[0]
+    try:
+        L = scipy.linalg.cholesky(K, lower=True, check_finite=False)
+    except np.linalg.LinAlgError:
+        return None
+    if not np.all(np.isfinite(L)):
+        return None
+    anorm = float(np.abs(K).sum(axis=0).max())
+    rc, info = scipy.linalg.lapack.dpocon(L, anorm, uplo="L")
+    if info != 0 or not rc > eps * m**1.5:
+        return None
+    M = _lauum_lower(L) if preconditioned else None
+    # L (Fortran order) inverted in place: R = L^-T is its C-ordered transpose
+    Linv, info = scipy.linalg.lapack.dtrtri(L, lower=1, overwrite_c=1)
+    if info != 0:
+        return None
+    return NystromFactor(np.ascontiguousarray(Linv.T), M, "cholesky")
 
 
 def regularized_factor(K_mm: Any, weights: Any, gamma: float) -> NystromFactor:
@@ -307,11 +346,12 @@ def regularized_factor(K_mm: Any, weights: Any, gamma: float) -> NystromFactor:
         raise ValueError(f"gamma must be a positive number, got {gamma!r}")
     Mw = w[:, None] * K * w[None, :]
     Mw[np.diag_indices_from(Mw)] += gamma
-    L = scipy.linalg.cholesky(Mw, lower=True, check_finite=False)
-    Linv = scipy.linalg.solve_triangular(L, np.eye(len(w)), lower=True, check_finite=False)
-    R = np.ascontiguousarray(w[:, None] * Linv.T)
-    KR = K @ R
-    return NystromFactor(R, KR.T @ KR, "regularized")
+    with dense_threads(5.0 * len(w) ** 3):  # the factor, its inverse and two products
+        L = scipy.linalg.cholesky(Mw, lower=True, check_finite=False)
+        Linv = scipy.linalg.solve_triangular(L, np.eye(len(w)), lower=True, check_finite=False)
+        R = np.ascontiguousarray(w[:, None] * Linv.T)
+        KR = K @ R
+        return NystromFactor(R, KR.T @ KR, "regularized")
 
 
 def nystrom_factor_device(K_mm: Any, dtype_eps: float | None = None) -> NystromFactor:

@@ -16,6 +16,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend as B
+from .._threads import fit_threads
 from .._validation import check_int, validate_X
 from ..distributed import dask_predict
 from ..fitting import Family, NystromFamily, Selection, select
@@ -49,7 +50,8 @@ class _KernelPathEstimator(BaseEstimator):
         self
         """
         verbose = check_int(getattr(self, "verbose", 0), "verbose", 0)
-        with verbose_reporter(type(self).__name__, int(verbose or 0)):
+        # BLAS on one thread, but in the large dense factorizations (_threads)
+        with verbose_reporter(type(self).__name__, int(verbose or 0)), fit_threads():
             self.__dict__.pop("ard_info_", None)
             family = self._family
             params = self.get_params(deep=False)

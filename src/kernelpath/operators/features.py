@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _backend as B
 from .._backend import FACTOR_DTYPE
+from .._threads import dense_threads
 
 __all__ = ["FeatureOperator", "feature_moments", "row_blocks", "BLOCK_BYTES"]
 
@@ -116,6 +117,7 @@ def feature_moments(
     G = B.gram_zeros(n_features, X, FACTOR_DTYPE)
     for s, e in row_blocks(len(X), n_features):
         F64 = B.astype(transform(X[s:e]), FACTOR_DTYPE)
-        G = B.add_gram(G, F64 if root is None else F64 * root[s:e, None])
+        with dense_threads((e - s) * n_features**2):  # syrk
+            G = B.add_gram(G, F64 if root is None else F64 * root[s:e, None])
         b += (F64 if w is None else F64 * w[s:e, None]).T @ Y2[s:e]
     return B.to_numpy(B.gram_done(G)), B.to_numpy(b)

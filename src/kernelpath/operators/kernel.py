@@ -43,9 +43,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 from .. import _backend as B
+from .._threads import blas_controller
 from .._validation import check_int
 from ..data.sources import RowSource, is_source
 from ..kernels import Kernel, squared_distances
@@ -85,16 +85,8 @@ FILL_WINDOW = 8
 #: break-even cost a 200,000-point fit 12.3 s against 9.2 s streaming).
 CACHE_MARGIN = 2.0
 
-_controller: ThreadpoolController | None = None
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
-
-
-def _blas_controller() -> ThreadpoolController:
-    global _controller
-    if _controller is None:
-        _controller = ThreadpoolController()
-    return _controller
 
 
 def _thread_pool(workers: int) -> ThreadPoolExecutor:
@@ -110,7 +102,7 @@ def _single_threaded_libraries(torch_too: bool) -> Any:
     """BLAS (and torch's intra-op pool) on one thread while the workers run."""
     torch = sys.modules.get("torch") if torch_too else None
     prev = torch.get_num_threads() if torch is not None else None
-    with _blas_controller().limit(limits=1, user_api="blas"):
+    with blas_controller().limit(limits=1, user_api="blas"):
         if torch is not None:
             torch.set_num_threads(1)
         try:

@@ -40,7 +40,9 @@ import scipy.linalg
 
 from .. import _backend as B
 from .._backend import FACTOR_DTYPE
+from .._threads import dense_threads
 from ..kernels import Kernel
+from ..linalg import EIGH_FLOPS
 from ..operators import KernelOperator
 from ..operators.features import BLOCK_BYTES
 from ..path import Path
@@ -101,6 +103,11 @@ class EigenSystem:
 def _top_pairs(M: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
     size = len(M)
     count = min(count, size)
+    with dense_threads(EIGH_FLOPS * size**3):
+        return _top_pairs_of(M, size, count)
+
+
+def _top_pairs_of(M: np.ndarray, size: int, count: int) -> tuple[np.ndarray, np.ndarray]:
     try:
         vals, vecs = scipy.linalg.eigh(
             M, subset_by_index=[size - count, size - 1], driver="evr", check_finite=False

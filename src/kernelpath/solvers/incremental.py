@@ -42,6 +42,7 @@ import scipy.linalg
 import scipy.linalg.lapack
 
 from .._backend import FACTOR_DTYPE
+from .._threads import dense_threads
 from ..linalg import (
     cholesky_downdate,
     cholesky_update,
@@ -117,7 +118,8 @@ def incremental_factor(
     if method == "blocked":
         # one LAPACK factorization when no center is dependent (the common case), else the
         # factorization that skips them
-        R, info = scipy.linalg.lapack.dpotrf(H, lower=0, clean=1)
+        with dense_threads(len(H) ** 3 / 3):
+            R, info = scipy.linalg.lapack.dpotrf(H, lower=0, clean=1)
         if info == 0 and np.all(np.diag(R) ** 2 > atol):
             return np.arange(len(H)), R
         kept, L = independent_columns(H, 0.0, atol=atol)

@@ -13,7 +13,6 @@ of forming K_nm^T W K_nm is paid once; each extra λ costs O(r k).
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
 from .. import linalg
 from .._backend import FACTOR_DTYPE, array_device, to_device, to_numpy
@@ -34,9 +33,9 @@ def _torch():
 
 
 #: m x m float64 matrices the direct path holds at its peak on the host: the factor R, the
-#: projected matrix H and the eigendecomposition's vectors and workspace (LAPACK's dsyevr
-#: through scipy: two), or R, the workers' sums of the Gram matrix (one per worker) and the
-#: projection's two (measured with tracemalloc, tests/test_memory.py).
+#: projected matrix H (overwritten by its eigenvectors) and dsyevd's workspace (two,
+#: ``linalg.eigh_in_place``), or R, the workers' sums of the Gram matrix (one per worker)
+#: and the projection's two (measured with tracemalloc, tests/test_memory.py).
 DIRECT_MATRICES = 4
 
 
@@ -110,8 +109,8 @@ def nystrom_direct_path(
         sig_d, V_d = _torch().linalg.eigh(H)
         sig = to_numpy(sig_d)
         c = to_numpy(V_d.T @ to_device(b, array_device(V_d))) / n
-    else:  # dsyevr on H in place: two m x m beside it (dsyevd: three)
-        sig, V = scipy.linalg.eigh(H, driver="evr", overwrite_a=True, check_finite=False)
+    else:  # dsyevd writing V over H: two m x m of workspace beside it
+        sig, V = linalg.eigh_in_place(H)
         del H
         c = V.T @ b / n  # (r, k)
     # H is PSD: a negative computed eigenvalue is rounding, and its size is the noise level

@@ -18,7 +18,8 @@ import numpy as np
 import scipy.linalg
 
 from .._backend import FACTOR_DTYPE
-from ..linalg import spectral_filter
+from .._threads import dense_threads
+from ..linalg import EIGH_FLOPS, spectral_filter
 from ..operators.protocol import KernelProducts
 from ..path import Path
 from ..selection import penalty_grid
@@ -88,7 +89,8 @@ def exact_path(
         lam = float(np.asarray(params).ravel()[0])
         if lam > 0:
             return _tikhonov_cholesky(K, Y, d, lam, op, validation)
-    s, Q = scipy.linalg.eigh(K, driver="evd", check_finite=False, overwrite_a=True)
+    with dense_threads(EIGH_FLOPS * n**3):
+        s, Q = scipy.linalg.eigh(K, driver="evd", check_finite=False, overwrite_a=True)
     del K
     s = np.maximum(s, 0.0)
     c = Q.T @ (d[:, None] * Y)  # (n, k)
@@ -146,7 +148,8 @@ def _tikhonov_cholesky(
     n, k = Y.shape
     rhs = d[:, None] * Y
     Kw[np.diag_indices(n)] += lam
-    cf = scipy.linalg.cho_factor(Kw, lower=True, overwrite_a=True, check_finite=False)
+    with dense_threads(n**3 / 3):
+        cf = scipy.linalg.cho_factor(Kw, lower=True, overwrite_a=True, check_finite=False)
     z = scipy.linalg.cho_solve(cf, rhs, check_finite=False)  # (DKD/n + λ)^-1 D y
     del Kw, cf
     alpha = d[:, None] * z / n

@@ -1,0 +1,75 @@
+"""BLAS threads during a fit: one, except in dense algebra large enough to pay for more.
+
+After each threaded call, OpenBLAS's threads keep spinning for about 0.1 s (2^28 cycles,
+``OPENBLAS_THREAD_TIMEOUT``, read only when the library loads) before they sleep. A fit
+alternates short BLAS calls (preconditioner solves, m x k products) with its own worker
+threads (one per core: the kernel blocks) and, with pip's wheels, with the other OpenBLAS
+(NumPy and SciPy each bundle one): each switch finds the cores taken by spinning threads.
+Measured on this project's 2-core machine (docs/design.md "Threads"): adult's default
+Nyström fit 5.5 s with the libraries' own threads, 4.1 s with BLAS on one thread throughout,
+3.4 s with the spinning cut short by the environment variable; random features on ijcnn1
+9.3, 6.9 and 5.8 s.
+
+So ``fit_threads`` holds BLAS to one thread for the whole fit, and ``dense_threads`` gives
+the threads back (as many as there were before the fit) around a dense operation of at
+least ``DENSE_MIN_FLOPS``: the m x m factorizations and eigendecompositions, where more
+threads save more than the spinning after them costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from threadpoolctl import ThreadpoolController
+
+__all__ = ["DENSE_MIN_FLOPS", "blas_controller", "fit_threads", "dense_threads"]
+
+#: A dense operation of at least this many floating-point operations runs on the threads
+#: BLAS had before the fit (about 0.1 s on one core here: an eigendecomposition of m = 600,
+#: a Cholesky factor of m = 1,800).
+DENSE_MIN_FLOPS = 1e9
+
+_controller: ThreadpoolController | None = None
+#: BLAS's threads before the fit that holds them to one (None: no such fit running)
+_outer: ContextVar[int | None] = ContextVar("kernelpath_blas_threads", default=None)
+
+
+def blas_controller() -> ThreadpoolController:
+    """threadpoolctl's controller of the BLAS libraries loaded (made once)."""
+    global _controller
+    if _controller is None:
+        _controller = ThreadpoolController()
+    return _controller
+
+
+def _blas_threads() -> int:
+    libs = blas_controller().select(user_api="blas").lib_controllers
+    return max((lib.num_threads for lib in libs), default=1)
+
+
+@contextmanager
+def fit_threads() -> Iterator[None]:
+    """BLAS on one thread inside (a fit), ``dense_threads`` excepted; nested: nothing."""
+    if _outer.get() is not None:
+        yield
+        return
+    token = _outer.set(_blas_threads())
+    try:
+        with blas_controller().limit(limits=1, user_api="blas"):
+            yield
+    finally:
+        _outer.reset(token)
+
+
+@contextmanager
+def dense_threads(flops: float) -> Iterator[None]:
+    """Inside ``fit_threads``: BLAS on its threads from before the fit for an operation of
+    at least ``DENSE_MIN_FLOPS`` (``flops``: its floating-point operations); else nothing."""
+    outer = _outer.get()
+    if outer is None or outer <= 1 or flops < DENSE_MIN_FLOPS:
+        yield
+        return
+    with blas_controller().limit(limits=outer, user_api="blas"):
+        yield
