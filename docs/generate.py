@@ -18,6 +18,7 @@ TABLES: dict[str, list[str]] = {
     "run": ["benchmarks/run.py", "--table"],
     "ard": ["benchmarks/ard.py", "table"],
     "defaults": ["benchmarks/defaults.py", "table"],
+    "threads": ["benchmarks/threads.py", "table"],
     "classification": ["benchmarks/classification.py", "table"],
     "selection": ["benchmarks/selection.py", "table"],
     "out_of_core": ["benchmarks/out_of_core.py", "--table"],

@@ -43,7 +43,7 @@ def test_fit_threads_holds_blas_to_one_thread_but_in_dense_work(two_threads):
 
 def test_estimator_fit_runs_blas_on_one_thread(two_threads, monkeypatch, rng):
     """Between its dense factorizations a fit's BLAS calls run on one thread (the projection's
-    symmetrization runs after its two products); the eigendecomposition of m = 700 gets the
+    symmetrization runs after its two products); the eigendecomposition of m = 900 gets the
     threads back; the count is restored after the fit."""
     seen: dict[str, set[int]] = {"symmetrize": set(), "eigh": set()}
     symmetrize, eigh = linalg_module.symmetrize, linalg_module.scipy.linalg.eigh
@@ -53,7 +53,7 @@ def test_estimator_fit_runs_blas_on_one_thread(two_threads, monkeypatch, rng):
         return symmetrize(A, *args, **kwargs)
 
     def recording_eigh(A, *args, **kwargs):
-        if len(A) >= 700:
+        if len(A) >= 900:
             seen["eigh"] |= _blas_threads()
         return eigh(A, *args, **kwargs)
 
@@ -61,7 +61,7 @@ def test_estimator_fit_runs_blas_on_one_thread(two_threads, monkeypatch, rng):
     monkeypatch.setattr(linalg_module.scipy.linalg, "eigh", recording_eigh)
     X = rng.standard_normal((1500, 3))
     y = np.sin(X[:, 0])
-    est = NystromRegressor(kernel=Gaussian(2.0), n_centers=700, solver="direct", random_state=0)
+    est = NystromRegressor(kernel=Gaussian(2.0), n_centers=900, solver="direct", random_state=0)
     est.fit(X, y)
     assert seen["symmetrize"] == {1}
     assert seen["eigh"] == {2}

@@ -27,9 +27,11 @@ from threadpoolctl import ThreadpoolController
 __all__ = ["DENSE_MIN_FLOPS", "blas_controller", "fit_threads", "dense_threads"]
 
 #: A dense operation of at least this many floating-point operations runs on the threads
-#: BLAS had before the fit (about 0.1 s on one core here: an eigendecomposition of m = 600,
-#: a Cholesky factor of m = 1,800).
-DENSE_MIN_FLOPS = 1e9
+#: BLAS had before the fit (an eigendecomposition of m = 800, 0.06 s on one core here; a
+#: Cholesky factor of m = 1,960). 1e9 (m = 600) was 10% slower on adult's default fit, whose
+#: width screen's 640 x 640 eigendecompositions are followed by the workers
+#: (benchmarks/results/threads.json).
+DENSE_MIN_FLOPS = 2.5e9
 
 _controller: ThreadpoolController | None = None
 #: BLAS's threads before the fit that holds them to one (None: no such fit running)

@@ -117,7 +117,9 @@ def feature_moments(
     G = B.gram_zeros(n_features, X, FACTOR_DTYPE)
     for s, e in row_blocks(len(X), n_features):
         F64 = B.astype(transform(X[s:e]), FACTOR_DTYPE)
-        with dense_threads((e - s) * n_features**2):  # syrk
+        # syrk on BLAS's threads at any size: the feature map that comes next runs on one
+        # thread (NumPy's cosine), so the threads' spinning afterwards costs nothing
+        with dense_threads(float("inf")):
             G = B.add_gram(G, F64 if root is None else F64 * root[s:e, None])
         b += (F64 if w is None else F64 * w[s:e, None]).T @ Y2[s:e]
     return B.to_numpy(B.gram_done(G)), B.to_numpy(b)
