@@ -206,7 +206,7 @@ def eigh_in_place(H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     the peak is H and dsyevd's workspace of 2 m x m, the same as dsyevr on a C-ordered H (a
     Fortran copy and the vectors). On the clustered spectra of projected kernel matrices
     dsyevd is several times faster than dsyevr's MRRR (adult's screen, m = 640: 0.027 s
-    against 0.096 s, docs/design.md "Choosing the width")."""
+    against 0.096 s, docs/design.md "BLAS threads during a fit")."""
     A = H.T if H.flags.c_contiguous and not H.flags.f_contiguous else H
     with dense_threads(EIGH_FLOPS * len(H) ** 3):
         s, V = scipy.linalg.eigh(A, driver="evd", overwrite_a=True, check_finite=False)
