@@ -104,19 +104,15 @@ def _top_pairs(M: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
     size = len(M)
     count = min(count, size)
     with dense_threads(EIGH_FLOPS * size**3):
-        return _top_pairs_of(M, size, count)
-
-
-def _top_pairs_of(M: np.ndarray, size: int, count: int) -> tuple[np.ndarray, np.ndarray]:
-    try:
-        vals, vecs = scipy.linalg.eigh(
-            M, subset_by_index=[size - count, size - 1], driver="evr", check_finite=False
-        )
-    except np.linalg.LinAlgError:  # MRRR fails on some near-low-rank matrices (wide kernels)
-        vals, vecs = np.empty(0), np.empty((size, 0))
-    if len(vals) < count:
-        vals, vecs = scipy.linalg.eigh(M, driver="evd", check_finite=False)
-        vals, vecs = vals[size - count :], vecs[:, size - count :]
+        try:
+            vals, vecs = scipy.linalg.eigh(
+                M, subset_by_index=[size - count, size - 1], driver="evr", check_finite=False
+            )
+        except np.linalg.LinAlgError:  # MRRR fails on some near-low-rank matrices (wide kernels)
+            vals, vecs = np.empty(0), np.empty((size, 0))
+        if len(vals) < count:
+            vals, vecs = scipy.linalg.eigh(M, driver="evd", check_finite=False)
+            vals, vecs = vals[size - count :], vecs[:, size - count :]
     return np.maximum(vals[::-1], 0.0), vecs[:, ::-1]
 
 

@@ -26,15 +26,13 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import scipy.linalg
 
 from .. import _backend as B
 from .._backend import FACTOR_DTYPE
-from .._threads import dense_threads
 from ..dispatch import feature_moments as operator_moments
 from ..dispatch import feature_operator
 from ..features import RandomFourierFeatures
-from ..linalg import EIGH_FLOPS, spectral_filter, top_eigenvalue
+from ..linalg import eigh_in_place, spectral_filter, top_eigenvalue
 from ..operators import FeatureOperator, Operator, row_blocks
 from ..operators.features import BLOCK_BYTES
 from ..path import Path
@@ -165,9 +163,8 @@ def rf_penalty_path(
     n, k = Y2.shape
     D = len(G)
     w = weights_or_ones(weights, n)
-    H = G / (n * D)  # Φ^T W Φ / n
-    with dense_threads(EIGH_FLOPS * D**3):
-        s, V = scipy.linalg.eigh(H, driver="evd", check_finite=False)
+    H = G / (n * D)  # Φ^T W Φ / n (a copy: G is read again below)
+    s, V = eigh_in_place(H)
     s = np.maximum(s, 0.0)
     c = V.T @ (b / (n * np.sqrt(D)))  # V^T Φ^T W y / n
     lam = penalty_grid(s.max()) if penalties is None else np.asarray(penalties, dtype=float)
