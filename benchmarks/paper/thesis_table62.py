@@ -9,6 +9,10 @@ with the thesis's settings, beside the published values.
         # SGM's step (C) or θ (D) chosen by the hold-out's hinge loss ("<row>:hinge")
     python benchmarks/paper/thesis_table62.py run --intercept --rows ijcnn1000,adult1000 --reps 3
         # the same four methods with an unpenalized intercept ("<row>:intercept")
+    python benchmarks/paper/thesis_table62.py run --averaged
+        # the same four methods scored by eq. 6.4's step-weighted average ("<row>:averaged")
+    python benchmarks/paper/thesis_table62.py last --reps 3
+        # SIGM's last iterate after all its passes, without early stopping ("<row>:last")
 
 Settings, as Sec. 6.4 prints them: the Gaussian widths of Table 6.1 (breast cancer σ = 0.4,
 adult σ = 4, ijcnn1 σ = 0.6), the hinge loss, one example per step (eq. 6.3), a hold-out of
@@ -124,7 +128,7 @@ def _record(label: str, method: str, rep: int, est: Any, Xte: Any, yte: Any, sec
 
 
 def fit_row(
-    row: str, rep: int, wide: bool = False, intercept: bool = False
+    row: str, rep: int, wide: bool = False, intercept: bool = False, averaged: bool = False
 ) -> list[dict[str, Any]]:
     Xtr, ytr, Xte, yte = _row_data(row, rep)
     n = len(Xtr)
@@ -135,13 +139,18 @@ def fit_row(
         "SIGM C": dict(step_size=1 / np.sqrt(n), decay=0.0, n_passes=passes),
         "SIGM D": dict(step_size=0.25, decay=0.5, n_passes=passes),
     }
+    if averaged:  # eq. 6.4: the iterates averaged with weights eta_k
+        for kw in settings.values():
+            kw.update(averaged=True, averaging="step")
     out = []
     for method in METHODS:
         est = _sgm(row, n, rep, intercept, n_iter_no_change=10, **settings[method])
         t0 = time.perf_counter()
         est.fit(Xtr, ytr)
         sec = time.perf_counter() - t0
-        label = row + (":wide" if wide else ":intercept" if intercept else "")
+        label = row + (
+            ":wide" if wide else ":intercept" if intercept else ":averaged" if averaged else ""
+        )
         out.append(_record(label, method, rep, est, Xte, yte, sec))
     return out
 
@@ -168,15 +177,76 @@ def fit_row_hinge(row: str, rep: int) -> list[dict[str, Any]]:
     return out
 
 
+def fit_row_last(row: str, rep: int) -> list[dict[str, Any]]:
+    """SIGM C and D without early stopping: the last of ``MAX_PASSES`` passes on the same
+    training part (the early-stopped fit's split, nothing held out in the second fit)."""
+    import kernelpath as kp
+
+    Xtr, ytr, Xte, yte = _row_data(row, rep)
+    n = len(Xtr)
+    settings = {
+        "SIGM C": dict(step_size=1 / np.sqrt(n), decay=0.0),
+        "SIGM D": dict(step_size=0.25, decay=0.5),
+    }
+    out = []
+    for method, kw in settings.items():
+        split = _sgm(row, n, rep, n_iter_no_change=10, n_passes=MAX_PASSES, **kw).fit(Xtr, ytr)
+        tr = split.train_indices_
+        est = kp.SGMClassifier(
+            kp.Gaussian(ROWS[row]["sigma"]),
+            loss="hinge",
+            features="nystrom",
+            n_features=len(tr),
+            batch_size=1,
+            fit_intercept=False,
+            scale=False,
+            refit=False,
+            random_state=rep,
+            n_passes=MAX_PASSES,
+            validation_fraction=0.0,
+            n_iter_no_change=None,
+            **kw,
+        )
+        t0 = time.perf_counter()
+        est.fit(Xtr[tr], ytr[tr])
+        sec = time.perf_counter() - t0
+        est.best_params_ = {"n_passes": MAX_PASSES}
+        out.append(_record(row + ":last", method, rep, est, Xte, yte, sec))
+    return out
+
+
 def run(
-    rows: list[str], reps: int, wide: bool = False, hinge: bool = False, intercept: bool = False
+    rows: list[str],
+    reps: int,
+    wide: bool = False,
+    hinge: bool = False,
+    intercept: bool = False,
+    averaged: bool = False,
+    last: bool = False,
 ) -> None:
     results = json.loads(OUT.read_text()) if OUT.exists() else {}
-    tag = ":hinge" if hinge else ":wide" if wide else ":intercept" if intercept else ""
+    tag = (
+        ":last"
+        if last
+        else ":hinge"
+        if hinge
+        else ":wide"
+        if wide
+        else ":intercept"
+        if intercept
+        else ":averaged"
+        if averaged
+        else ""
+    )
     for row in rows:
         runs: list[dict[str, Any]] = []
         for rep in range(reps):
-            runs += fit_row_hinge(row, rep) if hinge else fit_row(row, rep, wide, intercept)
+            if last:
+                runs += fit_row_last(row, rep)
+            elif hinge:
+                runs += fit_row_hinge(row, rep)
+            else:
+                runs += fit_row(row, rep, wide, intercept, averaged)
             results[row + tag] = runs
             OUT.parent.mkdir(exist_ok=True)
             OUT.write_text(json.dumps(results, indent=1) + "\n")
@@ -207,15 +277,17 @@ def table() -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["run", "hinge", "table"])
+    ap.add_argument("what", choices=["run", "hinge", "last", "table"])
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--rows", default=",".join(ROWS))
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--wide", action="store_true")
     ap.add_argument("--intercept", action="store_true")
+    ap.add_argument("--averaged", action="store_true")
     a = ap.parse_args()
-    if a.what in ("run", "hinge"):
-        run(a.rows.split(","), a.reps, a.wide, a.what == "hinge", a.intercept)
+    if a.what in ("run", "hinge", "last"):
+        hinge, last = a.what == "hinge", a.what == "last"
+        run(a.rows.split(","), a.reps, a.wide, hinge, a.intercept, a.averaged, last)
         return 0
     text = table()
     if a.write:
