@@ -189,6 +189,9 @@ def test_bad_input_and_small_data():
         kp.NystromRegressor().fit(Xn, y)
     with pytest.raises(ValueError, match="n_samples=1"):
         kp.NystromRegressor().fit(X[:1], y[:1])
+    # a width search by k-fold on fewer rows than folds
+    with pytest.raises(ValueError, match="cv=5 is larger than the number of samples"):
+        kp.NystromRegressor(cv=5).fit(X[:4], y[:4])
     # a handful of rows: the screen fits on what there is
     est = kp.NystromRegressor(random_state=0).fit(X[:6], y[:6])
     assert np.all(np.isfinite(est.predict(X)))
