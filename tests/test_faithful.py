@@ -593,3 +593,40 @@ def test_rebalanced_rls_is_class_weighted_ridge():
     assert np.mean(clf.predict(X[rare]) == 2) > np.mean(plain.predict(X[rare]) == 2)
     with pytest.raises(ValueError, match="penalty"):
         kp.RebalancedRLSClassifier(penalty=-1).fit(X, labels)
+
+
+def test_the_reports_streamed_early_stopping_is_the_estimators_landweber_path():
+    # benchmarks/paper/nytro_table2.py runs Early Stopping on ijcnn1 with streamed kernel
+    # products (its n x n kernel does not fit in memory): the same iterates as
+    # KRLSRegressor(filter="landweber") computes from one eigendecomposition
+    import sys
+    from pathlib import Path
+
+    from sklearn.model_selection import PredefinedSplit
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "paper"))
+    from nytro_table2 import holdout, landweber_iterates
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 5))
+    y = np.where(np.sin(2 * X[:, 0]) + 0.3 * rng.standard_normal(400) > 0, 1.0, -1.0)
+    split = holdout(len(X), 3)
+    fit = landweber_iterates(X, y, 1.5, split, 80, None, "256MB")
+    fold = np.full(len(X), -1)
+    fold[split[1]] = 0
+    est = kp.KRLSRegressor(
+        kp.Gaussian(1.5), filter="landweber", max_iter=80, scale=False, cv=PredefinedSplit(fold)
+    ).fit(X, y)
+    assert fit["t"] == 80
+    np.testing.assert_allclose(fit["val_mse"], est.path_.val_error, rtol=1e-8)
+    # stopped by the window rule: a threshold of 1 stops as soon as the window is full; with
+    # keep, the iteration goes on past the stop to the kept iterates
+    stopped = landweber_iterates(X, y, 1.5, split, 80, 1.0, "256MB", keep=(30,))
+    assert stopped["t"] == 10 and len(stopped["val_mse"]) == 30
+    np.testing.assert_allclose(stopped["val_mse"], est.path_.val_error[:30], rtol=1e-8)
+    tr = split[0]
+    last = kp.KRLSRegressor(
+        kp.Gaussian(1.5), filter="landweber", max_iter=30, scale=False, validation_fraction=0.0
+    ).fit(X[tr], y[tr])
+    np.testing.assert_allclose(stopped["kept"][30], last.coef_, rtol=1e-7, atol=1e-10)
+    assert stopped["mean"] == pytest.approx(last.intercept_, rel=1e-12)
