@@ -4,6 +4,7 @@
     python benchmarks/paper/nytro_table2.py run --methods krls --data adult --reps 1
     python benchmarks/paper/nytro_table2.py run --methods kols,es --data adult --reps 1
     python benchmarks/paper/nytro_table2.py run --methods es_stream --data ijcnn1 --reps 1
+    python benchmarks/paper/nytro_table2.py stops   # its stop with the step rescaled
     python benchmarks/paper/nytro_table2.py table           # Markdown, from the results
     python benchmarks/paper/nytro_table2.py table --write   # ... into REPORT.md's block
 
@@ -311,6 +312,29 @@ def landweber_iterates(
     }
 
 
+def rescaled_stops(factors: tuple[float, ...] = (0.5, 0.67, 0.8, 1.0, 1.2)) -> dict[float, Any]:
+    """Where the window rule would stop ijcnn1's streamed Early Stopping with the step times
+    each factor c, read off the recorded validation curve (Landweber's iterate at step c / ||K||
+    after t iterations is about the iterate at step 1 / ||K|| after c t: the curve is
+    interpolated at c t); None where c t runs past the recorded iterations."""
+    runs = json.loads(OUT.read_text())["ijcnn1"]["runs"]
+    rec = next(x for x in runs if x["method"] == "es")
+    rmse = np.sqrt(np.asarray(rec["val_mse"]))
+    tau = np.arange(1, len(rmse) + 1, dtype=float)
+    window, threshold = 10, SETS["ijcnn1"]["threshold"]
+    out: dict[float, Any] = {}
+    for c in factors:
+        out[c] = None
+        t = window
+        while c * t <= tau[-1]:
+            e = np.interp(c * np.arange(t - window + 1, t + 1), tau, rmse)
+            if np.polyfit(np.arange(window, dtype=float), e, 1)[0] >= -threshold / window:
+                out[c] = t
+                break
+            t += 1
+    return out
+
+
 def run(names: list[str], reps: int, methods: tuple[str, ...] = METHODS) -> None:
     results = json.loads(OUT.read_text()) if OUT.exists() else {}
     for name in names:
@@ -403,14 +427,16 @@ def table() -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["run", "table", "worker"])
+    ap.add_argument("what", choices=["run", "table", "worker", "stops"])
     ap.add_argument("args", nargs="*")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--data", default="adult,ijcnn1")
     ap.add_argument("--write", action="store_true")
     ap.add_argument("--methods", default=",".join(METHODS))
     a = ap.parse_args()
-    if a.what == "worker":
+    if a.what == "stops":
+        print(json.dumps(rescaled_stops()))
+    elif a.what == "worker":
         print(json.dumps(fit_one(a.args[0], a.args[1], int(a.args[2]))))
     elif a.what == "run":
         run(a.data.split(","), a.reps, tuple(a.methods.split(",")))
