@@ -367,9 +367,9 @@ def family_table(res: dict[str, Any]) -> str:
     hold-out): mean test error over the seeds."""
     s = summary(res)
     rows = [
-        "| set (seeds) | family | default | oracle | default vs oracle | default fit "
-        "| cost vs given width |",
-        "|---|---|---|---|---|---|---|",
+        "| set (seeds) | family | default | oracle | default vs oracle | today | default vs "
+        "today | default fit | cost vs given width |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in s.items():
         e, f, cls = r["test_error"], r["fit_s"], name in CLASSIFICATION
@@ -378,12 +378,15 @@ def family_table(res: dict[str, Any]) -> str:
             if d is None:
                 continue
             vs = _vs(cls, d, o) if o is not None else "—"
+            t = e.get(f"today_{fam}")  # the family's default before issue 24
+            vt = "—" if t is None else _vs(cls, d, t)
             fit = f.get(f"default_{fam}")
             unit = " (error %)" if cls else ""
             cost = _cost_cell(res, f"{name}/{fam}")
             rows.append(
                 f"| {name}{unit} ({r['seeds']}) | {fam} | {d:.4g} | "
                 f"{'—' if o is None else f'{o:.4g}'} | {vs} | "
+                f"{'—' if t is None else f'{t:.4g}'} | {vt} | "
                 f"{'—' if fit is None else f'{fit:.1f} s'} | {cost} |"
             )
     return "\n".join(rows)
