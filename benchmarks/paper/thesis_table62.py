@@ -128,7 +128,12 @@ def _record(label: str, method: str, rep: int, est: Any, Xte: Any, yte: Any, sec
 
 
 def fit_row(
-    row: str, rep: int, wide: bool = False, intercept: bool = False, averaged: bool = False
+    row: str,
+    rep: int,
+    tag: str = "",
+    wide: bool = False,
+    intercept: bool = False,
+    averaged: bool = False,
 ) -> list[dict[str, Any]]:
     Xtr, ytr, Xte, yte = _row_data(row, rep)
     n = len(Xtr)
@@ -148,10 +153,7 @@ def fit_row(
         t0 = time.perf_counter()
         est.fit(Xtr, ytr)
         sec = time.perf_counter() - t0
-        label = row + (
-            ":wide" if wide else ":intercept" if intercept else ":averaged" if averaged else ""
-        )
-        out.append(_record(label, method, rep, est, Xte, yte, sec))
+        out.append(_record(row + tag, method, rep, est, Xte, yte, sec))
     return out
 
 
@@ -180,33 +182,17 @@ def fit_row_hinge(row: str, rep: int) -> list[dict[str, Any]]:
 def fit_row_last(row: str, rep: int) -> list[dict[str, Any]]:
     """SIGM C and D without early stopping: the last of ``MAX_PASSES`` passes on the same
     training part (the early-stopped fit's split, nothing held out in the second fit)."""
-    import kernelpath as kp
-
     Xtr, ytr, Xte, yte = _row_data(row, rep)
     n = len(Xtr)
     settings = {
-        "SIGM C": dict(step_size=1 / np.sqrt(n), decay=0.0),
-        "SIGM D": dict(step_size=0.25, decay=0.5),
+        "SIGM C": dict(step_size=1 / np.sqrt(n), decay=0.0, n_passes=MAX_PASSES),
+        "SIGM D": dict(step_size=0.25, decay=0.5, n_passes=MAX_PASSES),
     }
     out = []
     for method, kw in settings.items():
-        split = _sgm(row, n, rep, n_iter_no_change=10, n_passes=MAX_PASSES, **kw).fit(Xtr, ytr)
-        tr = split.train_indices_
-        est = kp.SGMClassifier(
-            kp.Gaussian(ROWS[row]["sigma"]),
-            loss="hinge",
-            features="nystrom",
-            n_features=len(tr),
-            batch_size=1,
-            fit_intercept=False,
-            scale=False,
-            refit=False,
-            random_state=rep,
-            n_passes=MAX_PASSES,
-            validation_fraction=0.0,
-            n_iter_no_change=None,
-            **kw,
-        )
+        tr = _sgm(row, n, rep, n_iter_no_change=10, **kw).fit(Xtr, ytr).train_indices_
+        # the map of the same n - round(0.2 n) rows, none held out, every pass run
+        est = _sgm(row, n, rep, validation_fraction=0.0, n_iter_no_change=None, **kw)
         t0 = time.perf_counter()
         est.fit(Xtr[tr], ytr[tr])
         sec = time.perf_counter() - t0
@@ -225,19 +211,8 @@ def run(
     last: bool = False,
 ) -> None:
     results = json.loads(OUT.read_text()) if OUT.exists() else {}
-    tag = (
-        ":last"
-        if last
-        else ":hinge"
-        if hinge
-        else ":wide"
-        if wide
-        else ":intercept"
-        if intercept
-        else ":averaged"
-        if averaged
-        else ""
-    )
+    flags = {"last": last, "hinge": hinge, "wide": wide, "intercept": intercept}
+    tag = next((f":{k}" for k, on in {**flags, "averaged": averaged}.items() if on), "")
     for row in rows:
         runs: list[dict[str, Any]] = []
         for rep in range(reps):
@@ -246,7 +221,7 @@ def run(
             elif hinge:
                 runs += fit_row_hinge(row, rep)
             else:
-                runs += fit_row(row, rep, wide, intercept, averaged)
+                runs += fit_row(row, rep, tag, wide, intercept, averaged)
             results[row + tag] = runs
             OUT.parent.mkdir(exist_ok=True)
             OUT.write_text(json.dumps(results, indent=1) + "\n")
