@@ -140,12 +140,12 @@ def table() -> str:
         if name not in results:
             continue
         r = results[name]
-        Xtr = load(name)[0]
+        n_train, n_features = r["train_shape"]  # recorded: the table needs no data
         dev = " (dev)" if r["development_set"] else ""
         t, f = r["test_rmse"], r["fit_s"]
         kept = sum(c == "learned" for c in r.get("ard_chosen", []))
         rows.append(
-            f"| {name}{dev} ({len(Xtr):,}, {Xtr.shape[1]}) | {t['auto']:.4g} | {t['ard']:.4g} "
+            f"| {name}{dev} ({n_train:,}, {n_features}) | {t['auto']:.4g} | {t['ard']:.4g} "
             f"| {100 * r['ard_vs_auto_rmse']:+.1f}% | {kept} of {len(r.get('ard_chosen', []))} "
             f"| {t['hgb']:.4g} | {100 * r['ard_vs_hgb_rmse']:+.1f}% "
             f"| {f['ard']:.1f} s / {f['auto']:.1f} s = {r['ard_cost_vs_auto']:.1f}× |"
@@ -191,6 +191,7 @@ def main() -> int:
         rmse = {m: float(np.mean([r["test_rmse"] for r in runs[m]])) for m in METHODS}
         results[name] = {
             "development_set": name in DEVELOPMENT,
+            "train_shape": list(load(name)[0].shape),
             "fit_s": med,
             "test_rmse": rmse,
             "ard_vs_auto_rmse": rmse["ard"] / rmse["auto"] - 1,

@@ -1,6 +1,7 @@
 """BLAS threads during a fit: the policy of ``kernelpath._threads`` against the alternatives.
 
     python benchmarks/threads.py run [--fits adult/cg,ijcnn1/rf] [--rounds 3]
+    python benchmarks/threads.py load [--fits synthetic/rf,adult/cg] [--rounds 3]
     python benchmarks/threads.py table
 
 Each fit is ``benchmarks/defaults.py``'s default estimator (the width screen included) on its
@@ -15,6 +16,16 @@ set's first split, timed in a fresh process, the modes alternating, median of ``
   threads stop spinning at once; only a user can set it, before NumPy loads).
 
 Writes ``results/threads.json``.
+
+``load`` measures the rule on a busy machine (issue 43): each fit with ``LOAD_PROCESSES``
+CPU-bound processes beside it (pure-Python loops, started before and stopped after each
+fit, each bounded to ``LOAD_LIMIT_S``) and without, in the modes ``fit_threads`` (the rule:
+the dense operations on at most the cores free when the fit starts), ``before`` (the rule
+without that count: the threads from before the fit; under load only for the synthetic
+fits, the issue's measurement) and ``one_thread``. The fits are
+``LOAD_FITS``: every default fit of ``benchmarks/defaults.py`` (``SET/cg``) and the issue's
+default random features, exact KRLS and EigenPro on 3,000 rows x 8 (``synthetic/FAMILY``:
+y = sin(<w, x>) + 0.1 eps). Writes ``results/threads_load.json``.
 """
 
 from __future__ import annotations
@@ -41,6 +52,35 @@ FITS = (
     "yacht/rf",
 )
 MODES = ("libraries", "fit_threads", "one_thread", "timeout4")
+LOAD_OUT = HERE / "results" / "threads_load.json"
+LOAD_MODES = ("fit_threads", "before", "one_thread")
+LOAD_PROCESSES = 2
+LOAD_LIMIT_S = 900
+SYNTHETIC = ("synthetic/rf", "synthetic/krls", "synthetic/eigenpro")
+#: benchmarks/defaults.py's sets (its ``SETS``), each with its default fit
+DEFAULT_SETS = (
+    "cpusmall", "pumadyn32nh", "kin8nm", "protein", "power-plant", "naval", "concrete",
+    "energy", "wine", "yacht", "airfoil", "abalone", "ijcnn1", "adult", "usps",
+)  # fmt: skip
+LOAD_FITS = (*SYNTHETIC, *(f"{s}/cg" for s in DEFAULT_SETS))
+
+
+def _synthetic(family: str) -> tuple[Any, ...]:
+    import numpy as np
+
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal(8)
+    w /= np.linalg.norm(w)
+    X = rng.standard_normal((4000, 8))
+    y = np.sin(X @ w) + 0.1 * rng.standard_normal(4000)
+    cls = {
+        "rf": kp.RandomFeaturesRegressor,
+        "krls": kp.KRLSRegressor,
+        "eigenpro": kp.EigenProRegressor,
+    }[family]
+    return cls(random_state=0), X[:3000], y[:3000], X[3000:], y[3000:]
 
 
 def worker(fit: str, mode: str) -> dict[str, Any]:
@@ -57,7 +97,16 @@ def worker(fit: str, mode: str) -> dict[str, Any]:
         kernelpath.estimators._base.fit_threads = contextlib.nullcontext  # type: ignore[assignment]
     elif mode == "one_thread":
         kernelpath._threads.DENSE_MIN_FLOPS = float("inf")
+    elif mode == "before":  # the rule without the count of busy cores
+        kernelpath._threads.free_cores = lambda cores: cores
     name, solver = fit.split("/")
+    if name == "synthetic":
+        est, Xtr, ytr, Xte, yte = _synthetic(solver)
+        t = time.perf_counter()
+        est.fit(Xtr, ytr)
+        seconds = time.perf_counter() - t
+        rmse = float(((est.predict(Xte) - yte) ** 2).mean() ** 0.5)
+        return {"fit_s": seconds, "test_error": rmse}
     data = defaults.load(name, 0)
     est = defaults.estimator(name, solver, 0)
     t = time.perf_counter()
@@ -65,6 +114,69 @@ def worker(fit: str, mode: str) -> dict[str, Any]:
     seconds = time.perf_counter() - t
     error = defaults.test_error(name, data[3], est.predict(data[2]))
     return {"fit_s": seconds, "test_error": error}
+
+
+def _busy() -> list[subprocess.Popen[bytes]]:
+    """``LOAD_PROCESSES`` CPU-bound loops, each ending by itself after ``LOAD_LIMIT_S``."""
+    code = f"import time\nt = time.time()\nwhile time.time() - t < {LOAD_LIMIT_S}: pass"
+    procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(LOAD_PROCESSES)]
+    time.sleep(0.5)  # running before the fit starts
+    return procs
+
+
+def load(fits: list[str], rounds: int) -> None:
+    """Each fit under load and quiet, the modes alternating, median of ``rounds``."""
+    res = json.loads(LOAD_OUT.read_text()) if LOAD_OUT.exists() else {}
+    for fit in fits:
+        runs: dict[str, list[float]] = {}
+        errors: dict[str, float] = {}
+        for _ in range(rounds):
+            for busy in (True, False):
+                for mode in LOAD_MODES:
+                    if busy and mode == "before" and not fit.startswith("synthetic/"):
+                        continue  # the issue's measurement; minutes per set otherwise
+                    procs = _busy() if busy else []
+                    try:
+                        out = subprocess.run(
+                            [sys.executable, __file__, "worker", fit, mode],
+                            check=True,
+                            capture_output=True,
+                            text=True,
+                        )
+                    finally:
+                        for p in procs:
+                            p.kill()
+                            p.wait()
+                    r = json.loads(out.stdout.strip().splitlines()[-1])
+                    key = f"{'load' if busy else 'quiet'}/{mode}"
+                    runs.setdefault(key, []).append(r["fit_s"])
+                    errors[key] = r["test_error"]
+        med = {k: statistics.median(v) for k, v in runs.items()}
+        res[fit] = {"median_s": med, "test_error": errors, "runs": runs, "rounds": rounds}
+        print(fit, " ".join(f"{k} {v:.2f}" for k, v in med.items()), flush=True)
+        LOAD_OUT.write_text(json.dumps(res, indent=1) + "\n")
+
+
+def load_table() -> str:
+    """Under load: the rule's time over one thread's (target <= 1.5); quiet: the rule's
+    time over the rule without the count (target <= 1, no slower than before)."""
+    res = json.loads(LOAD_OUT.read_text())
+    lines = [
+        "| fit | loaded: rule | before | one thread | rule / one thread | quiet: rule | "
+        "before | rule / before |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for fit, r in res.items():
+        m = r["median_s"]
+        before = f"{m['load/before']:.2f} s" if "load/before" in m else "—"
+        lines.append(
+            f"| {fit} | {m['load/fit_threads']:.2f} s | {before} "
+            f"| {m['load/one_thread']:.2f} s "
+            f"| {m['load/fit_threads'] / m['load/one_thread']:.2f}× "
+            f"| {m['quiet/fit_threads']:.2f} s | {m['quiet/before']:.2f} s "
+            f"| {m['quiet/fit_threads'] / m['quiet/before']:.2f}× |"
+        )
+    return "\n".join(lines)
 
 
 def run(fits: list[str], rounds: int) -> None:
@@ -112,7 +224,7 @@ def table() -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["run", "table", "worker"])
+    ap.add_argument("mode", choices=["run", "load", "table", "load-table", "worker"])
     ap.add_argument("args", nargs="*")
     ap.add_argument("--fits", default=",".join(FITS))
     ap.add_argument("--rounds", type=int, default=3)
@@ -121,6 +233,11 @@ def main() -> None:
         print(json.dumps(worker(*a.args)))
     elif a.mode == "run":
         run(a.fits.split(","), a.rounds)
+    elif a.mode == "load":
+        fits = a.fits.split(",") if a.fits != ",".join(FITS) else list(LOAD_FITS)
+        load(fits, a.rounds)
+    elif a.mode == "load-table":
+        print(load_table())
     else:
         print(table())
 

@@ -23,6 +23,10 @@ TABLES: dict[str, list[str]] = {
     "selection": ["benchmarks/selection.py", "table"],
     "out_of_core": ["benchmarks/out_of_core.py", "--table"],
     "cli_cost": ["benchmarks/cli.py", "--table"],
+    "krls_cost": ["benchmarks/krls_cost.py", "table"],
+    "threads_load": ["benchmarks/threads.py", "load-table"],
+    "float32": ["benchmarks/float32.py", "table"],
+    "startup": ["benchmarks/startup.py", "table"],
 }
 
 

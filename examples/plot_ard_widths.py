@@ -4,7 +4,8 @@ One width per feature (ARD)
 
 ``Gaussian(sigma="ard")`` learns one length scale per feature by L-BFGS on a Nyström
 model's validation error. Here only the first two of eight features matter: their widths
-come out small, the others large (irrelevant), and the plot ranks the features by 1 / σ.
+come out small, the others large (irrelevant), and the plot ranks the features by their
+spread / σ (widths compared in standardized units).
 """
 
 import matplotlib.pyplot as plt

@@ -29,7 +29,7 @@ for method in ("exact", "approximate", "squeak"):
 d_eff, d_max = effective_dimension(X, kernel, penalty, method="exact")
 ax.set(
     xlabel="x",
-    ylabel="τ_i(λ)",
+    ylabel="ridge leverage score τ_i(λ)",
     yscale="log",
     title=f"ridge leverage scores (d_eff = {d_eff:.0f}, d_max = {d_max:.0f})",
 )

@@ -54,7 +54,7 @@ def test_fit_predict_evaluate_match_the_library(files, capsys):
 
     code, _, _ = _run(capsys, "predict", d / "m.kp", d / "test.csv", "-o", d / "p.csv", "--quiet")
     assert code == 0
-    pred = pd.read_csv(d / "p.csv")
+    pred = pd.read_csv(d / "p.csv", float_precision="round_trip")
     assert list(pred.columns) == ["prediction"]
     np.testing.assert_array_equal(pred["prediction"].to_numpy(), model.predict(Xt))
 
@@ -101,7 +101,7 @@ def test_classification_is_chosen_for_labels(files, capsys):
         "--quiet",
     )
     assert code == 0
-    scores = pd.read_csv(d / "s.csv")
+    scores = pd.read_csv(d / "s.csv", float_precision="round_trip")
     assert list(scores.columns) == ["score_up"]
     np.testing.assert_array_equal(scores["score_up"].to_numpy(), model.decision_function(X))
     code, _, err = _run(
@@ -115,7 +115,7 @@ def test_classification_is_chosen_for_labels(files, capsys):
         "predict_proba",
     )
     assert code == 0, err  # calibrated on the fit's hold-out
-    proba = pd.read_csv(d / "p.csv")
+    proba = pd.read_csv(d / "p.csv", float_precision="round_trip")
     assert list(proba.columns) == [str(c) for c in model.classes_]
     np.testing.assert_allclose(proba.to_numpy(), model.predict_proba(X), rtol=1e-6)
 
@@ -163,6 +163,46 @@ def test_other_formats(files, capsys):
     assert kp.load(d / "r.kp").n_features == 50
 
 
+def test_compressed_and_tab_separated_tables(files, capsys):
+    """.csv.gz, .csv.bz2, .tsv and --delimiter read the same rows as the plain CSV: the
+    same fitted model and predictions."""
+    import bz2
+    import gzip
+
+    d, X, y = files
+    text = (d / "train.csv").read_text()
+    with gzip.open(d / "train.csv.gz", "wt") as fh:
+        fh.write(text)
+    with bz2.open(d / "train.csv.bz2", "wt") as fh:
+        fh.write(text)
+    (d / "train.tsv").write_text(text.replace(",", "\t"))
+    (d / "train.txt").write_text(text.replace(",", ";"))
+    (d / "test.tsv").write_text((d / "test.csv").read_text().replace(",", "\t"))
+    _run(capsys, "fit", d / "train.csv", "--target", "price", "-o", d / "ref.kp", *FIT)
+    want = kp.load(d / "ref.kp").predict(X[1000:])
+    for name, extra in [
+        ("train.csv.gz", []),
+        ("train.csv.bz2", []),
+        ("train.tsv", []),
+        ("train.txt", ["--delimiter", ";"]),
+    ]:
+        code, _, err = _run(
+            capsys, "fit", d / name, "--target", "price", *extra, "-o", d / "g.kp", *FIT
+        )
+        assert code == 0, (name, err)
+        np.testing.assert_array_equal(kp.load(d / "g.kp").predict(X[1000:]), want, err_msg=name)
+    code, _, err = _run(capsys, "predict", d / "ref.kp", d / "test.tsv", "-o", d / "p.npy")
+    assert code == 0, err
+    np.testing.assert_array_equal(np.load(d / "p.npy"), want)
+    code, out, _ = _run(capsys, "evaluate", d / "ref.kp", d / "test.tsv", "--target", "price")
+    rmse = float(np.sqrt(np.mean((want - y[1000:]) ** 2)))
+    assert code == 0 and f"rmse: {rmse:.6g}" in out
+    code, out, _ = _run(
+        capsys, "evaluate", d / "ref.kp", d / "test.tsv", "--target", "price", "--quiet"
+    )
+    assert code == 0 and out.strip() == f"{rmse:.6g}"
+
+
 def test_inspect_and_plot(files, capsys):
     d, _, _ = files
     _run(capsys, "fit", d / "train.csv", "--target", "price", "-o", d / "m.kp", *FIT)
@@ -191,7 +231,12 @@ def test_inspect_and_plot(files, capsys):
         (["fit", "{d}/nan.csv", "--target", "price"], "NaN"),
         (["fit", "{d}/train.csv", "--target", "price", "--set", "bogus=1"], "no parameter 'bogus'"),
         (["fit", "{d}/train.csv", "--target", "price", "--kernel", "spline"], "--kernel"),
-        (["predict", "{d}/train.csv", "{d}/train.csv", "-o", "{d}/p.csv"], "model file"),
+        (
+            ["predict", "{d}/train.csv", "{d}/train.csv", "-o", "{d}/p.csv"],
+            "train.csv: not a kernelpath model file (it was not written by kernelpath.save)",
+        ),
+        (["inspect", "{d}/train.csv"], "not a kernelpath model file"),
+        (["fit", "{d}/train.csv", "--target", "price", "--delimiter", ";;"], "one character"),
         (["evaluate", "{d}/m.kp", "{d}/cls.parquet", "--target", "label"], "this task"),
         (["predict", "{d}/m.kp", "{d}/cls.parquet", "-o", "{d}/p.txt"], "path:"),
         (["predict", "{d}/m.kp", "{d}/bad_rows.csv", "-o", "{d}/p.csv"], "NaN"),

@@ -106,7 +106,22 @@ def test_ci_runs_the_readme_test_command_verbatim():
         if "python -m pytest" in line
     ]
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
-    assert commands == [ci]
+    assert commands[0] == ci  # the README's test command; the other runs the oldest versions
+    assert [c for c in commands[1:] if "-c constraints/oldest.txt" not in c] == []
+
+
+def test_oldest_constraints_pin_every_dependency_at_its_minimum():
+    """constraints/oldest.txt holds each runtime dependency at the lower bound that
+    pyproject.toml states: the versions the oldest-versions run tests are the ones allowed."""
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    lines = (ROOT / "constraints" / "oldest.txt").read_text().splitlines()
+    pins = dict(line.split("==") for line in lines if line and not line.startswith("#"))
+    for dep in deps:
+        name, _, low = dep.partition(">=")
+        assert pins.get(name) is not None, f"{name} is not pinned"
+        assert pins[name] == low or pins[name].startswith(low + "."), (name, low, pins[name])
 
 
 @pytest.mark.parametrize(

@@ -123,3 +123,16 @@ def test_cholesky_and_eigen_factors_agree(rng):
     np.testing.assert_allclose(a, b, rtol=1e-7, atol=1e-9)
     assert chol.top()[0] == pytest.approx(np.linalg.eigvalsh(K).max(), rel=1e-10)
     assert eig.top()[0] == pytest.approx(np.linalg.eigvalsh(K).max(), rel=1e-10)
+
+
+@pytest.mark.parametrize("m", [1, 2, 7])
+def test_eigh_in_place_matches_numpy(m):
+    """Every size, one row included (SciPy < 1.13's dsyevd refuses a 1 x 1 matrix)."""
+    from kernelpath.linalg import eigh_in_place
+
+    rng = np.random.default_rng(m)
+    A = rng.standard_normal((m, m))
+    A = A @ A.T + np.eye(m)
+    s, V = eigh_in_place(A.copy())
+    np.testing.assert_allclose(s, np.linalg.eigvalsh(A), rtol=1e-12)
+    np.testing.assert_allclose(V @ np.diag(s) @ V.T, A, rtol=1e-10, atol=1e-12)

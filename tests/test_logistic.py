@@ -189,12 +189,21 @@ def test_probabilities_of_every_classifier(make, k):
     P = clf.predict_proba(X[240:])
     assert P.shape == (60, k) and np.all((P >= 0) & (P <= 1))
     np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=1e-12)
-    # predict is the arg max (rows whose top two probabilities are equal in floating point
-    # aside: a score of 1e-28 far from every center gives 0.5 and 0.5)
-    top2 = np.sort(P, axis=1)[:, -2:]
-    clear = top2[:, 1] - top2[:, 0] > 1e-12
+    # predict is the arg max on every row, ties included (one rule: the first class)
     pred = clf.predict(X[240:])
-    np.testing.assert_array_equal(clf.classes_[P.argmax(axis=1)][clear], pred[clear])
+    np.testing.assert_array_equal(clf.classes_[P.argmax(axis=1)], pred)
+    # and the largest score's class wherever the scores are not tied
+    F = clf.decision_function(X[240:]).reshape(60, -1)
+    if F.shape[1] == 1:
+        F = np.hstack([-F, F])
+    top2 = np.sort(F, axis=1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 1e-6
+    np.testing.assert_array_equal(clf.classes_[F.argmax(axis=1)][clear], pred[clear])
+    # rows far from every center: scores ~1e-23 that the map rounds to equal probabilities
+    far = X[240:250] + 1e3
+    np.testing.assert_array_equal(
+        clf.classes_[clf.predict_proba(far).argmax(axis=1)], clf.predict(far)
+    )
     np.testing.assert_allclose(np.exp(clf.predict_log_proba(X[240:])), P, rtol=1e-12)
     assert clf.calibration_["method"] in ("logistic", "temperature", "power")
 

@@ -292,3 +292,137 @@ def test_a_model_selected_by_k_fold_round_trips(tmp_path):
     np.testing.assert_array_equal(back.path_.val_error, est.path_.val_error)
     with pytest.raises(IndexError, match="not kept"):
         back.path_.coef()
+
+
+# ------------------------------------------------------------------ scikit-learn pipelines
+def safe_open_metadata(path):
+    """The header (string metadata) of a model file."""
+    with open(path, "rb") as fh:
+        return _header(fh.read())
+
+
+def _frame(n=300, seed=0):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame(
+        {
+            "a": rng.normal(size=n),
+            "b": rng.normal(5, 2, n),
+            "c": rng.choice(["x", "y", "z"], n),
+            "d": rng.uniform(0, 10, n),
+        }
+    )
+    df.loc[3, "a"] = np.nan
+    y = np.sin(df["a"].fillna(0)) + (df["c"] == "x") + 0.1 * rng.standard_normal(n)
+    return df, np.asarray(y)
+
+
+def _preprocessor():
+    from sklearn.compose import ColumnTransformer
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, OneHotEncoder, StandardScaler
+
+    return ColumnTransformer(
+        [
+            ("num", make_pipeline(SimpleImputer(strategy="median"), StandardScaler()), ["a"]),
+            ("mm", MinMaxScaler(), ["b"]),
+            ("cat", OneHotEncoder(handle_unknown="ignore"), ["c"]),
+        ],
+        remainder=MaxAbsScaler(),
+    )
+
+
+@pytest.mark.parametrize("make", [lambda: kp.NystromRegressor(n_centers=40), kp.KRLSClassifier])
+def test_a_pipeline_saves_without_pickle_and_predicts_the_same(make, tmp_path):
+    """Every allowlisted preprocessor behind a kernelpath estimator: the loaded pipeline
+    predicts bit for bit (an unseen category and a missing value included)."""
+    from sklearn.pipeline import Pipeline
+
+    df, y = _frame()
+    target = y if make().__class__.__name__.endswith("Regressor") else (y > 0.5)
+    pipe = Pipeline([("prep", _preprocessor()), ("model", make().set_params(random_state=0))])
+    pipe.fit(df, target)
+    back = kp.load(kp.save(pipe, tmp_path / "p.kp"))
+    assert isinstance(back, Pipeline) and [n for n, _ in back.steps] == ["prep", "model"]
+    test, _ = _frame(50, seed=1)
+    test.loc[0, "c"], test.loc[1, "a"] = "never seen", np.nan
+    np.testing.assert_array_equal(back.predict(test), pipe.predict(test))
+    if hasattr(pipe, "predict_proba"):
+        np.testing.assert_array_equal(back.predict_proba(test), pipe.predict_proba(test))
+    header = json.loads(safe_open_metadata(tmp_path / "p.kp")["summary"])
+    assert header["steps"] == [["prep", "ColumnTransformer"], ["model", type(make()).__name__]]
+
+
+def test_pipelines_that_carry_code_or_end_elsewhere_are_refused(tmp_path):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer, StandardScaler
+
+    df, y = _frame()
+    X = df[["b", "d"]]
+    code = make_pipeline(FunctionTransformer(np.log1p), kp.NystromRegressor(n_centers=20))
+    with pytest.raises(TypeError, match="FunctionTransformer: it carries code"):
+        kp.save(code.fit(X.abs(), y), tmp_path / "f.kp")
+    with pytest.raises(
+        TypeError, match="Pipeline ending in one, got .* ending in a StandardScaler"
+    ):
+        kp.save(make_pipeline(StandardScaler()).fit(X), tmp_path / "s.kp")
+    with pytest.raises(TypeError, match="model must be"):
+        kp.save(StandardScaler().fit(X), tmp_path / "s.kp")
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_pipeline_file_from_another_scikit_learn_version_warns(tmp_path, monkeypatch):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from kernelpath import model_files
+
+    df, y = _frame()
+    pipe = make_pipeline(StandardScaler(), kp.NystromRegressor(n_centers=20, random_state=0))
+    path = kp.save(pipe.fit(df[["b", "d"]], y), tmp_path / "p.kp")
+    assert safe_open_metadata(path)["sklearn_version"] == model_files.sklearn_version
+    monkeypatch.setattr(model_files, "sklearn_version", "0.0.1")
+    with pytest.warns(UserWarning, match="written by scikit-learn .* this is 0.0.1"):
+        kp.load(path)
+
+
+def test_stored_types_name_only_numpy_and_builtin_types():
+    from kernelpath.model_files import ModelFileError, _decode_type
+
+    assert (
+        _decode_type({"$type": "<f8"}) is np.float64 and _decode_type({"$type": "float"}) is float
+    )
+    assert _decode_type({"$dtype": "<i8"}) == np.dtype(np.int64)
+    for bad in ({"$type": "builtins.eval"}, {"$type": "os.system"}, {"$dtype": "V8"}):
+        with pytest.raises(ModelFileError, match="bad type"):
+            _decode_type(bad)
+
+
+def test_the_command_line_inspects_and_predicts_a_pipeline_file(tmp_path, capsys):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from kernelpath.cli import main
+
+    df, y = _frame()
+    X = df[["b", "d"]]
+    pipe = make_pipeline(StandardScaler(), kp.NystromRegressor(n_centers=20, random_state=0))
+    kp.save(pipe.fit(X, y), tmp_path / "p.kp")
+    X.to_csv(tmp_path / "x.csv", index=False)
+    assert main(["inspect", str(tmp_path / "p.kp")]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == [
+        "pipeline: StandardScaler -> NystromRegressor",
+        "model: kernelpath.NystromRegressor",
+    ]
+    args = [
+        "predict",
+        str(tmp_path / "p.kp"),
+        str(tmp_path / "x.csv"),
+        "-o",
+        str(tmp_path / "p.npy"),
+    ]
+    assert main([*args, "--quiet"]) == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), pipe.predict(X))

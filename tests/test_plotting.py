@@ -39,7 +39,10 @@ def test_heatmap_of_the_m_and_sigma_grids():
         np.testing.assert_allclose(np.ma.filled(image, np.nan), np.log10(want), equal_nan=True)
         star = ax.collections[0].get_offsets()[0]
         assert tuple(star) == (path.best_index[1], path.best_index[0])
-        assert ax.get_ylabel() == path.param_names[0] and ax.get_xlabel() == "penalty"
+        assert ax.get_xlabel() == "penalty λ"
+        assert ax.get_ylabel() in ("Nyström centers m", "kernel width σ")
+        assert ax.figure.axes[-1].get_ylabel() == "log10 validation MSE (squared target units)"
+        assert len(ax.get_xticklabels()) <= 11 and all(t.get_text() for t in ax.get_xticklabels())
         plt.close(fig)
     with pytest.raises(ValueError, match="two grid parameters"):
         kp.NystromRegressor(n_centers=20, random_state=0).fit(X, y).path_.plot(kind="heatmap")
@@ -52,9 +55,84 @@ def test_curves_stay_the_default_for_iteration_paths():
     path = kp.NystromRegressor(n_centers=20, penalty=[1e-2, 1e-4], random_state=0).fit(X, y).path_
     fig, ax = plt.subplots()
     path.plot(ax=ax)
-    assert not ax.get_images() and len(ax.get_lines()) == 2
+    assert not ax.get_images() and len(ax.get_lines()) == 3  # two λ, and the chosen point
     np.testing.assert_array_equal(ax.get_lines()[0].get_ydata(), path.val_error[0])
+    assert [t.get_text() for t in ax.get_legend().get_texts()][:2] == [
+        "penalty=0.01",
+        "penalty=0.0001",
+    ]
     plt.close(fig)
+
+
+def _chosen(ax):
+    """The red star of the chosen point: (x, y, its legend label)."""
+    star = [ln for ln in ax.get_lines() if ln.get_marker() == "*"]
+    assert len(star) == 1
+    return star[0].get_xdata()[0], star[0].get_ydata()[0], star[0].get_label()
+
+
+def test_path_curves_read_at_a_glance():
+    """The default (λ, t) path: 20 curves by a colour scale (no 20-entry legend), the
+    chosen point marked where the selection put it, axes naming quantities and units; the
+    same path against λ: one curve per iteration count, not vertical bars."""
+    X, y = _data(800)
+    est = kp.NystromRegressor(n_centers=60, random_state=0).fit(X, y)
+    path = est.path_
+    assert path.param_names == ("penalty", "n_iter") and path.shape[0] == 20
+    fig, ax = plt.subplots()
+    path.plot(ax=ax)
+    assert ax.get_xlabel() == "iterations t"
+    assert ax.get_ylabel() == "validation MSE (squared target units)"
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(legend) == 1 and legend[0].startswith("chosen: penalty=")
+    assert fig.axes[-1].get_ylabel() == "penalty λ"  # the colour bar
+    colours = {tuple(ln.get_color()) for ln in ax.get_lines() if ln.get_marker() != "*"}
+    assert len(colours) == 20  # one colour per λ, none repeated
+    x, err, _ = _chosen(ax)
+    assert x == est.best_params_["n_iter"] and err == path.best_val_error
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    path.plot(ax=ax, param="penalty")
+    assert ax.get_xlabel() == "penalty λ" and ax.get_xscale() == "log"
+    curves = [ln for ln in ax.get_lines() if ln.get_marker() != "*"]
+    assert len(curves) == path.shape[1]
+    for ln in curves:  # a curve over λ: distinct x values, not a vertical bar
+        xs = ln.get_xdata()
+        assert len(np.unique(xs[np.isfinite(ln.get_ydata())])) > 1
+    x, err, _ = _chosen(ax)
+    assert x == est.best_params_["penalty"] and err == path.best_val_error
+    plt.close(fig)
+    with pytest.raises(ValueError, match="param must be one of"):
+        path.plot(param="sigma")
+
+
+def test_widths_ranked_in_standardized_units():
+    """A feature of large raw values that matters ranks by its effect: relevance is
+    spread / width, the spreads those the fit learned in (kept in the model file)."""
+    from kernelpath.plotting import plot_widths
+
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.normal(0, 1, 800), rng.normal(1400, 1100, 800), rng.normal(0, 1, 800)]
+    y = np.sin(X[:, 0]) + np.tanh(X[:, 1] / 1100) + 0.05 * rng.standard_normal(800)
+    est = kp.NystromRegressor(kp.Gaussian("ard"), n_centers=80, random_state=0).fit(X, y)
+    spreads = np.asarray(est.ard_info_["feature_scales"])
+    np.testing.assert_allclose(spreads, X.std(axis=0), rtol=0.05)
+    fig, ax = plt.subplots()
+    plot_widths(est, feature_names=["a", "big", "noise"], ax=ax)
+    bars = {
+        t.get_text(): p.get_width() for t, p in zip(ax.get_yticklabels(), ax.patches, strict=True)
+    }
+    want = spreads / est.kernel_.widths()
+    np.testing.assert_allclose([bars["a"], bars["big"], bars["noise"]], want / want.max())
+    assert bars["big"] > 0.1 > bars["noise"]  # in raw units "big" would read as ~1e-3
+    assert "standardized units" in ax.get_xlabel()
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    plot_widths(est.kernel_, ax=ax)  # a bare kernel: raw units, said so
+    assert "raw units" in ax.get_xlabel()
+    plot_widths(est.kernel_, ax=ax, X=X)
+    assert "X's spreads" in ax.get_xlabel()
+    plt.close("all")
 
 
 def test_leverage_plot():
@@ -94,4 +172,6 @@ def test_learning_curve_is_test_then_update():
     fig, ax = plt.subplots()
     plot_learning_curve(curve, ax=ax, label="RLS")
     np.testing.assert_array_equal(ax.get_lines()[0].get_ydata(), curve["error"])
+    assert ax.get_ylabel() == "RMSE (target units) on the next batch"
+    assert ax.get_xlabel() == "samples learned before the batch"
     plt.close(fig)

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
+import kernelpath._threads as threads_module
 import kernelpath.linalg as linalg_module
 from kernelpath import Gaussian, NystromRegressor
-from kernelpath._threads import DENSE_MIN_FLOPS, dense_threads, fit_threads
+from kernelpath._threads import DENSE_MIN_FLOPS, dense_threads, fit_threads, free_cores
 
 
 def _blas_threads() -> set[int]:
@@ -24,7 +25,13 @@ def two_threads():
         yield
 
 
-def test_fit_threads_holds_blas_to_one_thread_but_in_dense_work(two_threads):
+@pytest.fixture
+def quiet_machine(monkeypatch):
+    """No other process running (the count fit_threads reads at its start)."""
+    monkeypatch.setattr(threads_module, "_others_running", lambda: 0)
+
+
+def test_fit_threads_holds_blas_to_one_thread_but_in_dense_work(two_threads, quiet_machine):
     with fit_threads():
         assert _blas_threads() == {1}
         with dense_threads(DENSE_MIN_FLOPS):
@@ -41,7 +48,7 @@ def test_fit_threads_holds_blas_to_one_thread_but_in_dense_work(two_threads):
         assert _blas_threads() == {2}
 
 
-def test_estimator_fit_runs_blas_on_one_thread(two_threads, monkeypatch, rng):
+def test_estimator_fit_runs_blas_on_one_thread(two_threads, quiet_machine, monkeypatch, rng):
     """Between its dense factorizations a fit's BLAS calls run on one thread (the projection's
     symmetrization runs after its two products); the eigendecomposition of m = 900 gets the
     threads back; the count is restored after the fit."""
@@ -66,3 +73,44 @@ def test_estimator_fit_runs_blas_on_one_thread(two_threads, monkeypatch, rng):
     assert seen["symmetrize"] == {1}
     assert seen["eigh"] == {2}
     assert _blas_threads() == {2}
+
+
+def test_dense_work_gets_only_the_cores_other_processes_leave(two_threads, monkeypatch):
+    """Beside one busy process, the dense factorizations of a 2-thread BLAS run on one
+    thread (threads waiting at a barrier for a core the scheduler gave away spin)."""
+    monkeypatch.setattr(threads_module, "_others_running", lambda: 1)
+    assert free_cores(2) == 1 and free_cores(4) == 3
+    with fit_threads():
+        with dense_threads(1e15):
+            assert _blas_threads() == {1}
+    monkeypatch.setattr(threads_module, "_others_running", lambda: 5)
+    assert free_cores(2) == 1  # at least one
+    monkeypatch.setattr(threads_module, "_others_running", lambda: None)
+    assert free_cores(2) == 2  # where the load cannot be read: as before
+
+
+def test_the_count_sees_busy_processes_and_not_this_ones_threads():
+    """Two CPU-bound processes are counted (the least of the readings: they run in all of
+    them), this process's own running threads are not."""
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    if threads_module._others_running() is None:
+        pytest.skip("no /proc/loadavg here")
+    stop = threading.Event()
+    spinner = threading.Thread(target=lambda: [None for _ in iter(stop.is_set, True)])
+    spinner.start()  # a thread of ours that runs throughout
+    code = "import time\nt = time.time()\nwhile time.time() - t < 20: pass"
+    busy = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(2)]
+    try:
+        time.sleep(0.5)
+        assert threads_module._others_running() >= 2
+        assert threads_module._own_running() >= 1
+    finally:
+        stop.set()
+        spinner.join()
+        for p in busy:
+            p.kill()
+            p.wait()

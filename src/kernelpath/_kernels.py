@@ -3,11 +3,14 @@
 The rank-one Cholesky update and downdate are sequences of Givens rotations: each row
 depends on the previous one, so a NumPy version costs k array operations per call (about
 4 ms at k = 500 here, 250 updates per second), which the online learners cannot afford.
-Compiled, a k = 500 update takes about 0.2 ms. ``HAVE_NUMBA`` tells which is in use.
+Compiled, a k = 500 update takes about 0.2 ms. ``HAVE_NUMBA`` tells whether Numba is
+installed; it is imported and the loops compiled at the first update.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 from collections.abc import Callable
 from typing import Any
 
@@ -42,12 +45,17 @@ def _downdate_rows_py(R: np.ndarray, c: np.ndarray, s: np.ndarray) -> None:
         xx[i:] = c[i] * xx[i:] + s[i] * row
 
 
-givens_update_rows: Callable[[np.ndarray, np.ndarray], None] = _update_rows_py
-givens_downdate_rows: Callable[[np.ndarray, np.ndarray, np.ndarray], None] = _downdate_rows_py
-HAVE_NUMBA = False
+HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
-try:  # pragma: no cover - exercised where numba is installed (the default)
-    import numba
+
+@functools.cache
+def _compiled() -> tuple[Callable[..., None], Callable[..., None]]:
+    """The loops compiled by Numba on first use (importing Numba costs ~0.4 s, which a
+    command or an import that never updates a factor should not pay), else NumPy's."""
+    try:
+        import numba
+    except ImportError:  # pragma: no cover - the NumPy loops above
+        return _update_rows_py, _downdate_rows_py
 
     @numba.njit(cache=True)
     def _update_rows_nb(R: Any, x: Any) -> None:
@@ -80,8 +88,14 @@ try:  # pragma: no cover - exercised where numba is installed (the default)
                 R[i, j] = ci * r_ij - si * x_j
                 xx[j] = ci * x_j + si * r_ij
 
-    givens_update_rows = _update_rows_nb
-    givens_downdate_rows = _downdate_rows_nb
-    HAVE_NUMBA = True
-except ImportError:  # pragma: no cover - the NumPy loops above
-    pass
+    return _update_rows_nb, _downdate_rows_nb
+
+
+def givens_update_rows(R: np.ndarray, x: np.ndarray) -> None:
+    """In place: R <- the upper factor of R^T R + x x^T; x is destroyed (compiled loop)."""
+    _compiled()[0](R, x)
+
+
+def givens_downdate_rows(R: np.ndarray, c: np.ndarray, s: np.ndarray) -> None:
+    """In place: apply LINPACK dchdd's rotations, last row first (compiled loop)."""
+    _compiled()[1](R, c, s)

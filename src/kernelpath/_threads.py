@@ -15,17 +15,27 @@ So ``fit_threads`` holds BLAS to one thread for the whole fit, and ``dense_threa
 the threads back (as many as there were before the fit) around a dense operation of at
 least ``DENSE_MIN_FLOPS``: the m x m factorizations and eigendecompositions, where more
 threads save more than the spinning after them costs.
+
+On a busy machine those threads are fewer: a threaded OpenBLAS call whose threads wait at
+its barriers for one the scheduler gave to another process spins for its time slice (a
+1000 x 1000 ``eigh`` took 7 s on two threads beside two CPU-bound processes, 0.15 s on one).
+So ``fit_threads`` counts, when the fit starts, the tasks of other processes that are
+running or ready to run (``/proc/loadavg``'s running count, less this process's running
+threads; the least of ``LOAD_SAMPLES`` readings) and gives the dense operations at most
+the cores they leave free, at least one (``free_cores``).
 """
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["DENSE_MIN_FLOPS", "blas_controller", "fit_threads", "dense_threads"]
+__all__ = ["DENSE_MIN_FLOPS", "blas_controller", "fit_threads", "dense_threads", "free_cores"]
 
 #: A dense operation of at least this many floating-point operations runs on the threads
 #: BLAS had before the fit (an eigendecomposition of m = 800, 0.06 s on one core here; a
@@ -33,6 +43,10 @@ __all__ = ["DENSE_MIN_FLOPS", "blas_controller", "fit_threads", "dense_threads"]
 #: width screen's 640 x 640 eigendecompositions are followed by the workers
 #: (benchmarks/results/threads.json).
 DENSE_MIN_FLOPS = 2.5e9
+
+#: Readings of the machine's running tasks at a fit's start, 0.5 ms apart; the least is kept
+#: (a competitor that runs throughout is in all of them, a passing task in few).
+LOAD_SAMPLES = 3
 
 _controller: ThreadpoolController | None = None
 #: BLAS's threads before the fit that holds them to one (None: no such fit running)
@@ -52,13 +66,50 @@ def _blas_threads() -> int:
     return max((lib.num_threads for lib in libs), default=1)
 
 
+def _own_running() -> int:
+    """This process's threads that are running or ready to run (state R)."""
+    count = 0
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as fh:
+                # the state follows the command name, which is in parentheses
+                count += fh.read().rpartition(")")[2].split()[0] == "R"
+        except OSError:  # a thread that ended meanwhile
+            continue
+    return count
+
+
+def _others_running() -> int | None:
+    """Other processes' tasks running or ready to run now (None where /proc is not)."""
+    readings = []
+    try:
+        for i in range(LOAD_SAMPLES):
+            if i:
+                time.sleep(0.0005)
+            with open("/proc/loadavg") as fh:
+                running = int(fh.read().split()[3].split("/")[0])
+            readings.append(running - _own_running())
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0, min(readings))
+
+
+def free_cores(cores: int) -> int:
+    """Of ``cores``, those that other processes leave free now (at least 1; all of them
+    where the load cannot be read)."""
+    others = _others_running()
+    return cores if others is None else max(1, min(cores, cores - others))
+
+
 @contextmanager
 def fit_threads() -> Iterator[None]:
-    """BLAS on one thread inside (a fit), ``dense_threads`` excepted; nested: nothing."""
+    """BLAS on one thread inside (a fit), ``dense_threads`` excepted, which get at most
+    the cores other processes leave free; nested: nothing."""
     if _outer.get() is not None:
         yield
         return
-    token = _outer.set(_blas_threads())
+    before = _blas_threads()
+    token = _outer.set(free_cores(before) if before > 1 else before)
     try:
         with blas_controller().limit(limits=1, user_api="blas"):
             yield
@@ -68,8 +119,9 @@ def fit_threads() -> Iterator[None]:
 
 @contextmanager
 def dense_threads(flops: float) -> Iterator[None]:
-    """Inside ``fit_threads``: BLAS on its threads from before the fit for an operation of
-    at least ``DENSE_MIN_FLOPS`` (``flops``: its floating-point operations); else nothing."""
+    """Inside ``fit_threads``: BLAS on its threads from before the fit (at most the cores
+    free when the fit started) for an operation of at least ``DENSE_MIN_FLOPS`` (``flops``:
+    its floating-point operations); else nothing."""
     outer = _outer.get()
     if outer is None or outer <= 1 or flops < DENSE_MIN_FLOPS:
         yield

@@ -207,6 +207,8 @@ def eigh_in_place(H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Fortran copy and the vectors). On the clustered spectra of projected kernel matrices
     dsyevd is several times faster than dsyevr's MRRR (adult's screen, m = 640: 0.027 s
     against 0.096 s, docs/design.md "BLAS threads during a fit")."""
+    if len(H) == 1:  # SciPy < 1.13 refuses dsyevd's workspace for one row
+        return H[0].copy(), np.ones((1, 1), dtype=H.dtype)
     A = H.T if H.flags.c_contiguous and not H.flags.f_contiguous else H
     with dense_threads(EIGH_FLOPS * len(H) ** 3):
         s, V = scipy.linalg.eigh(A, driver="evd", overwrite_a=True, check_finite=False)

@@ -14,10 +14,18 @@ class, function or module named by a file outside the allowlist is ever touched,
 crafted file cannot run code; a damaged one (a flipped byte, a truncated file, an edited
 header) fails its checksum or its parse and is refused with ``ModelFileError``.
 
+A scikit-learn ``Pipeline`` whose last step is a kernelpath estimator is stored the same way,
+its preprocessors on the allowlist too (``SKLEARN_CLASSES``: ``StandardScaler``,
+``MinMaxScaler``, ``MaxAbsScaler``, ``OneHotEncoder``, ``SimpleImputer``,
+``ColumnTransformer``): their fitted attributes are arrays, strings and numbers. Their
+attributes are scikit-learn's internals, so the file records scikit-learn's version and
+``load`` warns when another version reads it.
+
 What is code cannot be stored: a user-defined ``Kernel`` subclass, a callable passed as
-``features``, or any object outside the allowlist is refused at ``save`` with a
-``TypeError`` naming the attribute. ``SemiparametricRegressor``'s ``regressor`` (the user's
-physical model) is left out of the file and passed back to ``load``::
+``features``, a ``FunctionTransformer``, or any object outside the allowlist is refused at
+``save`` with a ``TypeError`` naming the attribute. ``SemiparametricRegressor``'s
+``regressor`` (the user's physical model) is left out of the file and passed back to
+``load``::
 
     kp.save(model, "arm.kp")
     model = kp.load("arm.kp", regressor=inverse_dynamics)
@@ -31,6 +39,8 @@ import json
 import math
 import os
 import stat
+import warnings
+from collections import UserList
 from collections.abc import Callable
 from typing import Any
 
@@ -38,7 +48,17 @@ import numpy as np
 from safetensors import SafetensorError
 from safetensors.numpy import load as st_load
 from safetensors.numpy import save as st_save
-from sklearn.preprocessing import LabelBinarizer
+from sklearn import __version__ as sklearn_version
+from sklearn.compose import ColumnTransformer
+from sklearn.impute import SimpleImputer
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import (
+    LabelBinarizer,
+    MaxAbsScaler,
+    MinMaxScaler,
+    OneHotEncoder,
+    StandardScaler,
+)
 
 from . import _backend as B
 from ._backend import Device
@@ -141,13 +161,33 @@ _PUBLIC_CLASSES: tuple[type, ...] = (
 )
 
 
+class NotAModelFile(ModelFileError):
+    """A file that is no safetensors file at all (a CSV given where a model goes)."""
+
+
 def _registry() -> dict[str, type]:
     """The classes a model file may name, by the name the file uses."""
     out = {f"kernelpath.{cls.__name__}": cls for cls in _PUBLIC_CLASSES}
     out["kernelpath.Device"] = Device
     out["kernelpath.CenterSelection"] = CenterSelection
     out["sklearn.preprocessing.LabelBinarizer"] = LabelBinarizer
+    out.update({f"sklearn.{cls.__name__}": cls for cls in SKLEARN_CLASSES})
     return out
+
+
+#: scikit-learn's classes a model file may hold besides ``LabelBinarizer``: a ``Pipeline``
+#: ending in a kernelpath estimator and the preprocessors before it.
+SKLEARN_CLASSES: tuple[type, ...] = (
+    Pipeline,
+    ColumnTransformer,
+    StandardScaler,
+    MinMaxScaler,
+    MaxAbsScaler,
+    OneHotEncoder,
+    SimpleImputer,
+)
+#: Python's own types a preprocessor's ``dtype`` may name (NumPy's are stored by dtype).
+_BUILTIN_TYPES = {"float": float, "int": int, "bool": bool, "str": str, "object": object}
 
 
 def _class_name(obj: Any, registry: dict[str, type]) -> str | None:
@@ -228,10 +268,19 @@ class _Encoder:
             return self.array(v, where)
         if B.is_tensor(v):
             return self.array(B.to_numpy(v), where)
-        if isinstance(v, list):
+        if isinstance(v, (list, UserList)):  # scikit-learn 1.6 keeps a remainder's columns
+            # in a UserList that warns of a future change: stored as the list it holds
             return [self.value(x, f"{where}[{i}]") for i, x in enumerate(v)]
         if isinstance(v, tuple):
             return {"$tuple": [self.value(x, f"{where}[{i}]") for i, x in enumerate(v)]}
+        if isinstance(v, slice):  # a ColumnTransformer's output_indices_
+            return {"$slice": [self.value(x, where) for x in (v.start, v.stop, v.step)]}
+        if isinstance(v, np.dtype):  # a SimpleImputer's _fit_dtype
+            return {"$dtype": v.str} if v.kind in "biufUSO" else self.obj(v, where)
+        if isinstance(v, type) and issubclass(v, np.generic):  # OneHotEncoder(dtype=np.float64)
+            return {"$type": np.dtype(v).str}
+        if isinstance(v, type) and _BUILTIN_TYPES.get(v.__name__) is v:
+            return {"$type": v.__name__}
         if isinstance(v, dict):
             if all(isinstance(k, str) for k in v):
                 return {"$dict": {k: self.value(x, f"{where}[{k!r}]") for k, x in v.items()}}
@@ -252,6 +301,12 @@ class _Encoder:
                     "file keeps no code; use one of kernelpath's kernels (Gaussian, "
                     "Laplacian, Matern, Cauchy, Polynomial, Linear)"
                 )
+            if type(v).__name__ == "FunctionTransformer":
+                raise TypeError(
+                    f"{where} is a FunctionTransformer: it carries code (its func), which a "
+                    "model file keeps none of; use one of the preprocessors it stores "
+                    f"({', '.join(c.__name__ for c in SKLEARN_CLASSES[1:])}) or pickle"
+                )
             if callable(v):
                 raise TypeError(
                     f"{where} is a function ({getattr(v, '__name__', type(v).__name__)}): a "
@@ -259,7 +314,8 @@ class _Encoder:
                 )
             raise TypeError(
                 f"{where}: a {type(v).__module__}.{type(v).__qualname__} cannot be stored in "
-                "a model file (only kernelpath's own classes can)"
+                "a model file (only kernelpath's own classes and scikit-learn's "
+                f"{', '.join(c.__name__ for c in SKLEARN_CLASSES)} can)"
             )
         ref = self._objects.get(id(v))
         if ref is not None:
@@ -334,6 +390,13 @@ class _Decoder:
             return out.reshape(shape)
         if "$tuple" in v:
             return tuple(self.value(x) for x in v["$tuple"])
+        if "$slice" in v:
+            start, stop, step = (self.value(x) for x in v["$slice"])
+            if not all(x is None or isinstance(x, int) for x in (start, stop, step)):
+                raise ModelFileError(f"bad slice {v['$slice']!r} in the model header")
+            return slice(start, stop, step)
+        if "$dtype" in v or "$type" in v:
+            return _decode_type(v)
         if "$dict" in v:
             return {str(k): self.value(x) for k, x in v["$dict"].items()}
         if "$pairs" in v:
@@ -381,6 +444,21 @@ class _Decoder:
         if "_map" in _rebuilt_by(cls) and "features" in state and "n_features_in_" in state:
             out._map = as_feature_map(state["features"], None)  # type: ignore[arg-type]
         return out
+
+
+def _decode_type(v: dict[str, Any]) -> Any:
+    """A stored dtype (``$dtype``) or type (``$type``): NumPy's by dtype, Python's by name
+    from ``_BUILTIN_TYPES``; nothing else is named."""
+    text = str(v.get("$dtype", v.get("$type")))
+    if "$type" in v and text in _BUILTIN_TYPES:
+        return _BUILTIN_TYPES[text]
+    try:
+        dtype = np.dtype(text)
+    except TypeError:
+        raise ModelFileError(f"bad type {text!r} in the model header") from None
+    if dtype.kind not in "biufUSO" or dtype.str != text:
+        raise ModelFileError(f"bad type {text!r} in the model header")
+    return dtype if "$dtype" in v else dtype.type
 
 
 def _host_array(a: Any) -> np.ndarray:
@@ -467,10 +545,20 @@ def save(model: Any, path: str | os.PathLike[str], *, key: str | bytes | None = 
     secret = _key(key)
     enc = _Encoder()
     name = _class_name(model, enc.registry)
-    if name is None or name in ("kernelpath.Path", "kernelpath.CenterSelection"):
+    last = model.steps[-1][1] if isinstance(model, Pipeline) and model.steps else model
+    last_name = _class_name(last, enc.registry)
+    if (
+        name is None
+        or name in ("kernelpath.Path", "kernelpath.CenterSelection")
+        or (name.startswith("sklearn.") and name != "sklearn.Pipeline")
+        or last_name is None
+        or not last_name.startswith("kernelpath.")
+    ):
         raise TypeError(
-            f"model must be a kernelpath estimator, feature map or online learner, got "
+            "model must be a kernelpath estimator, feature map or online learner, or a "
+            "scikit-learn Pipeline ending in one, got "
             f"{type(model).__module__}.{type(model).__qualname__}"
+            + (f" ending in a {type(last).__qualname__}" if last is not model else "")
         )
     tree = enc.value(model, "model")
     params = {}
@@ -491,6 +579,8 @@ def save(model: Any, path: str | os.PathLike[str], *, key: str | bytes | None = 
         "model": json.dumps(tree, allow_nan=False),  # in encoding order: refs after defs
         "user_code": json.dumps(list(_USER_CODE.get(name, ()))),
     }
+    if name == "sklearn.Pipeline":  # the only way preprocessors reach a file
+        header["sklearn_version"] = sklearn_version
     header["checksum"] = _checksum(header, enc.tensors)
     if secret is not None:
         header["signature"] = _signature(header["checksum"], secret)
@@ -516,6 +606,9 @@ def save(model: Any, path: str | os.PathLike[str], *, key: str | bytes | None = 
 
 def _summary(model: Any) -> dict[str, Any]:
     """What a reader of the header wants at a glance (informative; ``model`` is what loads)."""
+    if isinstance(model, Pipeline):
+        steps = [[name, type(step).__name__] for name, step in model.steps]
+        return {"steps": steps, "last_step": _summary(model.steps[-1][1])}
     out: dict[str, Any] = {}
     for attr in ("n_features_in_", "n_samples_seen_", "device_"):
         if hasattr(model, attr):
@@ -603,6 +696,8 @@ def load(
         tensors = st_load(data)
         header = _metadata(entries)
     except (SafetensorError, ValueError, UnicodeDecodeError, OverflowError) as exc:
+        if isinstance(exc, NotAModelFile):
+            raise ModelFileError(f"{p}: {exc} (it was not written by kernelpath.save)") from None
         if isinstance(exc, ModelFileError):
             raise ModelFileError(f"{p} is not a readable kernelpath model file: {exc}") from None
         raise ModelFileError(
@@ -658,7 +753,16 @@ def load(
         raise ModelFileError(f"{p}: the model header is not valid: {exc}") from None
     if _class_name(model, _registry()) != header["class"]:
         raise ModelFileError(f"{p}: the header's class and its model differ")
-    _check_consistent(model, p)
+    sklearn_written = header.get("sklearn_version")
+    if sklearn_written is not None and sklearn_written != sklearn_version:
+        warnings.warn(
+            f"{p} holds scikit-learn preprocessors written by scikit-learn {sklearn_written}; this "
+            f"is {sklearn_version}, whose fitted attributes may differ: check its "
+            "predictions, or refit the pipeline",
+            UserWarning,
+            stacklevel=2,
+        )
+    _check_consistent(model.steps[-1][1] if isinstance(model, Pipeline) else model, p)
     return model
 
 
@@ -685,6 +789,8 @@ def _check_layout(data: bytes) -> dict[str, Any]:
     header."""
     if len(data) < 8:
         raise ModelFileError("too short to be a model file")
+    if data[8:9] != b"{":  # a safetensors header is JSON: a CSV, an image, a pickle is not
+        raise NotAModelFile("not a kernelpath model file")
     n = int.from_bytes(data[:8], "little")
     if n > MAX_HEADER_BYTES or 8 + n > len(data):
         raise ModelFileError(

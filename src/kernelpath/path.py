@@ -230,7 +230,7 @@ class Path:
         if kind not in ("auto", "curves", "heatmap"):
             raise ValueError(f"kind must be 'auto', 'curves' or 'heatmap', got {kind!r}")
         if ax is None:
-            _, ax = plt.subplots()
+            _, ax = plt.subplots(figsize=(7, 4.5), layout="constrained")
         names = self.param_names
         grid = self._grid_axes()
         if kind == "heatmap" or (kind == "auto" and param is None and grid is not None):
@@ -240,25 +240,61 @@ class Path:
         if param is None and names[0] in ("sigma", "kernel") and len(names) > 1:
             return self._plot_kernel_axis(ax, names[0])
         x_name = param or names[-1]
-        X = self.params[x_name]
-        if X.ndim == 1:
-            ax.plot(X, self.train_error, label="train")
-            if self.val_error is not None:
-                ax.plot(X, self.val_error, label=f"validation ({self.scoring})")
-            ax.axvline(X[self.best_index], color="gray", linestyle=":", label="chosen")
+        if x_name not in names:
+            raise ValueError(f"param must be one of {list(names)}, got {param!r}")
+        axis = names.index(x_name)
+        # one curve per combination of the other parameters: x's axis last, the rest flat
+        X = np.moveaxis(np.asarray(self.params[x_name], dtype=float), axis, -1)
+        X = X.reshape(-1, X.shape[-1])
+        has_val = self.val_error is not None
+        errs = self.val_error if has_val else self.train_error
+        E = np.moveaxis(np.asarray(errs, dtype=float), axis, -1).reshape(X.shape)
+        others = [n for n in names if n != x_name]
+        if X.shape[0] == 1:
+            ax.plot(X[0], self.train_error.reshape(X.shape)[0], label="training")
+            if has_val:
+                ax.plot(X[0], E[0], label="validation")
         else:
-            others = [n for n in names if n != x_name]
-            for row in range(X.shape[0]):
-                lab = ", ".join(f"{o}={self.params[o][row, 0]:.2g}" for o in others)
-                errs = self.val_error if self.val_error is not None else self.train_error
-                ax.plot(X[row], errs[row], label=lab)
-        if np.all(X[np.isfinite(X)] > 0) and x_name in ("penalty",):
+            self._plot_series(ax, X, E, others, axis)
+        best = tuple(self.best_index)
+        bx = float(np.asarray(self.params[x_name], dtype=float)[best])
+        by = float(np.asarray(errs, dtype=float)[best])
+        chosen = ", ".join(f"{n}={_short(self.params[n][best])}" for n in names)
+        _mark_chosen(ax, bx, by, f"chosen: {chosen}")
+        if x_name in LOG_PARAMS and np.all(X[np.isfinite(X)] > 0):
             ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel(x_name)
-        ax.set_ylabel("error")
-        ax.legend(fontsize="small")
+        if np.all(E[np.isfinite(E)] > 0):
+            ax.set_yscale("log")
+        ax.set_xlabel(PARAM_LABELS.get(x_name, x_name))
+        ax.set_ylabel(error_label(self.scoring, has_val))
+        ax.legend(fontsize="small", loc="best")
         return ax
+
+    def _plot_series(
+        self, ax: Any, X: np.ndarray, E: np.ndarray, others: list[str], axis: int
+    ) -> None:
+        """One validation curve per row: labelled in a legend up to ``MAX_LEGEND`` rows,
+        beyond that coloured by the other parameter's value with a colour bar."""
+        import matplotlib as mpl
+
+        rest = [np.moveaxis(np.asarray(self.params[o]), axis, -1) for o in others]
+        values = [r.reshape(X.shape)[:, 0] for r in rest]
+        if X.shape[0] <= MAX_LEGEND:
+            for row in range(X.shape[0]):
+                lab = ", ".join(
+                    f"{o}={_short(v[row])}" for o, v in zip(others, values, strict=True)
+                )
+                ax.plot(X[row], E[row], label=lab, linewidth=1.2)
+            return
+        # many curves: a colour scale over the first other parameter (log for λ, m, D)
+        key = np.asarray(values[0], dtype=float)
+        log = others[0] in LOG_PARAMS and np.all(key > 0)
+        norm = (mpl.colors.LogNorm if log else mpl.colors.Normalize)(key.min(), key.max())
+        cmap = mpl.colormaps["viridis"]
+        for row in range(X.shape[0]):
+            ax.plot(X[row], E[row], color=cmap(norm(key[row])), linewidth=1.0)
+        bar = mpl.cm.ScalarMappable(norm=norm, cmap=cmap)
+        ax.figure.colorbar(bar, ax=ax, label=PARAM_LABELS.get(others[0], others[0]))
 
     def _grid_axes(self) -> tuple[int, int] | None:
         """The two axes of a grid of models (not iteration counts) with a penalty axis: the
@@ -288,18 +324,19 @@ class Path:
 
         rv, cv = values(row, rname), values(col, cname)
         image = ax.imshow(np.log10(E), aspect="auto", origin="lower", cmap="viridis")
-        ax.set_yticks(range(len(rv)), [f"{v:.3g}" for v in rv])
-        ax.set_xticks(range(len(cv)), [f"{v:.2g}" for v in cv], rotation=90)
+        rows, cols = _thinned(len(rv)), _thinned(len(cv))
+        ax.set_yticks(rows, [_short(rv[i]) for i in rows])
+        ax.set_xticks(cols, [_short(cv[i]) for i in cols], rotation=45, ha="right")
         ax.scatter(
             [self.best_index[col]], [self.best_index[row]], marker="*", s=150, color="red",
             label="chosen",
         )  # fmt: skip
-        ax.set_xlabel(cname)
-        ax.set_ylabel(rname)
+        ax.set_xlabel(PARAM_LABELS.get(cname, cname))
+        ax.set_ylabel(PARAM_LABELS.get(rname, rname))
         has_val = self.val_error is not None
-        label = f"log10 validation {self.scoring}" if has_val else "log10 training error"
+        label = "log10 " + error_label(self.scoring, has_val)
         ax.figure.colorbar(image, ax=ax, label=label)
-        ax.legend(fontsize="small", loc="upper right")
+        ax.legend(fontsize="small", loc="lower left")  # the large-λ, few-center corner
         return ax
 
     def _plot_kernel_axis(self, ax: Any, name: str) -> Any:
@@ -317,13 +354,14 @@ class Path:
         else:
             x = np.arange(K)
             ax.set_xticks(x, [repr(v) for v in self.params[name].reshape(K, -1)[:, 0]])
-        ax.plot(x, train, marker="o", label="train (at the best point of each kernel)")
+        ax.plot(x, train, marker="o", label="training (at each kernel's best point)")
         if self.val_error is not None:
-            ax.plot(x, best_val, marker="o", label=f"best validation ({self.scoring})")
-        ax.axvline(x[self.best_index[0]], color="gray", linestyle=":", label="chosen")
+            ax.plot(x, best_val, marker="o", label="validation (each kernel's best)")
+        b = self.best_index[0]
+        _mark_chosen(ax, x[b], best_val[b] if self.val_error is not None else train[b], "chosen")
         ax.set_yscale("log")
-        ax.set_xlabel(name)
-        ax.set_ylabel("error")
+        ax.set_xlabel(PARAM_LABELS.get(name, name))
+        ax.set_ylabel(error_label(self.scoring, self.val_error is not None))
         ax.legend(fontsize="small")
         return ax
 
@@ -415,3 +453,57 @@ def mean_over_folds(paths: list[Path], info: dict[str, Any] | None = None) -> Pa
         val_loss=losses.mean(axis=0),
         fold_errors=folds,
     )
+
+
+#: At most this many curves get a legend entry each; more are coloured by a colour scale.
+MAX_LEGEND = 8
+#: Parameters drawn on a log axis.
+LOG_PARAMS = ("penalty", "n_centers", "n_features", "sigma")
+#: Axis labels of the path's parameters.
+PARAM_LABELS = {
+    "penalty": "penalty λ",
+    "n_iter": "iterations t",
+    "n_epochs": "epochs",
+    "n_passes": "passes",
+    "n_centers": "Nyström centers m",
+    "n_features": "random features D",
+    "sigma": "kernel width σ",
+    "kernel": "kernel",
+}
+#: What each scoring measures, for an axis label.
+SCORING_LABELS = {
+    "mse": "MSE (squared target units)",
+    "error_rate": "error rate",
+    "log_loss": "log-loss",
+}
+
+
+def error_label(scoring: str, validation: bool) -> str:
+    """An axis label for the path's error: which rows and which quantity, with units."""
+    what = SCORING_LABELS.get(scoring, scoring.replace("_", " "))
+    return f"{'validation' if validation else 'training'} {what}"
+
+
+def _mark_chosen(ax: Any, x: float, y: float, label: str) -> None:
+    """The chosen point of a curve plot: a red star, named in the legend."""
+    ax.plot([x], [y], marker="*", markersize=14, color="red", linestyle="none", label=label,
+            zorder=5)  # fmt: skip
+
+
+def _short(v: Any) -> str:
+    """A parameter value for a label: integers as they are, floats to 2 digits."""
+    v = np.asarray(v).item() if np.ndim(v) == 0 else v
+    if isinstance(v, (int, np.integer)) or (
+        isinstance(v, float) and v.is_integer() and abs(v) < 1e6
+    ):
+        return str(int(v))
+    return f"{v:.2g}" if isinstance(v, (float, np.floating)) else str(v)
+
+
+def _thinned(n: int, most: int = 10) -> list[int]:
+    """At most ``most`` evenly spaced tick positions of ``n`` (the last included)."""
+    step = max(1, int(np.ceil(n / most)))
+    ticks = list(range(0, n, step))
+    if ticks[-1] != n - 1 and n - 1 - ticks[-1] >= step / 2:
+        ticks.append(n - 1)
+    return ticks

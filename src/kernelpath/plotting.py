@@ -21,13 +21,14 @@ from .online import IncrementalRLSClassifier
 __all__ = ["plot_leverage", "prequential_errors", "plot_learning_curve", "plot_widths"]
 
 
-def _axes(ax: Any) -> Any:
+def _axes(ax: Any, figsize: tuple[float, float] | None = None) -> Any:
     try:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError('plots need matplotlib: pip install "kernelpath[plot]"') from exc
     if ax is None:
-        _, ax = plt.subplots()
+        # room for the labels and the colour bar
+        _, ax = plt.subplots(figsize=figsize, layout="constrained")
     return ax
 
 
@@ -146,16 +147,20 @@ def plot_learning_curve(curve: dict[str, Any], ax: Any = None, label: str | None
     """
     ax = _axes(ax)
     ax.plot(curve["seen"], curve["error"], label=label)
-    ax.set_xlabel("samples learned")
-    ax.set_ylabel(curve["metric"].replace("_", " ") + " on the next batch")
+    ax.set_xlabel("samples learned before the batch")
+    what = "RMSE (target units)" if curve["metric"] == "rmse" else "error rate"
+    ax.set_ylabel(f"{what} on the next batch")
     if label is not None:
         ax.legend(fontsize="small")
     return ax
 
 
-def plot_widths(model: Any, feature_names: Any = None, ax: Any = None) -> Any:
+def plot_widths(model: Any, feature_names: Any = None, ax: Any = None, X: Any = None) -> Any:
     """Per-feature kernel widths as a ranking of relevance: a horizontal bar per feature of
-    its relevance ``1 / sigma_l`` (relative to the largest), most relevant on top.
+    its relevance ``s_l / sigma_l`` relative to the largest, most relevant on top, where
+    ``s_l`` is the feature's spread: widths compared in standardized units, so a feature
+    of large raw values (a population count beside a ratio) is ranked by what it does, not
+    by its unit.
 
     Parameters
     ----------
@@ -165,6 +170,10 @@ def plot_widths(model: Any, feature_names: Any = None, ax: Any = None) -> Any:
         The features' names; the model's ``feature_names_in_`` when it has them, else
         ``x0, x1, ...``.
     ax : matplotlib Axes or None
+    X : array-like of shape (n, n_features) or None, default=None
+        Rows whose spreads ``s_l`` (``scaling.feature_scales``) set the units. None: the
+        spreads a scaled ``sigma="ard"`` fit learned in (its ``ard_info_``), else the raw
+        units (``s_l = 1``); the x label says which.
 
     Returns
     -------
@@ -186,13 +195,31 @@ def plot_widths(model: Any, feature_names: Any = None, ax: Any = None) -> Any:
     )
     if len(names) != len(widths):
         raise ValueError(f"feature_names has {len(names)} names for {len(widths)} widths")
-    relevance = widths.min() / widths
+    spreads, units = _spreads(model, X, len(widths))
+    relevance = spreads / widths
+    relevance = relevance / relevance.max()
     order = np.argsort(relevance)  # barh draws the first at the bottom
-    ax = _axes(ax)
+    longest = max(len(v) for v in names)
+    ax = _axes(ax, (5.0 + 0.08 * longest, 1.2 + 0.3 * max(len(widths), 4)))
     ax.barh(np.arange(len(widths)), relevance[order])
-    ax.set_yticks(np.arange(len(widths)))
-    ax.set_yticklabels([names[j] for j in order])
+    ax.set_yticks(np.arange(len(widths)), [names[j] for j in order])
     ax.set_xscale("log")
-    ax.set_xlabel("relevance: smallest width / width")
+    ax.set_xlabel(f"relevance: spread / width, over the largest\n({units})")
     ax.set_title(f"{type(kernel).__name__}: learned widths")
     return ax
+
+
+def _spreads(model: Any, X: Any, d: int) -> tuple[np.ndarray, str]:
+    """The features' spreads that set plot_widths' units, and the units' name."""
+    if X is not None:
+        from .scaling import feature_scales
+
+        X2 = check_rows(B.to_numpy(X))
+        if X2.shape[1] != d:
+            raise ValueError(f"X has {X2.shape[1]} features, the widths {d}")
+        return feature_scales(X2, np.random.default_rng(0)), "units of X's spreads"
+    info = getattr(model, "ard_info_", None) or {}
+    scales = info.get("feature_scales")
+    if scales is not None and len(scales) == d:
+        return np.asarray(scales, dtype=float), "standardized units"
+    return np.ones(d), "raw units"

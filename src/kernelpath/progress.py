@@ -23,7 +23,15 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["report", "listening", "quiet", "verbose_reporter", "tqdm_reporter", "logger"]
+__all__ = [
+    "report",
+    "note",
+    "listening",
+    "quiet",
+    "verbose_reporter",
+    "tqdm_reporter",
+    "logger",
+]
 
 logger = logging.getLogger("kernelpath")
 
@@ -42,6 +50,19 @@ def report(stage: str, done: int, total: int | None = None, **info: Any) -> None
     if logger.isEnabledFor(logging.DEBUG):
         extra = "".join(f", {k}={_fmt(v)}" for k, v in info.items())
         logger.debug("%s %d/%s%s", stage, done, "?" if total is None else total, extra)
+
+
+def note(text: str) -> None:
+    """Tell the listeners one line of text (a cost estimate before a long step): a
+    ``verbose`` fit prints it, the command line's bar writes it above itself, and the
+    ``kernelpath`` logger has it at INFO level."""
+    for r in _reporters.get():
+        r(NOTE, 0, None, {"text": text})
+    logger.info("%s", text)
+
+
+#: The stage name of a ``note``.
+NOTE = "note"
 
 
 @contextlib.contextmanager
@@ -86,6 +107,9 @@ def verbose_reporter(owner: str, level: int, stream: Any = None) -> Iterator[Non
         print(f"[{owner} {time.perf_counter() - t0:7.1f} s] {text}", file=out, flush=True)
 
     def show(stage: str, done: int, total: int | None, info: dict[str, Any]) -> None:
+        if stage == NOTE:
+            line(info["text"])
+            return
         extra = "".join(f", {k} {_fmt(v)}" for k, v in info.items())
         text = f"{stage} {done}{'' if total is None else f'/{total}'}{extra}"
         every = 1 if level >= 2 or not total else max(1, total // 10)
@@ -114,6 +138,9 @@ def tqdm_reporter(what: str) -> Iterator[None]:
     bars: dict[str, Any] = {}
 
     def show(stage: str, done: int, total: int | None, info: dict[str, Any]) -> None:
+        if stage == NOTE:
+            tqdm.write(info["text"], file=sys.stderr)
+            return
         bar = bars.get(stage)
         if bar is None:
             for other in bars.values():  # a new stage: the previous ones are finished

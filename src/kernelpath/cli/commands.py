@@ -13,8 +13,6 @@ from typing import Any
 import numpy as np
 
 from .. import _backend as B
-from .._backend import available_memory, n_threads, resolve_memory_budget
-from .._kernels import HAVE_NUMBA
 from .._version import __version__
 from ..data import default_mode, write_predictions
 from ..data.files import temporary
@@ -27,8 +25,9 @@ from ..kernels import Gaussian
 from ..leverage import effective_dimension
 from ..model_files import load, save
 from ..progress import tqdm_reporter
-from .files import TABLES, UserError, _check_target, _labels, _read_data, _suffix, _task
+from .files import TABLES, _check_target, _labels, _read_data, _suffix, _task
 from .models import _best, _estimator, _rows_x_cols
+from .names import UserError
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -68,40 +67,19 @@ def _demo(args: argparse.Namespace) -> int:
     )
     best = ", ".join(f"{k}={v:.3g}" for k, v in est.best_params_.items())
     print(f"best point: {best}  (validation MSE {path.best_val_error:.4f})")
-    # y = f(x) + 0.1 eps: no model beats RMSE 0.1 on average (the noise floor), and the
-    # model's own error is what the noise leaves of the RMSE
-    own = float(np.sqrt(max(rmse**2 - 0.1**2, 0.0)))
-    print(
-        f"test RMSE: {rmse:.4f}, against a noise floor of 0.1000 (the true function's RMSE); "
-        f"the model's own error {own:.4f}, predicting the mean {float(np.std(yt)):.4f}"
-    )
+    print(_demo_result(rmse, float(np.std(yt)), 0.1))
     return 0
 
 
-def _info(_: argparse.Namespace) -> int:
-    print(f"kernelpath {__version__}")
-    print(f"threads for kernel evaluation: {n_threads()}")
-    print(
-        f"available memory: {available_memory() / 1e9:.1f} GB; "
-        f"default memory_budget: {resolve_memory_budget(None) / 1e9:.1f} GB"
+def _demo_result(rmse: float, spread: float, noise: float) -> str:
+    """The demo's headline: how much of what can be learned the fit learned. y = f(x) +
+    noise: no model beats the noise's RMSE on average and predicting the mean gives the
+    target's spread, so the share learned is (spread² - RMSE²) / (spread² - noise²)."""
+    learned = (spread**2 - rmse**2) / (spread**2 - noise**2)
+    return (
+        f"result: the fit learned {100 * learned:.1f}% of the signal (test RMSE {rmse:.4f}; "
+        f"the noise alone gives {noise:.4f}, predicting the mean {spread:.4f})"
     )
-
-    print(
-        "rank-one Cholesky updates: "
-        + ("compiled (Numba)" if HAVE_NUMBA else "NumPy loops (install numba for ~10x)")
-    )
-    try:
-        import torch
-    except ImportError:
-        print("PyTorch: not installed (pip install 'kernelpath[torch]' for device=...)")
-        return 0
-    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
-    print(
-        f"PyTorch {torch.__version__}: device='cpu'"
-        + "".join(f", 'cuda:{i}' ({name})" for i, name in enumerate(gpus))
-        + ("" if gpus else "; no CUDA device")
-    )
-    return 0
 
 
 # --------------------------------------------------------------------------- commands
@@ -117,7 +95,7 @@ def _check_output(path: str) -> None:
 def _fit(args: argparse.Namespace) -> int:
 
     columns = args.columns.split(",") if args.columns else None
-    X, y = _read_data(args.data, args.target, args.target_file, columns, need_target=True)
+    X, y = _read_data(args.data, args.target, args.target_file, columns, True, args.delimiter)
     y = _labels(y)
     task = _task(y, args.task)
     y = _check_target(y, task)
@@ -158,7 +136,7 @@ def _predict(args: argparse.Namespace) -> int:
     if not hasattr(model, args.method):
         raise UserError(f"--method: a {type(model).__name__} has no {args.method}")
     columns = _predict_columns(model) if _suffix(args.data) in TABLES else None
-    X, _ = _read_data(args.data, None, None, columns, need_target=False)
+    X, _ = _read_data(args.data, None, None, columns, False, args.delimiter)
     if _suffix(args.output) == ".csv":
         classes = [str(c) for c in getattr(model, "classes_", [])]
         header = ["prediction"]
@@ -203,7 +181,7 @@ def _metrics(model: Any, X: Any, y: np.ndarray) -> dict[str, float]:
 def _evaluate(args: argparse.Namespace) -> int:
     model = _load_model(args.model)
     columns = _predict_columns(model) if _suffix(args.data) in TABLES else None
-    X, y = _read_data(args.data, args.target, args.target_file, columns, need_target=True)
+    X, y = _read_data(args.data, args.target, args.target_file, columns, True, args.delimiter)
     y = _labels(y)
     if hasattr(model, "classes_"):
         unseen = sorted({str(v) for v in np.unique(y)} - {str(c) for c in model.classes_})
@@ -224,6 +202,8 @@ def _evaluate(args: argparse.Namespace) -> int:
         scores = _metrics(model, X, y)
     if args.json:
         print(json.dumps({"rows": int(X.shape[0]), **scores}))
+    elif args.quiet:
+        print(f"{next(iter(scores.values())):.6g}")
     else:
         for k, v in scores.items():
             print(f"{k}: {v:.6g}")
@@ -232,7 +212,12 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 def _inspect(args: argparse.Namespace) -> int:
     model = _load_model(args.model)
-    lines = [f"model: kernelpath.{type(model).__name__}"]
+    lines = []
+    steps = getattr(model, "steps", None)
+    if steps is not None:  # a scikit-learn Pipeline: its steps, then its estimator
+        lines.append("pipeline: " + " -> ".join(type(step).__name__ for _, step in steps))
+        model = steps[-1][1]
+    lines.append(f"model: kernelpath.{type(model).__name__}")
     defaults = type(model)().get_params() if _constructible(model) else {}
     changed = {
         k: v

@@ -4,32 +4,28 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from pathlib import Path as FsPath
 from typing import Any
 
 import numpy as np
 
 from ..data import as_source, read_table
+from ..data.tables import TEXT_TABLES, table_suffix, text_delimiter
 from ..datasets import load_libsvm
+from .names import UserError
 
 # --------------------------------------------------------------------------- data files
-TABLES = (".csv", ".txt", ".parquet", ".pq")
+TABLES = (*TEXT_TABLES, ".parquet", ".pq")
 LIBSVM = (".svm", ".libsvm", ".svmlight")
 #: Integer-valued targets with at most this many distinct values are class labels.
 MAX_CLASSES_AUTO = 20
 
 
-class UserError(Exception):
-    """A mistake in the command's input: reported as one line, exit status 1."""
-
-
 def _suffix(path: str) -> str:
-    s = FsPath(path).suffixes
-    s = [x for x in s if x not in (".gz", ".bz2")]
-    return s[-1].lower() if s else ""
+    """The format's suffix, a compression's aside (``.csv.gz`` -> ``.csv``)."""
+    return table_suffix(path)[0]
 
 
-def _read_target_file(path: str, column: str | None) -> np.ndarray:
+def _read_target_file(path: str, column: str | None, delimiter: str | None) -> np.ndarray:
     """A target in its own file: ``.npy``, or a CSV with a header (one column, or the one
     named by ``--target``)."""
     if not os.path.exists(path):
@@ -37,12 +33,13 @@ def _read_target_file(path: str, column: str | None) -> np.ndarray:
     suffix = _suffix(path)
     if suffix == ".npy":
         y = np.load(path, allow_pickle=False)
-    elif suffix in (".csv", ".txt"):
+    elif suffix in TEXT_TABLES:
         import pyarrow as pa
         import pyarrow.csv as pcsv
 
+        sep = text_delimiter(suffix, delimiter)
         try:
-            table = pcsv.read_csv(path)
+            table = pcsv.read_csv(path, parse_options=pcsv.ParseOptions(delimiter=sep))
         except pa.ArrowInvalid as exc:
             raise UserError(f"--target-file: cannot read {path} as CSV: {exc}") from None
         names = list(table.column_names)
@@ -53,7 +50,7 @@ def _read_target_file(path: str, column: str | None) -> np.ndarray:
             raise UserError(f"--target: no column {name!r} in {path} (columns: {names})")
         y = table.column(name).to_numpy(zero_copy_only=False)
     else:
-        raise UserError(f"--target-file: read .npy or .csv, got {path!r}")
+        raise UserError(f"--target-file: read .npy, .csv or .tsv, got {path!r}")
     if y.ndim != 1:
         raise UserError(f"--target-file: {path} must hold one column, got shape {y.shape}")
     return np.asarray(y)
@@ -65,6 +62,7 @@ def _read_data(
     target_file: str | None,
     columns: Sequence[str] | None,
     need_target: bool,
+    delimiter: str | None = None,
 ) -> tuple[Any, Any]:
     """(X, y) of a data file; X stays on disk where the format allows (CSV is copied once
     into a binary file, Parquet is read by row groups, ``.npy`` is mapped)."""
@@ -78,7 +76,7 @@ def _read_data(
         in_file = target if target_file is None else None
         if need_target and in_file is None and target_file is None:
             raise UserError(f"{path}: name the target with --target COLUMN or --target-file")
-        X, y = read_table(path, target=in_file, columns=columns)
+        X, y = read_table(path, target=in_file, columns=columns, delimiter=delimiter)
     elif suffix in LIBSVM:
         if columns:
             raise UserError("--columns: a LIBSVM file has no column names")
@@ -98,11 +96,11 @@ def _read_data(
                 raise UserError(f"--target: no array {target!r} in {path} (arrays: {keys})")
     else:
         raise UserError(
-            f"{path}: read CSV, Parquet, LIBSVM (.svm, .libsvm, .svmlight), .npy or .npz "
-            f"files, got {suffix or 'no suffix'!r}"
+            f"{path}: read CSV or TSV (also .gz, .bz2), Parquet, LIBSVM (.svm, .libsvm, "
+            f".svmlight), .npy or .npz files, got {suffix or 'no suffix'!r}"
         )
     if target_file is not None:
-        y = _read_target_file(target_file, target)
+        y = _read_target_file(target_file, target, delimiter)
     if y is not None and len(y) != len(X):
         raise UserError(f"the target has {len(y)} rows, the data {len(X)}")
     if need_target and y is None:

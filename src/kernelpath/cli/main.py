@@ -1,31 +1,57 @@
-"""The ``kernelpath`` command's parser and entry point."""
+"""The ``kernelpath`` command's parser and entry point. It imports only the parser's names
+(``cli.names``): a command loads the library when it runs, so ``--help`` and ``info`` start
+at once."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 from typing import Any
 
-from .._backend import check_device
 from .._version import __version__
-from ..model_files import ModelFileError
-from .commands import _demo, _evaluate, _fit, _info, _inspect, _predict
-from .files import UserError
-from .models import _model_classes, help_texts
+from .names import MODELS, UserError, help_texts
+
+DESCRIPTION = (
+    "Kernel ridge regression and classification at scale, with whole regularization "
+    "paths: fit a model on a data file, predict, evaluate, inspect a model file."
+)
+DATA_HELP = (
+    "a CSV or TSV file with a header row (also .csv.gz, .tsv.bz2, ...), Parquet, LIBSVM "
+    "(.svm, .libsvm, .svmlight), .npy or .npz (arrays X and y)"
+)
 
 
 # --------------------------------------------------------------------------- main
 def _data_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("data", help="CSV, Parquet, LIBSVM, .npy or .npz file")
+    p.add_argument("data", help=DATA_HELP)
     p.add_argument("--target", help="the target column (or .npz array)")
-    p.add_argument("--target-file", help="the target in its own file (.npy or .csv)")
+    p.add_argument("--target-file", help="the target in its own file (.npy, .csv or .tsv)")
+    _delimiter_option(p)
 
 
-def _output_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--quiet", action="store_true", help="print only the output's name")
+def _delimiter_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--delimiter",
+        help="a text table's field separator, one character (default: a tab for .tsv, "
+        "else a comma; write a tab as $'\\t')",
+    )
+
+
+def _subparser(sub: Any, name: str, help: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=help, description=help[0].upper() + help[1:] + ".", allow_abbrev=False
+    )
+    return parser
+
+
+def _output_options(
+    p: argparse.ArgumentParser, quiet: str = "print only the output's name"
+) -> None:
+    p.add_argument("--quiet", action="store_true", help=quiet)
     bar = p.add_mutually_exclusive_group()
     bar.add_argument(
         "--progress",
@@ -33,22 +59,27 @@ def _output_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="show a progress bar (default: when stderr is a terminal)",
     )
-    bar.add_argument("--no-progress", dest="progress", action="store_false")
+    bar.add_argument(
+        "--no-progress", dest="progress", action="store_false", help="show no progress bar"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kernelpath", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="kernelpath",
+        description=DESCRIPTION,
+        epilog="'kernelpath COMMAND --help' describes each command's options.",
+        allow_abbrev=False,
+    )
     parser.add_argument("--version", action="version", version=f"kernelpath {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     helps = help_texts()
-    fit = sub.add_parser("fit", help="fit a model on a data file and write a model file")
+    fit = _subparser(sub, "fit", "fit a model on a data file and write a model file")
     _data_options(fit)
     fit.add_argument("--output", "-o", help="the model file (default: DATA's name with .kp)")
     fit.add_argument("--columns", help="feature columns, comma-separated (default: all)")
-    fit.add_argument(
-        "--model", choices=list(_model_classes()), default="nystrom", help=helps["model"]
-    )
+    fit.add_argument("--model", choices=list(MODELS), default="nystrom", help=helps["model"])
     fit.add_argument(
         "--task",
         choices=["auto", "regression", "classification"],
@@ -66,9 +97,18 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--penalty", help="λ: a number, a comma-separated grid, or 'auto'")
     fit.add_argument("--n-centers", help="Nyström centers: a number or 'auto'")
     fit.add_argument("--n-features", type=int, help="random features (rf, sgm)")
-    fit.add_argument("--max-iter", type=int)
+    fit.add_argument(
+        "--max-iter",
+        type=int,
+        help="the iterations of an iterative solver (cg, nytro, krls with "
+        "--set filter=landweber): the path's last point (default: the estimator's)",
+    )
     fit.add_argument("--solver", help=helps["solver"])
-    fit.add_argument("--validation-fraction", type=float)
+    fit.add_argument(
+        "--validation-fraction",
+        type=float,
+        help="the share of the rows held out to choose the path's best point (default 0.2)",
+    )
     fit.add_argument("--memory-budget", help="e.g. 2GB (default: half the free memory)")
     fit.add_argument(
         "--class-weight",
@@ -88,11 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--set", action="append", metavar="NAME=VALUE", help="any other parameter (repeatable)"
     )
     _output_options(fit)
-    fit.set_defaults(func=_fit)
+    fit.set_defaults(func="_fit")
 
-    pred = sub.add_parser("predict", help="predict a data file with a model file")
-    pred.add_argument("model", help="a model file written by fit (or kernelpath.save)")
-    pred.add_argument("data", help="CSV, Parquet, LIBSVM, .npy or .npz file")
+    pred = _subparser(sub, "predict", "predict a data file with a model file")
+    pred.add_argument("model", help=MODEL_HELP)
+    pred.add_argument("data", help=DATA_HELP)
+    _delimiter_option(pred)
     pred.add_argument("--output", "-o", required=True, help=".csv, .npy, .h5 or .zarr")
     pred.add_argument(
         "--method",
@@ -102,39 +143,50 @@ def build_parser() -> argparse.ArgumentParser:
         "predict_proba: its class probabilities, one column per class",
     )
     _output_options(pred)
-    pred.set_defaults(func=_predict)
+    pred.set_defaults(func="_predict")
 
-    ev = sub.add_parser("evaluate", help="scores of a model file on labelled data")
-    ev.add_argument("model")
+    ev = _subparser(sub, "evaluate", "scores of a model file on labelled data")
+    ev.add_argument("model", help=MODEL_HELP)
     _data_options(ev)
     ev.add_argument("--json", action="store_true", help="one JSON line")
-    _output_options(ev)
-    ev.set_defaults(func=_evaluate)
+    _output_options(
+        ev,
+        quiet="print only the first score's value (accuracy for a classifier, RMSE for a "
+        "regressor)",
+    )
+    ev.set_defaults(func="_evaluate")
 
-    ins = sub.add_parser("inspect", help="what a model file holds")
-    ins.add_argument("model")
+    ins = _subparser(sub, "inspect", "what a model file holds")
+    ins.add_argument("model", help=MODEL_HELP)
     ins.add_argument("--plot", help="write the validation error along the path as PNG")
-    ins.set_defaults(func=_inspect)
+    ins.set_defaults(func="_inspect")
 
-    demo = sub.add_parser("demo", help="fit a regularization path on generated data")
-    demo.add_argument("--n-train", type=int, default=20000)
-    demo.add_argument("--n-test", type=int, default=5000)
-    demo.add_argument("--n-centers", type=int, default=1000)
-    demo.add_argument("--solver", choices=["cg", "direct", "nytro"], default="cg")
-    demo.add_argument("--seed", type=int, default=0)
+    demo = _subparser(sub, "demo", "fit a regularization path on generated data")
+    demo.add_argument("--n-train", type=int, default=20000, help="training rows (default: 20000)")
+    demo.add_argument("--n-test", type=int, default=5000, help="test rows (default: 5000)")
+    demo.add_argument("--n-centers", type=int, default=1000, help="Nyström centers (default: 1000)")
+    demo.add_argument(
+        "--solver",
+        choices=["cg", "direct", "nytro"],
+        default="cg",
+        help="cg (default): the (λ, iteration) path by conjugate gradients; direct: the "
+        "exact λ path; nytro: early-stopped gradient descent",
+    )
+    demo.add_argument("--seed", type=int, default=0, help="the data's and the fit's seed")
     demo.add_argument(
         "--device", default=None, help="compute with PyTorch there (auto, cpu, cuda, cuda:N)"
     )
-    demo.set_defaults(func=_demo)
-    info = sub.add_parser("info", help="version, threads and memory budget")
-    info.set_defaults(func=_info)
+    demo.set_defaults(func="_demo")
+    info = _subparser(sub, "info", "version, threads, memory budget and devices")
+    info.set_defaults(func="_info")
     return parser
+
+
+MODEL_HELP = "a model file written by 'kernelpath fit' (or kernelpath.save)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kernelpath`` command."""
-    from sklearn.exceptions import NotFittedError
-
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "demo":
@@ -144,17 +196,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.seed < 0:
             parser.error(f"--seed must be a non-negative integer, got {args.seed}")
     if getattr(args, "device", None) is not None:
+        from .._backend import check_device
+
         try:
             check_device(args.device, "--device")
         except (ValueError, TypeError) as exc:
             parser.error(str(exc))
     previous = _on_sigterm()
     try:
-        return int(args.func(args))
+        # info is the one command that loads nothing of the library
+        name = "info" if args.command == "info" else "commands"
+        module = importlib.import_module(f".{name}", __package__)
+        return int(getattr(module, args.func)(args))
     except _Terminated:
         print(f"kernelpath {args.command}: terminated", file=sys.stderr)
         return 143
-    except (UserError, ModelFileError, ValueError, TypeError, NotFittedError, OSError) as exc:
+    # a model file's errors and scikit-learn's NotFittedError are ValueErrors
+    except (UserError, ValueError, TypeError, OSError) as exc:
         message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"kernelpath {args.command}: error: {message}", file=sys.stderr)
         return 1

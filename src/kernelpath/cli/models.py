@@ -23,8 +23,8 @@ from ..estimators import (
     SGMRegressor,
 )
 from ..fitting.kernel_models import NystromFamily, NYTROFamily
-from ..kernels import WIDTH_NAMES, kernel_names, make_kernel
-from .files import UserError
+from ..kernels import make_kernel
+from .names import UserError
 
 
 # --------------------------------------------------------------------------- models
@@ -46,21 +46,6 @@ def solver_choices() -> dict[str, tuple[str, ...]]:
         default = inspect.signature(_model_classes()[model][0]).parameters["solver"].default
         out[model] = (default, *(s for s in family._solvers if s != default))
     return out
-
-
-def help_texts() -> dict[str, str]:
-    """The help of the options whose values come from the library, written from it."""
-    solvers = "; ".join(f"{m}: {', '.join(s)}" for m, s in solver_choices().items())
-    return {
-        "kernel": f"the kernel: {', '.join(kernel_names())} (default: gaussian)",
-        "sigma": "the width of a radial kernel: a number (in the units of the data, or of "
-        f"the scaled features with --scale on), or {', '.join(map(repr, WIDTH_NAMES))} "
-        "(default: auto, chosen by the fit)",
-        "solver": f"the solver, default first ({solvers})",
-        "model": "the estimator family: "
-        + ", ".join(f"{k} ({v[0].__name__[:-9]})" for k, v in _model_classes().items())
-        + " (default: nystrom)",
-    }
 
 
 def _number_or_name(text: str) -> Any:

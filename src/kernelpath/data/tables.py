@@ -26,14 +26,15 @@ def read_table(
     columns: Sequence[str] | None = None,
     *,
     cache_dir: str | os.PathLike[str] | None = None,
+    delimiter: str | None = None,
 ) -> tuple[RowSource, RowSource | None]:
     """Open a table on disk as lazy ``(X, y)``.
 
     Parameters
     ----------
     path : path-like
-        A Parquet file (``.parquet``, ``.pq``) or a CSV file with a header row (``.csv``,
-        ``.txt``).
+        A Parquet file (``.parquet``, ``.pq``) or a delimited text file with a header row
+        (``.csv``, ``.txt``, ``.tsv``), which may be compressed (``.csv.gz``, ``.tsv.bz2``).
     target : str or None, default="y"
         The target column (None: no target, e.g. for ``predict``).
     columns : sequence of str or None
@@ -41,6 +42,9 @@ def read_table(
     cache_dir : path-like or None
         Where a CSV file's binary copy goes (default: the system's temporary folder). The
         copy is unlinked at once and freed with the arrays.
+    delimiter : str or None, default=None
+        A text file's field separator, one character (None: a tab for ``.tsv``, else a
+        comma).
 
     Returns
     -------
@@ -56,12 +60,40 @@ def read_table(
     p = os.fspath(path)
     if not os.path.isfile(p):
         raise ValueError(f"path: no such file {p!r}")
-    suffix = FsPath(p).suffix.lower()
-    if suffix in (".parquet", ".pq"):
+    suffix, compression = table_suffix(p)
+    sep = text_delimiter(suffix, delimiter)  # a given one checked whatever the format
+    if suffix in (".parquet", ".pq") and not compression:
         return _read_parquet(p, target, columns)
-    if suffix in (".csv", ".txt"):
-        return _read_csv(p, target, columns, cache_dir)
-    raise ValueError(f"path: read_table reads Parquet (.parquet, .pq) or CSV (.csv), got {p!r}")
+    if suffix in TEXT_TABLES:
+        return _read_csv(p, target, columns, cache_dir, sep)
+    raise ValueError(
+        "path: read_table reads Parquet (.parquet, .pq) or delimited text (.csv, .txt, .tsv, "
+        f"optionally .gz or .bz2), got {p!r}"
+    )
+
+
+#: Delimited text tables, read by PyArrow (compressed ones decompressed as they are read).
+TEXT_TABLES = (".csv", ".txt", ".tsv")
+COMPRESSIONS = (".gz", ".bz2")
+
+
+def text_delimiter(suffix: str, delimiter: str | None) -> str:
+    """The field separator of a text table: the one given (one character, else
+    ``ValueError``), else a tab for ``.tsv`` and a comma for the others."""
+    if delimiter is not None:
+        if not isinstance(delimiter, str) or len(delimiter) != 1:
+            raise ValueError(f"delimiter must be one character, got {delimiter!r}")
+        return delimiter
+    return "\t" if suffix == ".tsv" else ","
+
+
+def table_suffix(path: str) -> tuple[str, str]:
+    """(the format's suffix, the compression's suffix or ""), lower case:
+    ``data.CSV.gz`` -> (".csv", ".gz")."""
+    parts = [x.lower() for x in FsPath(path).suffixes]
+    if parts and parts[-1] in COMPRESSIONS:
+        return (parts[-2] if len(parts) > 1 else ""), parts[-1]
+    return (parts[-1] if parts else ""), ""
 
 
 def _choose_columns(
@@ -121,7 +153,7 @@ def _csv_type(pa: Any, t: Any) -> Any:
 
 
 def _read_csv(
-    path: str, target: str | None, columns: Sequence[str] | None, cache_dir: Any
+    path: str, target: str | None, columns: Sequence[str] | None, cache_dir: Any, delimiter: str
 ) -> tuple[RowSource, RowSource | None]:
     """Stream the CSV once into an unlinked binary file (features then the target), and
     map it.
@@ -134,8 +166,9 @@ def _read_csv(
     import pyarrow.csv as pcsv
 
     read = pcsv.ReadOptions(block_size=CSV_BATCH_BYTES)
+    parse = pcsv.ParseOptions(delimiter=delimiter)
     try:
-        first = pcsv.open_csv(path, read_options=read)
+        first = pcsv.open_csv(path, read_options=read, parse_options=parse)
     except pa.ArrowInvalid as exc:
         raise ValueError(f"path: cannot read {path} as CSV: {exc}") from exc
     schema = first.schema
@@ -155,7 +188,9 @@ def _read_csv(
         include_columns=feats + ([target] if target is not None else []),
     )
     try:
-        reader = pcsv.open_csv(path, read_options=read, convert_options=convert)
+        reader = pcsv.open_csv(
+            path, read_options=read, parse_options=parse, convert_options=convert
+        )
     except pa.ArrowInvalid as exc:
         raise ValueError(f"path: cannot read {path} as CSV: {exc}") from exc
     width = len(feats) + (1 if numeric_target else 0)

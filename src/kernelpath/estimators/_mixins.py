@@ -238,7 +238,8 @@ class _ClassifierMixin(ClassifierMixin):
         return B.like_input(self._decision(X), X)
 
     def predict(self, X: Any) -> Any:
-        """Predict class labels (the largest score's class).
+        """Predict class labels: the largest probability's class (``predict_proba``'s arg
+        max; without probabilities, the largest score's).
 
         Parameters
         ----------
@@ -254,12 +255,23 @@ class _ClassifierMixin(ClassifierMixin):
         if B.is_dask(X):
             return self._dask_predict(X, "predict")
         scores = B.to_numpy(self._decision(X))
-        classes = self.classes_
+        return B.like_input(self.classes_[self._winners(scores)], X)
+
+    def _winners(self, scores: np.ndarray) -> np.ndarray:
+        """The column of each row's predicted class: the one tie-break rule of ``predict``
+        and ``predict_proba``. With probabilities (a calibration map or the logistic loss),
+        the largest probability's class, the first in ``classes_`` on an exact tie (NumPy's
+        arg max), so that ``predict`` is ``predict_proba``'s arg max even where the map
+        rounds distinct scores (~1e-23 apart) to one probability; without (cv='loo' or
+        'gcv', old model files), the largest score's class (two classes: score > 0)."""
+        if getattr(self, "calibration_", None) is not None:
+            winners: np.ndarray = np.argmax(
+                log_probabilities(scores, self._probability_map()), axis=1
+            )
+            return winners
         if scores.ndim == 1:
-            labels = classes[(scores > 0).astype(int)]
-        else:
-            labels = classes[np.argmax(scores, axis=1)]
-        return B.like_input(labels, X)
+            return (scores > 0).astype(int)
+        return np.asarray(np.argmax(scores, axis=1))
 
     def predict_log_proba(self, X: Any) -> Any:
         """Log-probabilities of the classes (``predict_proba``'s logarithm, computed

@@ -4,7 +4,7 @@ the closed-form selection it offers, one candidate fit, the refit, and its model
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -33,6 +33,27 @@ __all__ = [
 
 #: The fewest rows of a screening round (successive halving).
 SCREEN_MIN_ROWS = 2000
+
+
+@dataclass(frozen=True)
+class FitCost:
+    """A fit's estimated cost: seconds on the machine the constant was measured on, peak
+    bytes, and the sizes of the dense factorizations behind them."""
+
+    seconds: float
+    bytes: int
+    sizes: tuple[int, ...]
+    #: Set where the cost is worth a warning: what to use instead.
+    advice: str | None = None
+
+    def describe(self) -> str:
+        minutes = self.seconds / 60
+        took = f"{self.seconds:.0f} s" if minutes < 2 else f"{minutes:.0f} min"
+        sizes = " + ".join(f"{s:,}" for s in self.sizes)
+        return (
+            f"estimated cost: about {took} and {self.bytes / 1e9:.1f} GB at the peak "
+            f"(dense factorizations of {sizes} rows, on a 2-core machine)"
+        )
 
 
 class Family:
@@ -148,6 +169,11 @@ class Family:
         return SCREEN_MIN_ROWS
 
     # ------------------------------------------------------------------ fits
+    def cost(self, problem: FitProblem, plan: Any) -> FitCost | None:
+        """The fit's time and peak memory, estimated from the plan (a ``SelectionPlan``)
+        before its largest step; None where the family has no cost model."""
+        return None
+
     def solve(
         self,
         problem: FitProblem,

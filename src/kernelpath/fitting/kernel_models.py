@@ -28,7 +28,7 @@ from ..solvers.iterative import STEP_RULES, cg_memory, gradient_memory
 from ..solvers.newton import PATH_PATIENCE, newton_memory, newton_path
 from ..solvers.nystrom import center_factor, direct_memory
 from ..solvers.spectral import ITERATION_FILTERS
-from .family import Family, check_loss, kernel_operators, newton_intercept, validation
+from .family import Family, FitCost, check_loss, kernel_operators, newton_intercept, validation
 from .memory import (
     MIN_OPERATOR_BYTES,
     SOLVER_SHARE,
@@ -60,6 +60,15 @@ SCREEN_CENTER_RATIO = 2
 #: leave-one-out adds the squared vectors), measured with tracemalloc (2.6 n^2 with K, 4.0
 #: with the leave-one-out; tests/test_memory.py).
 EXACT_MATRICES = 2
+#: Seconds per n^3 of one exact KRLS eigendecomposition of n rows, with what surrounds it
+#: (K, the path, the validation predictions), on this project's 2-core machine at its
+#: default threads: the median of ``python benchmarks/krls_cost.py run`` (default fits of
+#: 2,000-8,000 rows, fresh processes, results/krls_cost.json: 6.0e-11 to 1.1e-10 per run).
+#: At 16,000 rows it gives 9.6 min (an eigendecomposition of 12,800 rows and the refit's of
+#: 16,000), where a user measured 10-11 min.
+EXACT_SECONDS_PER_N3 = 9.3e-11
+#: A default exact fit estimated to take longer than this warns, naming Nyström.
+EXACT_WARN_SECONDS = 60.0
 
 
 def default_n_centers(n: int) -> int:
@@ -323,6 +332,32 @@ class ExactFamily(_KernelModel):
         self, Xtr: Any, kernel: Kernel, settings: FitSettings, budget: int
     ) -> tuple[CenterSelection, np.ndarray | None]:
         return CenterSelection(Xtr, np.arange(len(Xtr)), "all"), None
+
+    def cost(self, problem: FitProblem, plan: Any) -> FitCost:
+        """One eigendecomposition of K per training set the search fits (the hold-out's
+        training part, each fold's, all rows for leave-one-out and GCV; per kernel where
+        the widths are not screened on a subsample) and one of all rows for the refit, each
+        ``EXACT_SECONDS_PER_N3`` n^3 seconds; the peak holds K, ``EXACT_MATRICES`` more
+        n x n matrices and, for leave-one-out, the squared vectors."""
+        if plan.folds is not None:
+            sizes = [len(rows) for rows, _ in plan.folds] * len(plan.kernels)
+        elif plan.cv == "holdout":
+            sizes = [len(plan.train)]
+        else:
+            sizes = [problem.n] * len(plan.kernels)
+        if plan.refit:
+            sizes.append(problem.n)
+        big = max(sizes)
+        matrices = 1 + EXACT_MATRICES + (plan.cv == "loo")
+        seconds = EXACT_SECONDS_PER_N3 * float(sum(float(s) ** 3 for s in sizes))
+        advice = None
+        if seconds > EXACT_WARN_SECONDS:
+            advice = (
+                f"exact KRLS on {problem.n:,} rows costs n^3 time and n^2 memory; "
+                "NystromRegressor / NystromClassifier fit this size in seconds (their centers "
+                "grow as sqrt(n) log n)"
+            )
+        return FitCost(seconds, 8 * matrices * big * big, tuple(sizes), advice)
 
     def solver_memory(
         self,

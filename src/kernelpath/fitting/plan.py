@@ -4,6 +4,7 @@ search it chose and the final model's fit (refit or the chosen point)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -15,6 +16,7 @@ from .. import ard
 from ..calibration import fit_calibration
 from ..kernels import Kernel, _RadialKernel, kernel_candidates, kernel_items
 from ..path import Path
+from ..progress import note
 from ..scaling import check_scale, feature_statistics
 from ..selection import check_cv, cv_folds, holdout_split
 from .family import Family, candidate_scores
@@ -106,6 +108,8 @@ def learned_kernel(
     if scales is not None:
         assert isinstance(learned, _RadialKernel)
         learned = learned.set_width(learned.widths(len(scales)) * scales)
+        # the spreads the widths were learned in (plotting.plot_widths ranks in those units)
+        info["feature_scales"] = [float(v) for v in scales]
     return learned, info
 
 
@@ -325,6 +329,11 @@ def select(
     and fit the model: the refit on all rows at the chosen point, or that point itself."""
     plan = make_plan(family, problem, settings, params)
     problem = plan.problem
+    cost = family.cost(problem, plan)
+    if cost is not None:
+        note(cost.describe())
+        if cost.advice is not None:
+            warnings.warn(f"{cost.describe()}: {cost.advice}", UserWarning, stacklevel=3)
 
     def fit_one(
         k: Kernel, rows: np.ndarray, val: np.ndarray | None, s: FitSettings
