@@ -132,10 +132,9 @@ def test_local_scheduler_without_a_client(monkeypatch):
     assert _rel(b.coef_, a.coef_) <= 1e-10
 
 
-def test_a_worker_killed_mid_fit(client, monkeypatch):
-    X, y = _problem()
-    Xd = da.from_array(X, chunks=(CHUNK, D))
-    make = lambda: kp.NystromRegressor(  # noqa: E731
+def _ten_passes() -> kp.NystromRegressor:
+    """Ten conjugate-gradient passes on every row, no early stop: the kill tests' model."""
+    return kp.NystromRegressor(
         n_centers=200,
         penalty=1e-3,
         max_iter=10,
@@ -144,7 +143,12 @@ def test_a_worker_killed_mid_fit(client, monkeypatch):
         validation_fraction=0.0,
         random_state=0,
     )
-    ref = make().fit(X, y)
+
+
+def test_a_worker_killed_mid_fit(client, monkeypatch):
+    X, y = _problem()
+    Xd = da.from_array(X, chunks=(CHUNK, D))
+    ref = _ten_passes().fit(X, y)
     pids = client.run(os.getpid)
     victim = next(iter(pids.values()))
     calls = {"n": 0}
@@ -158,7 +162,34 @@ def test_a_worker_killed_mid_fit(client, monkeypatch):
         return out
 
     monkeypatch.setattr(DaskKernelOperator, "fused", fused)
-    est = make().fit(Xd, y)
+    est = _ten_passes().fit(Xd, y)
+    assert calls["n"] >= 3
+    assert _rel(est.predict(X), ref.predict(X)) <= 1e-10
+    client.wait_for_workers(2, timeout=60)
+
+
+def test_every_worker_killed_mid_fit(client, monkeypatch):
+    """Every worker gone after the first pass takes the scattered centers with it: the
+    scheduler cancels the next product for lost data, and the operator scatters the centers
+    again and builds the product anew; weighted rows, so the weights' pieces go too."""
+    X, y = _problem()
+    w = np.random.default_rng(1).uniform(0.5, 2.0, N)
+    Xd = da.from_array(X, chunks=(CHUNK, D))
+    ref = _ten_passes().fit(X, y, sample_weight=w)
+    calls = {"n": 0}
+    original = DaskKernelOperator.fused
+
+    def fused(self, *args, **kwargs):
+        out = original(self, *args, **kwargs)
+        calls["n"] += 1
+        if calls["n"] == 2:
+            for pid in client.run(os.getpid).values():
+                os.kill(pid, signal.SIGKILL)
+            client.wait_for_workers(2, timeout=60)
+        return out
+
+    monkeypatch.setattr(DaskKernelOperator, "fused", fused)
+    est = _ten_passes().fit(Xd, y, sample_weight=w)
     assert calls["n"] >= 3
     assert _rel(est.predict(X), ref.predict(X)) <= 1e-10
     client.wait_for_workers(2, timeout=60)

@@ -20,7 +20,10 @@ Memory. ``memory_budget`` is per worker, shared by its threads (each running tas
 its share). When K_nm fits in ``CACHE_FRACTION`` of the budgets
 of all the workers (and half their memory limits), each chunk's block is computed once and
 kept on its worker (persisted); otherwise every product recomputes the blocks from the
-chunks (read again from their source). A lost worker's chunks are recomputed from the graph.
+chunks (read again from their source). A lost worker's chunks are recomputed from the graph;
+a product whose graph names data the cluster lost for good (the scattered centers, when
+every worker that held them is gone) is cancelled by the scheduler, and the operator then
+scatters the centers again and builds the product anew (``LOST_DATA_RETRIES`` times).
 
 No ``distributed.Client``: dask's local scheduler (threads of this process) runs the tasks.
 """
@@ -30,6 +33,8 @@ from __future__ import annotations
 import copy
 import operator
 import threading
+from collections.abc import Callable
+from concurrent.futures import CancelledError
 from typing import Any
 
 import numpy as np
@@ -46,6 +51,10 @@ __all__ = ["DaskKernelOperator", "dask_feature_moments", "DaskFeatureOperator", 
 
 #: Partial sums added per task of the tree reduction.
 SPLIT_EVERY = 8
+
+#: Times a product is built again from the centers and the chunks after the cluster lost
+#: data its graph named (every worker holding the scattered centers gone, say).
+LOST_DATA_RETRIES = 2
 
 _checked_clients: set[str] = set()
 _check_lock = threading.Lock()
@@ -338,11 +347,24 @@ class DaskKernelOperator:
             for src, args in zip(self._sources(), per_chunk, strict=True)
         ]
 
+    def _computed(self, build: Callable[[], list[Any]]) -> Any:
+        """Compute the objects ``build`` makes; on a cluster that cancels them for lost data,
+        scatter the centers again and build them anew."""
+        for attempt in range(LOST_DATA_RETRIES + 1):
+            try:
+                return _compute(*build())
+            except CancelledError:
+                if self.client is None or attempt == LOST_DATA_RETRIES:
+                    raise
+                self._centers_ref = self.client.scatter(self.centers, broadcast=True, hash=False)
+                self._ops = None
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _summed(self, method: str, per_chunk: list[tuple[Any, ...]], **kwargs: Any) -> Any:
-        return _compute(_tree_sum(self._tasks(method, per_chunk, **kwargs)))[0]
+        return self._computed(lambda: [_tree_sum(self._tasks(method, per_chunk, **kwargs))])[0]
 
     def _stacked(self, method: str, per_chunk: list[tuple[Any, ...]], **kwargs: Any) -> Any:
-        parts = _compute(*self._tasks(method, per_chunk, **kwargs))
+        parts = self._computed(lambda: self._tasks(method, per_chunk, **kwargs))
         return np.concatenate(parts, axis=0)
 
     def _host(self, A: Any, rows: int, name: str) -> tuple[np.ndarray, bool]:
@@ -391,10 +413,13 @@ class DaskKernelOperator:
             out = self._summed("fused", per_chunk)
             return out[:, 0] if vec else out
         delayed = _dask().delayed
-        tasks = self._tasks("fused", per_chunk, return_matvec=True)
-        acc = _tree_sum([delayed(operator.getitem, pure=True)(t, 0) for t in tasks])
-        kb = [delayed(operator.getitem, pure=True)(t, 1) for t in tasks]
-        res = _compute(acc, *kb)
+
+        def build() -> list[Any]:
+            tasks = self._tasks("fused", per_chunk, return_matvec=True)
+            acc = _tree_sum([delayed(operator.getitem, pure=True)(t, 0) for t in tasks])
+            return [acc] + [delayed(operator.getitem, pure=True)(t, 1) for t in tasks]
+
+        res = self._computed(build)
         out, KB = res[0], np.concatenate(res[1:], axis=0)
         return (out[:, 0], KB[:, 0]) if vec else (out, KB)
 
@@ -416,7 +441,8 @@ class DaskKernelOperator:
 
     def projected_rows(self, T: Any, quad: Any, lin: Any) -> tuple[np.ndarray, np.ndarray]:
         T2 = np.ascontiguousarray(B.to_numpy(T), dtype=self.dtype)
-        parts = _compute(*self._tasks("projected_rows", [(T2, quad, lin)] * len(self.chunks)))
+        per_chunk = [(T2, quad, lin)] * len(self.chunks)
+        parts = self._computed(lambda: self._tasks("projected_rows", per_chunk))
         return (
             np.concatenate([p[0] for p in parts], axis=0),
             np.concatenate([p[1] for p in parts], axis=0),
