@@ -123,8 +123,12 @@ def test_kernel_type_errors():
 
 def test_kernel_params_roundtrip():
     k = K.Matern(sigma=2.0, nu=2.5)
-    assert k.get_params() == {"sigma": 2.0, "nu": 2.5}
+    assert k.get_params() == {"sigma": 2.0, "nu": 2.5, "metric": None}
     assert K.Matern(**k.get_params()) == k
     assert "Matern(sigma=2.0, nu=2.5)" == repr(k)
+    assert (
+        repr(K.Gaussian(1.0, metric=np.ones((3, 2))))
+        == "Gaussian(sigma=1.0, metric=<3 x 2 matrix>)"
+    )
     with pytest.raises(ValueError, match="invalid parameter"):
         k.set_params(bandwidth=1.0)

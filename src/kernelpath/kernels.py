@@ -14,6 +14,12 @@ Radial kernels take one width ``sigma`` or one per feature (a 1-D array, the eco
 form of ``r``. The per-feature weights ``1 / sigma_l^2`` are folded into the prepared centers
 and into the squared norms of the rows (``K.sq_norms``), so the data are never rescaled.
 
+A radial kernel may also carry a ``metric``: a matrix L of shape (d, r), r <= d, with
+``r^2 = ||(x - z) L||^2 / sigma^2`` (the Mahalanobis distance of M = L L^T). The learned
+coordinates x L are computed block by block (the centers' once, when they are prepared), so a
+block costs n m r instead of n m d. ``sigma="agop"`` asks a fit to learn L from the average
+gradient outer product of its predictor (``kernelpath.fitting.agop``).
+
 Distance-based kernels compute ``||x - z||^2 = ||x||^2 + ||z||^2 - 2 <x, z>`` with one matrix
 product and clip it at zero, so rounding never produces a negative squared distance. The
 transforms are applied in place on the distance block, so a block costs one n x m buffer.
@@ -75,9 +81,12 @@ def squared_distances(
     return B.clamp_(D, 0.0)
 
 
-def median_distance(X: np.ndarray, random_state: Any = None, scales: Any = None) -> float:
+def median_distance(
+    X: np.ndarray, random_state: Any = None, scales: Any = None, metric: Any = None
+) -> float:
     """Median pairwise Euclidean distance of ``X`` (on a subsample of at most 1000 rows), of
-    its columns divided by ``scales`` (shape (n_features,)) when given."""
+    its columns divided by ``scales`` (shape (n_features,)) when given, or of the rows
+    ``X @ metric`` (a kernel's ``metric``, shape (n_features, r)) when given."""
     rng = np.random.default_rng(random_state)
     if len(X) > _MEDIAN_SUBSAMPLE:
         X = B.rows_in_memory(X, rng.choice(len(X), _MEDIAN_SUBSAMPLE, replace=False))
@@ -86,6 +95,8 @@ def median_distance(X: np.ndarray, random_state: Any = None, scales: Any = None)
     X = B.to_numpy(X)  # the same numbers whatever the backend of the data
     if scales is not None:
         X = X / np.asarray(scales, dtype=np.float64)
+    if metric is not None:
+        X = np.asarray(X, dtype=np.float64) @ np.asarray(metric, dtype=np.float64)
     D = squared_distances(X, X)
     iu = np.triu_indices(len(X), k=1)
     d = np.sqrt(D[iu])
@@ -248,8 +259,12 @@ def _is_width_vector(s: Any) -> bool:
 
 class _RadialKernel(Kernel):
     """k(x, z) = phi(||x - z||^2) with a bandwidth ``sigma``: a number, one positive width per
-    feature (1-D array), "median", "auto" (a grid of widths searched by a fit) or "ard" (one
-    width per feature learned by a fit, ``kernelpath.learn_widths``).
+    feature (1-D array), "median", "auto" (a grid of widths searched by a fit), "ard" (one
+    width per feature learned by a fit, ``kernelpath.learn_widths``) or "agop" (a metric
+    learned by a fit from its predictor's gradients, ``kernelpath.fitting.agop``).
+
+    ``metric``, a matrix L of shape (n_features, r) with r <= n_features, measures distances
+    in the coordinates x L: ``||(x - z) L||^2 / sigma^2`` (one width ``sigma``).
 
     Blocks are computed as ``phi`` of ``s * ||x - z||^2`` where the scale ``s`` is folded into
     one augmented matrix product ``[X, ||x||^2, 1] @ [-2 s Z, s, s ||z||^2].T``, then clipped
@@ -267,26 +282,30 @@ class _RadialKernel(Kernel):
     #: Largest rounding error of s ||x - z||^2 left unclipped (kernel values at most this
     #: far above 1).
     CLIP_TOLERANCE = 1e-12
+    #: No metric: the default of kernels restored from model files written before it existed.
+    metric: Any = None
 
-    def __init__(self, sigma: float | str = 1.0) -> None:
+    def __init__(self, sigma: float | str = 1.0, metric: Any = None) -> None:
         self.sigma = sigma
+        self.metric = metric
         self._check()
 
     def _check(self) -> None:
         s = self.sigma
+        self._check_metric()
         if isinstance(s, str):
             if s not in WIDTH_NAMES:
                 raise ValueError(
                     f"sigma must be a positive number, an array of them (one per feature), "
-                    f"'median', 'auto' or 'ard', got {s!r}"
+                    f"'median', 'auto', 'ard' or 'agop', got {s!r}"
                 )
         elif _is_width_vector(s):
             self._check_widths(s)
         elif isinstance(s, bool) or not isinstance(s, (int, float, np.integer, np.floating)):
             raise TypeError(
                 f"sigma must be a positive number, a 1-D array of them (one per feature), "
-                f"'median', 'auto' or 'ard', got {s!r} (for a path over widths give a sequence "
-                "of kernels)"
+                f"'median', 'auto', 'ard' or 'agop', got {s!r} (for a path over widths give a "
+                "sequence of kernels)"
             )
         elif not (np.isfinite(s) and s > 0):
             raise ValueError(f"sigma must be a positive finite number, got {s!r}")
@@ -295,6 +314,77 @@ class _RadialKernel(Kernel):
                 f"sigma must be in [{SIGMA_MIN:g}, {SIGMA_MAX:g}] (a kernel computes with "
                 f"1 / sigma^2, which is not representable outside), got {s!r}"
             )
+
+    def _check_metric(self) -> None:
+        L = self.metric
+        if L is None:
+            return
+        if isinstance(L, str) or not hasattr(L, "__len__"):
+            raise TypeError(
+                f"metric must be None or a matrix of shape (n_features, r), got {type(L).__name__}"
+            )
+        try:
+            arr = np.asarray(B.to_numpy(L), dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError("metric: the matrix must hold numbers") from None
+        if np.asarray(B.to_numpy(L)).dtype == bool:
+            raise TypeError("metric: the matrix must hold numbers, got booleans")
+        if arr.ndim != 2 or arr.size == 0 or arr.shape[1] > arr.shape[0]:
+            raise ValueError(
+                "metric must be a non-empty matrix of shape (n_features, r) with "
+                f"r <= n_features, got shape {arr.shape}"
+            )
+        if not np.isfinite(arr).all():
+            raise ValueError("metric: every entry must be finite")
+        if not np.any(arr):
+            raise ValueError("metric: the matrix is zero (every distance would be 0)")
+        s = self.sigma
+        if _is_width_vector(s) or (isinstance(s, str) and s in ("ard", "agop")):
+            raise ValueError(
+                f"metric: give one width sigma (a number, 'median' or 'auto') with a metric, "
+                f"got sigma={s!r}"
+            )
+
+    def __repr__(self) -> str:
+        params = self.get_params()
+        L = params.pop("metric")
+        args = [f"{k}={v!r}" for k, v in params.items()]
+        if L is not None:  # the matrix by its shape (the numbers are in get_params)
+            args.append(f"metric=<{np.shape(L)[0]} x {np.shape(L)[1]} matrix>")
+        return f"{type(self).__name__}({', '.join(args)})"
+
+    @property
+    def _L(self) -> np.ndarray | None:
+        """The metric as a float64 NumPy matrix (None without one)."""
+        if self.metric is None:
+            return None
+        return np.asarray(B.to_numpy(self.metric), dtype=np.float64)
+
+    def coordinates(self, X: Any) -> Any:
+        """X in the kernel's coordinates before the width: ``X @ metric`` (X itself without a
+        metric), on X's backend and dtype, shape (len(X), r)."""
+        L = self._L
+        if L is None:
+            return X
+        if L.shape[0] != X.shape[1]:
+            raise ValueError(
+                f"metric has {L.shape[0]} rows (one per feature) but X has {X.shape[1]} features"
+            )
+        return X @ B.astype(B.like_input(L, X), B.dtype_of(X))
+
+    def coordinate_matrix(self, n_features: int) -> np.ndarray:
+        """A (n_features x r) such that the kernel is phi(||x A - z A||^2): L / sigma with a
+        ``metric`` L, diag(1 / sigma_l) for per-feature widths, I / sigma for one width. The
+        kernel's distance is (x - z)^T A A^T (x - z)."""
+        L = self._L
+        if L is not None:
+            if L.shape[0] != n_features:
+                raise ValueError(
+                    f"metric has {L.shape[0]} rows (one per feature) but X has {n_features} "
+                    "features"
+                )
+            return L / self._sigma()
+        return np.diag(1.0 / self.widths(n_features))
 
     @staticmethod
     def _check_widths(s: Any) -> None:
@@ -340,8 +430,12 @@ class _RadialKernel(Kernel):
         if isinstance(self.sigma, str):
             return
         m = np.asarray(B.to_numpy(max_abs), dtype=np.float64).ravel()
+        L = self._L
+        if L is not None:  # ||x L|| <= sum_l |x_l| ||L_l||: the bound in one width
+            m = np.array([float(m @ np.linalg.norm(self.coordinate_matrix(len(m)), axis=1))])
+            m *= self._sigma()  # the width is divided out below
         w = self.widths(len(m))
-        lim = width_units_limit(len(m), dtype)
+        lim = width_units_limit(len(m) if L is None else L.shape[1], dtype)
         with np.errstate(over="ignore"):
             norm = float(np.sqrt(np.sum((m / w) ** 2)))
         if norm <= lim:
@@ -384,6 +478,11 @@ class _RadialKernel(Kernel):
                     f"{type(self).__name__}(sigma='ard'): the widths are learned by an "
                     "estimator's fit or kernelpath.learn_widths, not usable as they are"
                 )
+            if self.sigma == "agop":
+                raise ValueError(
+                    f"{type(self).__name__}(sigma='agop'): the metric is learned by an "
+                    "estimator's fit, not usable as it is"
+                )
             raise ValueError(
                 f"{type(self).__name__}(sigma={self.sigma!r}) must be resolved on data first "
                 "(call kernel.resolve(X))"
@@ -400,12 +499,17 @@ class _RadialKernel(Kernel):
         return B.astype(B.like_input(w, like), B.dtype_of(like))
 
     def sq_norms(self, X: Any) -> Any:
+        if self.metric is not None:
+            return B.sq_norms(self.coordinates(X))
         w = self._feature_weights(X)
         if w is None:
             return B.sq_norms(X)
         return (X * X) @ w
 
     def max_feature_weight(self) -> float:
+        L = self._L
+        if L is not None:
+            return float(np.linalg.norm(L, 2) ** 2)
         if not self.per_feature:
             return 1.0
         return float((1.0 / self.widths() ** 2).max())
@@ -420,26 +524,31 @@ class _RadialKernel(Kernel):
                 f"{type(self).__name__}(sigma='ard') has widths learned from the targets: fit "
                 "an estimator with it, or call kernelpath.learn_widths(kernel, X, y)"
             )
+        if params["sigma"] == "agop":
+            raise ValueError(
+                f"{type(self).__name__}(sigma='agop') has a metric learned from the targets: "
+                "fit an estimator with it"
+            )
         if params["sigma"] == "auto":
             raise ValueError(
                 f"{type(self).__name__}(sigma='auto') is a grid of widths, not one kernel: "
                 "use kernel.candidates(X) (estimators search it)"
             )
         if params["sigma"] == "median":
-            params["sigma"] = median_distance(X, random_state)
+            params["sigma"] = median_distance(X, random_state, None, self._L)
         return type(self)(**params)
 
     def candidates(
         self, X: np.ndarray, random_state: Any = None, scales: Any = None
     ) -> list[Kernel]:
-        if scales is None:
+        if scales is None or self.metric is not None:  # a metric carries its own units
             if self.per_feature or self.sigma != "auto":
                 return [self.resolve(X, random_state)]
-            med = median_distance(X, random_state)
+            med = median_distance(X, random_state, None, self._L)
             return [self.set_width(med * f) for f in AUTO_WIDTH_FACTORS]
         # the inputs scaled: widths in the units of X / scales, folded in per feature
         s = np.asarray(scales, dtype=np.float64)
-        if self.sigma == "ard":
+        if self.sigma in ("ard", "agop"):
             self.resolve(X, random_state)  # raises
         if isinstance(self.sigma, str):
             med = median_distance(X, random_state, s)
@@ -448,6 +557,8 @@ class _RadialKernel(Kernel):
         return [self.set_width(self.widths(len(s)) * s)]
 
     def scaled_by(self, scale: bool | str) -> bool:
+        if self.metric is not None:  # the metric is in the units of the raw features
+            return False
         return scale is True or (scale == "auto" and isinstance(self.sigma, str))
 
     def set_width(self, sigma: Any) -> Kernel:
@@ -475,9 +586,10 @@ class _RadialKernel(Kernel):
             self.check_data(B.to_numpy(top), "the centers", B.dtype_of(Z))
         dtype = np.float64 if self._uses_distance else B.dtype_of(Z)
         Z = B.astype(Z, dtype)
-        s = self._scale(B.base2_exp(Z))
         if z_sq is None or B.dtype_of(z_sq) != dtype:
             z_sq = self.sq_norms(Z)
+        Z = self.coordinates(Z)
+        s = self._scale(B.base2_exp(Z))
         out = B.empty((len(Z), Z.shape[1] + 2), Z, dtype)
         out[:, :-2] = Z
         w = self._feature_weights(Z)
@@ -515,9 +627,16 @@ class _RadialKernel(Kernel):
         Xw = B.astype(X, wdt)
         if x_sq is None or B.dtype_of(x_sq) != wdt:
             x_sq = self.sq_norms(Xw)
-        if work is None or B.dtype_of(work) != wdt or work.shape[0] < len(X):
-            work = B.empty((len(X), X.shape[1] + 2), Xw, wdt)
-        Xa = work[: len(X)]
+        Xw = self.coordinates(Xw)  # X itself without a metric
+        r = int(Xw.shape[1])
+        if (
+            work is None
+            or B.dtype_of(work) != wdt
+            or work.shape[0] < len(X)
+            or work.shape[1] < r + 2
+        ):
+            work = B.empty((len(X), r + 2), Xw, wdt)
+        Xa = work[: len(X), : r + 2]
         Xa[:, :-2] = Xw
         Xa[:, -2] = x_sq
         Xa[:, -1] = 1.0
@@ -528,7 +647,7 @@ class _RadialKernel(Kernel):
         if clip is None:
             zmax = float(B.to_numpy(self.sq_norms(B.astype(Z, wdt))).max()) if len(Z) else 0.0
             xmax = float(B.to_numpy(x_sq).max()) if len(X) else 0.0
-            clip = self.clip_needed(xmax, zmax, X.shape[1], wdt)
+            clip = self.clip_needed(xmax, zmax, r, wdt)
         if clip:
             if self._scale() < 0:
                 B.clamp_(D, high=0.0)
@@ -572,12 +691,17 @@ class Gaussian(_RadialKernel):
 
     Parameters
     ----------
-    sigma : float, array of shape (n_features,), "median", "auto" or "ard", default=1.0
+    sigma : float, array of shape (n_features,), "median", "auto", "ard" or "agop", default=1.0
         Bandwidth; an array gives one length scale per feature
         (``||x - z||^2`` becomes ``sum_l (x_l - z_l)^2 / sigma_l^2``); "median" uses the median
         pairwise distance of the training inputs; "auto" makes a fit search the widths
         ``AUTO_WIDTH_FACTORS`` x that median (with its other parameters); "ard" makes a fit
-        learn one width per feature (``kernelpath.learn_widths``).
+        learn one width per feature (``kernelpath.learn_widths``); "agop" makes a fit learn a
+        metric from its predictor's average gradient outer product (Recursive Feature
+        Machine rounds, ``kernelpath.fitting.agop``).
+    metric : array of shape (n_features, r) or None, default=None
+        Distances in the coordinates x @ metric (r <= n_features): ``||(x - z) L||^2 /
+        sigma^2`` for L = metric, one width ``sigma``. A fit with ``sigma="agop"`` sets it.
     """
 
     _needs_clip = False  # exp of a rounding-level positive exponent is 1 + 1e-15
@@ -598,8 +722,10 @@ class Laplacian(_RadialKernel):
 
     Parameters
     ----------
-    sigma : float, array of shape (n_features,), "median", "auto" or "ard", default=1.0
+    sigma : float, array of shape (n_features,), "median", "auto", "ard" or "agop", default=1.0
         Bandwidth, as for ``Gaussian``.
+    metric : array of shape (n_features, r) or None, default=None
+        As for ``Gaussian``.
     """
 
     _uses_distance = True
@@ -621,8 +747,10 @@ class Cauchy(_RadialKernel):
 
     Parameters
     ----------
-    sigma : float, array of shape (n_features,), "median", "auto" or "ard", default=1.0
+    sigma : float, array of shape (n_features,), "median", "auto", "ard" or "agop", default=1.0
         Bandwidth, as for ``Gaussian``.
+    metric : array of shape (n_features, r) or None, default=None
+        As for ``Gaussian``.
     """
 
     def _scale(self, base2: bool = False) -> float:
@@ -649,17 +777,19 @@ class Matern(_RadialKernel):
 
     Parameters
     ----------
-    sigma : float, array of shape (n_features,), "median", "auto" or "ard", default=1.0
+    sigma : float, array of shape (n_features,), "median", "auto", "ard" or "agop", default=1.0
         Bandwidth, as for ``Gaussian``.
     nu : {0.5, 1.5, 2.5}, default=1.5
         Smoothness.
+    metric : array of shape (n_features, r) or None, default=None
+        As for ``Gaussian``.
     """
 
     _uses_distance = True
 
-    def __init__(self, sigma: float | str = 1.0, nu: float = 1.5) -> None:
+    def __init__(self, sigma: float | str = 1.0, nu: float = 1.5, metric: Any = None) -> None:
         self.nu = nu
-        super().__init__(sigma)
+        super().__init__(sigma, metric)
 
     def _check(self) -> None:
         super()._check()
@@ -764,7 +894,7 @@ class Linear(Kernel):
 
 #: the widths a radial kernel takes by name (``sigma=...``): the median distance, chosen by
 #: the fit, or one learned per feature
-WIDTH_NAMES = ("auto", "median", "ard")
+WIDTH_NAMES = ("auto", "median", "ard", "agop")
 
 _BY_NAME: dict[str, type[Kernel]] = {
     "gaussian": Gaussian,
