@@ -4,6 +4,8 @@
   (D, λ) and (σ, λ) grids;
 - ``plot_leverage``: ridge leverage scores against the data;
 - ``plot_widths``: learned per-feature widths (``sigma="ard"``) as a ranking of relevance;
+- ``plot_metric``: a learned metric (``sigma="agop"``): the features' relevances and the
+  metric's leading directions;
 - ``prequential_errors`` and ``plot_learning_curve``: an online learner's error on each
   batch of a stream before it learns that batch (test, then update).
 """
@@ -18,7 +20,13 @@ from . import _backend as B
 from ._validation import check_int, check_rows
 from .online import IncrementalRLSClassifier
 
-__all__ = ["plot_leverage", "prequential_errors", "plot_learning_curve", "plot_widths"]
+__all__ = [
+    "plot_leverage",
+    "prequential_errors",
+    "plot_learning_curve",
+    "plot_widths",
+    "plot_metric",
+]
 
 
 def _axes(ax: Any, figsize: tuple[float, float] | None = None) -> Any:
@@ -223,3 +231,89 @@ def _spreads(model: Any, X: Any, d: int) -> tuple[np.ndarray, str]:
     if scales is not None and len(scales) == d:
         return np.asarray(scales, dtype=float), "standardized units"
     return np.ones(d), "raw units"
+
+
+def plot_metric(
+    model: Any, feature_names: Any = None, top: int = 20, n_directions: int = 3, axes: Any = None
+) -> Any:
+    """A learned metric (``sigma="agop"``): the ``top`` features by relevance (the metric's
+    diagonal in the units of the scaled inputs, over its trace) and its ``n_directions``
+    leading eigenvectors with their shares of the trace; as images where the features are
+    the pixels of a square image (d = 64, 256, 784, ...), else as bars over the features.
+
+    Parameters
+    ----------
+    model : estimator fitted with ``sigma="agop"`` (its ``feature_relevances_``,
+        ``metric_components_`` and ``metric_eigenvalues_``)
+    feature_names : sequence of str, default=None
+        The features' names; the model's ``feature_names_in_`` when it has them, else
+        ``x0, x1, ...``.
+    top : int, default=20
+        Features shown in the ranking.
+    n_directions : int, default=3
+        Leading directions shown (at most the metric's rank).
+    axes : sequence of matplotlib Axes or None
+        1 + n_directions Axes to draw on; None: a new figure.
+
+    Returns
+    -------
+    list of matplotlib Axes
+    """
+    rel = getattr(model, "feature_relevances_", None)
+    if rel is None:
+        raise ValueError(
+            "model: needs an estimator fitted with sigma='agop' (its feature_relevances_), "
+            f"got {type(model).__name__}"
+        )
+    top = check_int(top, "top", 1)
+    n_directions = check_int(n_directions, "n_directions", 0)
+    comps, shares = model.metric_components_, model.metric_eigenvalues_
+    k = min(n_directions, len(comps))
+    d = len(rel)
+    if feature_names is None:
+        feature_names = getattr(model, "feature_names_in_", None)
+    names = (
+        [f"x{j}" for j in range(d)] if feature_names is None else [str(v) for v in feature_names]
+    )
+    if len(names) != d:
+        raise ValueError(f"feature_names has {len(names)} names for {d} features")
+    side = int(round(np.sqrt(d)))
+    image = d >= 64 and side * side == d
+    if axes is None:
+        try:
+            import matplotlib.pyplot as plt
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError('plots need matplotlib: pip install "kernelpath[plot]"') from exc
+        shown = min(top, d)
+        _, grid = plt.subplots(
+            1, 1 + k, figsize=(4.0 * (1 + k), 1.4 + 0.28 * max(shown, 4)), layout="constrained"
+        )
+        axes = list(np.atleast_1d(grid))
+    axes = list(axes)
+    if len(axes) != 1 + k:
+        raise ValueError(
+            f"axes: needs {1 + k} Axes (the ranking and {k} directions), got {len(axes)}"
+        )
+    if image:
+        axes[0].imshow(np.asarray(rel).reshape(side, side), cmap="viridis")
+        axes[0].set_axis_off()
+        axes[0].set_title("relevance of each pixel")
+    else:
+        order = np.argsort(rel)[::-1][:top][::-1]  # barh draws the first at the bottom
+        axes[0].barh(np.arange(len(order)), np.asarray(rel)[order])
+        axes[0].set_yticks(np.arange(len(order)), [names[j] for j in order])
+        axes[0].set_xlabel("relevance: share of the metric's trace\n(standardized units)")
+        axes[0].set_title("learned metric: features")
+    for i in range(k):
+        ax, v = axes[1 + i], np.asarray(comps[i])
+        title = f"direction {i + 1}: {100 * float(shares[i]):.1f}% of the trace"
+        if image:
+            lim = float(np.abs(v).max()) or 1.0
+            ax.imshow(v.reshape(side, side), cmap="RdBu_r", vmin=-lim, vmax=lim)
+            ax.set_axis_off()
+        else:
+            ax.bar(np.arange(d), v)
+            ax.set_xticks(np.arange(d), names, rotation=90)
+            ax.axhline(0.0, color="0.5", linewidth=0.8)
+        ax.set_title(title)
+    return axes

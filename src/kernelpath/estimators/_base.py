@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator
+from sklearn.utils._available_if import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend as B
@@ -20,11 +21,28 @@ from .._threads import fit_threads
 from .._validation import check_int, validate_X
 from ..distributed import dask_predict
 from ..fitting import Family, NystromFamily, Selection, select
+from ..fitting.agop import metric_summary
 from ..fitting.problem import FitProblem
 from ..progress import verbose_reporter
 from ._inputs import fit_problem
 
 __all__ = ["_KernelPathEstimator"]
+
+#: The fitted attributes of a learned metric (``sigma="agop"``) or learned widths ("ard").
+_LEARNED_METRIC = (
+    "ard_info_",
+    "agop_info_",
+    "metric_",
+    "feature_relevances_",
+    "metric_components_",
+    "metric_eigenvalues_",
+)
+
+
+def _learns_metric(est: Any) -> bool:
+    """Whether the estimator's kernel has ``sigma="agop"`` (``transform`` is offered)."""
+    sigma = getattr(getattr(est, "kernel", None), "sigma", None)
+    return isinstance(sigma, str) and sigma == "agop"
 
 
 class _KernelPathEstimator(BaseEstimator):
@@ -52,7 +70,8 @@ class _KernelPathEstimator(BaseEstimator):
         verbose = check_int(getattr(self, "verbose", 0), "verbose", 0)
         # BLAS on one thread, but in the large dense factorizations (_threads)
         with verbose_reporter(type(self).__name__, int(verbose or 0)), fit_threads():
-            self.__dict__.pop("ard_info_", None)
+            for name in _LEARNED_METRIC:
+                self.__dict__.pop(name, None)
             family = self._family
             params = self.get_params(deep=False)
             problem, settings, classes = fit_problem(
@@ -83,6 +102,14 @@ class _KernelPathEstimator(BaseEstimator):
         self.path_ = path
         if chosen.ard_info is not None:
             self.ard_info_ = dict(chosen.ard_info)
+        if chosen.agop_info is not None:
+            self.agop_info_ = dict(chosen.agop_info)
+            scales = chosen.agop_info.get("feature_scales")
+            summary = metric_summary(self.kernel_, self.n_features_in_, scales)
+            self.metric_ = summary["metric"]
+            self.feature_relevances_ = summary["relevances"]
+            self.metric_components_ = summary["components"]
+            self.metric_eigenvalues_ = summary["eigenvalues"]
         if problem.classifier:
             self.calibration_ = chosen.calibration
         self.best_params_ = path.best_params
@@ -120,6 +147,26 @@ class _KernelPathEstimator(BaseEstimator):
                 UserWarning,
                 stacklevel=4,
             )
+
+    # --------------------------------------------------------------- learned metric
+    @available_if(_learns_metric)
+    def transform(self, X: Any) -> np.ndarray:
+        """X in the learned coordinates of ``sigma="agop"``: X A, where the fitted kernel is
+        phi(||x A - z A||^2) (A = L / sigma for its metric L, ``metric_`` = A A^T); the
+        coordinates of its model in which distances are Euclidean at unit width.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, r), r the rank of the metric (the features themselves,
+        divided by their widths, where round 0 was chosen).
+        """
+        check_is_fitted(self, "metric_")
+        Xv = B.to_numpy(validate_X(self, X, reset=False), np.float64)
+        return Xv @ self.kernel_.coordinate_matrix(self.n_features_in_)  # type: ignore[attr-defined]
 
     # --------------------------------------------------------------- predict
     def _predict_input(self, X: Any) -> Any:

@@ -66,6 +66,8 @@ class EigenProOptions:
 class EigenProFamily(Family):
     """EigenPro 2 (or the seed paper's rule) in kernel mode or on D random features."""
 
+    expands_centers = True  # on centers (features_: the random-features variant)
+
     screens_with_own_solver = True
 
     def method(self, params: Mapping[str, Any]) -> str:

@@ -83,6 +83,9 @@ class Family:
     #: iteration count), where the shift moved the width away from the best
     #: (benchmarks/results/defaults.json).
     shifts_width = True
+    #: Whether the model is a kernel expansion over centers, f = K(., centers) coef (its
+    #: gradients give ``sigma="agop"`` its metric, ``agop.model_gradient_outer``).
+    expands_centers = False
 
     # ------------------------------------------------------------------ settings
     def settings(self, params: Mapping[str, Any]) -> FitSettings:

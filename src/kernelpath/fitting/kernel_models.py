@@ -114,6 +114,8 @@ def newton_settings(settings: FitSettings) -> dict[str, Any]:
 class _KernelModel(Family):
     """A kernel expansion f(x) = sum_j k(x, c_j) coef_j + intercept on centers."""
 
+    expands_centers = True
+
     def method(self, params: Mapping[str, Any]) -> str:
         raise NotImplementedError
 

@@ -19,6 +19,7 @@ from ..path import Path
 from ..progress import note
 from ..scaling import check_scale, feature_statistics
 from ..selection import check_cv, cv_folds, holdout_split
+from .agop import AgopRounds, learn_metric
 from .family import Family, candidate_scores
 from .memory import held_bytes
 from .problem import CandidateFit, FitProblem, FitSettings, spawned
@@ -42,6 +43,7 @@ class Selection:
     ard_info: dict[str, Any] | None = field(default=None)
     width_info: list[dict[str, Any]] | None = field(default=None)
     calibration: dict[str, Any] | None = field(default=None)
+    agop_info: dict[str, Any] | None = field(default=None)
 
 
 def _refit(settings: FitSettings, problem: FitProblem, family: Family, method: str) -> bool:
@@ -59,14 +61,16 @@ def _is_auto(sigma: Any) -> bool:
     return isinstance(sigma, str) and sigma == "auto"
 
 
-def _wants_ard(kernel: Any) -> bool:
-    """Whether ``kernel`` has ``sigma="ard"`` (alone: not in a sequence of kernels)."""
+def _wants(kernel: Any, learned: str) -> bool:
+    """Whether ``kernel`` has ``sigma=learned`` ("ard" or "agop"), alone: not in a sequence
+    of kernels."""
     items = kernel if isinstance(kernel, (list, tuple)) else [kernel]
-    if not any(isinstance(getattr(k, "sigma", None), str) and k.sigma == "ard" for k in items):
+    if not any(isinstance(getattr(k, "sigma", None), str) and k.sigma == learned for k in items):
         return False
     if isinstance(kernel, (list, tuple)):
+        what = "widths" if learned == "ard" else "metric"
         raise ValueError(
-            "kernel: sigma='ard' learns one kernel's widths; give it alone, not in a "
+            f"kernel: sigma={learned!r} learns one kernel's {what}; give it alone, not in a "
             "sequence of kernels"
         )
     return True
@@ -180,6 +184,10 @@ class SelectionPlan:
     width_info : list of dict or None
         The reports of the width searches (``widths.choose_width``), one per kernel whose
         width the screen chose.
+    agop : radial Kernel or None
+        The kernel of ``sigma="agop"``: the search is round 0 of ``agop.learn_metric``.
+    scales : ndarray of shape (n_features,) or None
+        The spreads the inputs are scaled by (the units of a learned metric).
     """
 
     kernels: list[Kernel]
@@ -193,6 +201,8 @@ class SelectionPlan:
     refit: bool = False
     ard_info: dict[str, Any] | None = None
     width_info: list[dict[str, Any]] | None = None
+    agop: _RadialKernel | None = None
+    scales: np.ndarray | None = None
 
 
 def _check_widths_on(kernels: list[Any], X: Any) -> None:
@@ -221,6 +231,26 @@ def make_plan(
     # median heuristic where nothing can be chosen (no validation split)
     width = "median" if no_split else "auto"
     items = kernel_items(kernel, width)
+    # sigma="agop": round 0 is the fit of sigma="auto", the rounds follow the search (select)
+    agop: _RadialKernel | None = None
+    if _wants(kernel, "agop"):
+        if no_split or cv != "holdout":
+            raise ValueError(
+                "kernel: sigma='agop' chooses its rounds on a hold-out; use cv='holdout' (the "
+                "default) with validation_fraction > 0"
+            )
+        if not family.expands_centers:
+            raise ValueError(
+                "kernel: sigma='agop' learns a metric from the gradients of a kernel "
+                f"expansion over centers; {problem.estimator}'s model is not one (use the "
+                "Nystrom, NYTRO, exact KRLS or EigenPro estimators, or sigma='ard')"
+            )
+        first = items[0]
+        if not isinstance(first, _RadialKernel):  # pragma: no cover - only radial kernels
+            raise ValueError(f"kernel: sigma='agop' needs a radial kernel, got {first!r}")
+        agop = first
+        items = [type(agop)(**dict(agop.get_params(), sigma="auto"))]
+        kernel = items[0]
     scale = check_scale(params.get("scale", False))
     if scale is True and not any(isinstance(k, _RadialKernel) for k in items):
         raise ValueError(
@@ -239,7 +269,7 @@ def make_plan(
     # sigma="ard": the widths are learned on the training rows (all of them without a
     # hold-out) and the learned kernel joins the "auto" width as the first candidate
     # (the guard: selection keeps it only where it beats it)
-    ard_wanted = _wants_ard(kernel)
+    ard_wanted = _wants(kernel, "ard")
     guard = ard_wanted and not no_split
     ard_info = None
     # with a hold-out, an "auto" width is chosen by the screen (widths.choose_width) after
@@ -319,6 +349,7 @@ def make_plan(
                 y = problem.Y[:, 0]
             plan.folds = cv_folds(cv, y, rng, problem.classifier)
     plan.ard_info = ard_info
+    plan.agop, plan.scales = agop, scales
     return plan
 
 
@@ -340,11 +371,29 @@ def select(
     ) -> CandidateFit:
         return family.solve(problem, k, rows, val, s)
 
+    agop_info = None
     if plan.cv == "holdout":
         screening = Screening(family.screen, family.screen_floor)
-        result = holdout_search(
-            plan.kernels, settings, plan.train, plan.validation, fit_one, screening, plan.pinned
-        )
+
+        def search(kernels: list[Kernel], pinned: int = 0) -> SearchResult:
+            return holdout_search(
+                kernels, settings, plan.train, plan.validation, fit_one, screening, pinned
+            )
+
+        result = search(plan.kernels, plan.pinned)
+        if plan.agop is not None:
+            val = plan.validation
+            assert val is not None
+
+            def width(k: _RadialKernel) -> tuple[Kernel, dict[str, Any]]:
+                return choose_width(
+                    family, problem, k, plan.train, val, settings, None, spawned(settings.rng)
+                )
+
+            rounds = AgopRounds(width, lambda k: search([k]))
+            result, agop_info = learn_metric(
+                family, problem, result, plan.agop, plan.train, settings, plan.scales, rounds
+            )
     elif plan.folds is None:
         result = smoother_search(plan.kernels, settings, problem.n, plan.cv, fit_one)
     else:
@@ -373,6 +422,7 @@ def select(
         plan.ard_info,
         plan.width_info,
         calibration,
+        agop_info,
     )
 
 

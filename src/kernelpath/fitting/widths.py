@@ -175,7 +175,7 @@ def choose_width(
     rng : numpy.random.Generator
         The search's own generator (spawned from the fit's).
     """
-    med = median_distance(problem.X, rng, scales)
+    med = median_distance(problem.X, rng, scales, getattr(kernel, "_L", None))
     n_tr = len(train)
     n_s = screen_rows(n_tr)
     sub = train if n_s == n_tr else np.sort(rng.choice(train, n_s, replace=False))

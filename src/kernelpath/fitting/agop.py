@@ -1,0 +1,207 @@
+"""Learned feature metrics (``sigma="agop"``): the rounds of a Recursive Feature Machine
+(Radhakrishnan et al., Science 2024) on the kernel path machinery.
+
+Round 0 is the fit of ``sigma="auto"`` (today's model). Each further round takes the fitted
+predictor f of the round before, its average gradient outer product over a subsample
+of the training rows, ``M = (1/n_s) sum_i sum_o grad f_o(x_i) grad f_o(x_i)^T``
+(``KernelOperator.gradient_outer``), and fits again with the kernel on the distance
+``(x - z)^T M (x - z) / sigma^2``: its width searched as ``sigma="auto"`` searches it, λ on
+the path, the same centers' rule. The metric is taken in the units of the scaled inputs
+(the columns divided by their spreads where the fit scales them) and normalized to trace d
+there, so the widths searched are those of the unit-spread inputs. A round that does not
+lower the hold-out error (its loss on ties) by the chosen point's score counts against
+``PATIENCE``; the best round is the model, so the hold-out can never score it worse than
+round 0. The metric is stored as a factor L (d x r, M = L L^T) keeping the eigenvalues of
+M that hold all but ``METRIC_TAIL`` of its trace: a block costs n m r instead of n m d.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import _backend as B
+from ..kernels import Kernel, _RadialKernel
+from ..operators.kernel import KernelOperator
+from ..progress import note
+from .family import Family
+from .problem import CandidateFit, FitProblem, FitSettings, spawned
+from .search import SearchResult
+
+__all__ = [
+    "AGOP_ROWS",
+    "MAX_ROUNDS",
+    "PATIENCE",
+    "METRIC_TAIL",
+    "AgopRounds",
+    "model_gradient_outer",
+    "metric_factor",
+    "learn_metric",
+    "metric_summary",
+]
+
+#: Rows the gradient outer product is averaged over (a random subset of the training rows).
+AGOP_ROWS = 5000
+#: The most rounds after round 0.
+MAX_ROUNDS = 5
+#: Rounds in a row without a better hold-out score that end the rounds.
+PATIENCE = 2
+#: The fraction of the metric's trace its factor may leave out (the smallest eigenvalues).
+METRIC_TAIL = 1e-4
+
+
+@dataclass(frozen=True)
+class AgopRounds:
+    """How a fit runs its rounds: ``width(kernel)`` is the kernel at its chosen width (and
+    the width search's report), ``search(kernel)`` the hold-out search of that one kernel."""
+
+    width: Callable[[_RadialKernel], tuple[Kernel, dict[str, Any]]]
+    search: Callable[[Kernel], SearchResult]
+
+
+def model_gradient_outer(
+    family: Family, problem: FitProblem, cand: CandidateFit, rows: np.ndarray
+) -> np.ndarray:
+    """The AGOP (d x d) of the predictor of ``cand``'s chosen point over ``X[rows]``.
+
+    Raises
+    ------
+    ValueError
+        The family's model is not a kernel expansion over centers (random features, SGM).
+    """
+    attrs = family.model(cand, cand.path.coef())
+    centers = attrs.get("centers_")
+    if centers is None:
+        raise ValueError(
+            f"kernel: sigma='agop' learns a metric from the gradients of a kernel expansion "
+            f"over centers; {problem.estimator}'s model is not one (use the Nystrom, NYTRO, "
+            "exact KRLS or EigenPro estimators, or sigma='ard')"
+        )
+    X = B.to_numpy(B.rows_in_memory(problem.X, rows), np.float64)
+    op = KernelOperator(X, B.to_numpy(centers, np.float64), cand.kernel, problem.budget)
+    return op.gradient_outer(np.asarray(attrs["coef"], dtype=np.float64))
+
+
+def metric_factor(M: np.ndarray, scales: np.ndarray | None) -> np.ndarray | None:
+    """The factor L (d x r) of the metric ``M`` (raw units) taken in the units of the
+    scaled inputs and normalized to trace d there, raw units again: ``L = L_u / s``. Keeps
+    the largest eigenvalues that hold all but ``METRIC_TAIL`` of the trace. None where M
+    has no positive trace (a flat predictor: no direction to learn)."""
+    d = M.shape[0]
+    s = np.ones(d) if scales is None else np.asarray(scales, dtype=np.float64)
+    Mu = M * s[:, None] * s[None, :]
+    if not np.all(np.isfinite(Mu)):
+        return None
+    vals, vecs = np.linalg.eigh((Mu + Mu.T) / 2)
+    vals, vecs = vals[::-1], vecs[:, ::-1]
+    vals = np.clip(vals, 0.0, None)
+    total = float(vals.sum())
+    if not total > 0:
+        return None
+    kept = np.cumsum(vals) < (1.0 - METRIC_TAIL) * total
+    r = int(min(d, np.count_nonzero(kept) + 1))
+    Lu = vecs[:, :r] * np.sqrt(vals[:r] * (d / total))
+    return Lu / s[:, None]
+
+
+def learn_metric(
+    family: Family,
+    problem: FitProblem,
+    start: SearchResult,
+    base: _RadialKernel,
+    train: np.ndarray,
+    settings: FitSettings,
+    scales: np.ndarray | None,
+    rounds: AgopRounds,
+) -> tuple[SearchResult, dict[str, Any]]:
+    """The rounds after ``start`` (round 0): (the best round's search, the report).
+
+    Parameters
+    ----------
+    base : radial Kernel
+        The kernel asked for, ``sigma="agop"`` (its other parameters kept).
+    train : ndarray of int
+        The training rows; the AGOP is averaged over ``AGOP_ROWS`` of them.
+    scales : ndarray of shape (n_features,) or None
+        The spreads the inputs are scaled by (the metric's units).
+    """
+    rng = spawned(settings.rng)
+    best, best_round, current = start, 0, start
+    history = [_round_info(0, start, None, None)]
+    info: dict[str, Any] = {
+        "rounds": history,
+        "chosen_round": 0,
+        "n_rows": int(min(len(train), AGOP_ROWS)),
+        "feature_scales": None if scales is None else [float(v) for v in scales],
+    }
+    if int(problem.X.shape[1]) < 2:  # one feature: a metric is one width, round 0 has it
+        note("AGOP: one feature, whose metric is its width: no rounds")
+        info["stopped"] = "one feature"
+        return start, info
+    misses = 0
+    for t in range(1, MAX_ROUNDS + 1):
+        rows = train
+        if len(rows) > AGOP_ROWS:
+            rows = np.sort(rng.choice(train, AGOP_ROWS, replace=False))
+        M = model_gradient_outer(family, problem, current.best, rows)
+        L = metric_factor(M, scales)
+        if L is None:
+            note(f"AGOP round {t}: the predictor is flat on the sample; the rounds stop")
+            history.append({"round": t, "stopped": "flat predictor"})
+            break
+        params = dict(base.get_params(), sigma="auto", metric=L)
+        kernel, width_info = rounds.width(type(base)(**params))
+        result = current = rounds.search(kernel)
+        history.append(_round_info(t, result, L, width_info))
+        better = result.best.score() < best.best.score()
+        note(
+            f"AGOP round {t}: validation error {result.best.score()[0]:.4g} "
+            f"({'best so far' if better else 'not better'}; rank {L.shape[1]})"
+        )
+        if better:
+            best, best_round, misses = result, t, 0
+        else:
+            misses += 1
+            if misses >= PATIENCE:
+                break
+    info["chosen_round"] = best_round
+    return best, info
+
+
+def metric_summary(kernel: Kernel, n_features: int, scales: Any) -> dict[str, np.ndarray]:
+    """The fitted kernel's metric M (its distance is (x - z)^T M (x - z)) and what it says
+    of the features, in the units of the scaled inputs (``scales``, None: as given):
+    ``relevances`` diag(S M S) / trace (sums to 1), ``components`` the eigenvectors of S M S
+    as rows (largest first) and ``eigenvalues`` their shares of the trace."""
+    A = kernel.coordinate_matrix(n_features)  # type: ignore[attr-defined]
+    M = A @ A.T
+    s = np.ones(n_features) if scales is None else np.asarray(scales, dtype=np.float64)
+    Mu = M * s[:, None] * s[None, :]
+    total = float(np.trace(Mu))
+    vals, vecs = np.linalg.eigh((Mu + Mu.T) / 2)
+    r = A.shape[1]
+    vals, vecs = vals[::-1][:r], vecs[:, ::-1][:, :r]
+    return {
+        "metric": (M + M.T) / 2,
+        "relevances": np.diag(Mu) / total,
+        "components": vecs.T.copy(),
+        "eigenvalues": np.clip(vals, 0.0, None) / total,
+    }
+
+
+def _round_info(
+    t: int, result: SearchResult, L: np.ndarray | None, width_info: dict[str, Any] | None
+) -> dict[str, Any]:
+    err, loss = result.best.score()
+    sigma = getattr(result.best.kernel, "sigma", None)
+    return {
+        "round": t,
+        "val_error": err,
+        "val_loss": loss,
+        "sigma": float(sigma) if isinstance(sigma, (int, float)) else None,
+        "rank": None if L is None else int(L.shape[1]),
+        "width_search": width_info,
+    }

@@ -1,0 +1,249 @@
+"""Learned feature metrics (``sigma="agop"``): the kernel's metric against the kernel on
+transformed inputs, the operator's average gradient outer product against central finite
+differences, the factor of the metric against its definition, and the rounds on problems
+whose relevant directions are known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernelpath as kp
+from kernelpath.fitting.agop import METRIC_TAIL, metric_factor
+from kernelpath.operators.kernel import KernelOperator
+
+RADIAL = {
+    "gaussian": lambda **kw: kp.Gaussian(**kw),
+    "laplacian": lambda **kw: kp.Laplacian(**kw),
+    "cauchy": lambda **kw: kp.Cauchy(**kw),
+    "matern15": lambda **kw: kp.Matern(nu=1.5, **kw),
+    "matern25": lambda **kw: kp.Matern(nu=2.5, **kw),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RADIAL))
+def test_metric_kernel_is_the_kernel_of_the_transformed_inputs(name):
+    rng = np.random.default_rng(0)
+    X, Z = rng.standard_normal((40, 6)), rng.standard_normal((30, 6))
+    L = rng.standard_normal((6, 3))
+    K = RADIAL[name](sigma=1.3, metric=L)(X, Z)
+    ref = RADIAL[name](sigma=1.3)(X @ L, Z @ L)
+    np.testing.assert_allclose(K, ref, rtol=1e-12, atol=1e-13)
+    # through the operator, in blocks of 7 rows
+    op = KernelOperator(X, Z, RADIAL[name](sigma=1.3, metric=L))
+    op.block_rows = 7
+    b = rng.standard_normal(30)
+    np.testing.assert_allclose(op.matvec(b), ref @ b, rtol=1e-11)
+
+
+def test_metric_kernel_on_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    X, Z, L = rng.standard_normal((20, 5)), rng.standard_normal((9, 5)), rng.standard_normal((5, 2))
+    K = kp.Gaussian(0.7, metric=L)(torch.tensor(X), torch.tensor(Z))
+    np.testing.assert_allclose(K.numpy(), kp.Gaussian(0.7)(X @ L, Z @ L), rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "kernel",
+    [
+        kp.Gaussian(1.5),
+        kp.Gaussian(np.array([1.0, 2.0, 0.5, 1.0, 3.0])),
+        kp.Gaussian(1.2, metric=np.arange(15.0).reshape(5, 3) / 10 - 0.6),
+        kp.Laplacian(2.0),
+        kp.Cauchy(1.1),
+        kp.Matern(1.5, nu=1.5),
+        kp.Matern(2.0, nu=2.5, metric=np.eye(5)[:, :4] * 0.8),
+    ],
+    ids=["gaussian", "ard", "metric", "laplacian", "cauchy", "matern15", "matern25-metric"],
+)
+def test_gradient_outer_against_finite_differences(kernel):
+    rng = np.random.default_rng(0)
+    X, C, a = (
+        rng.standard_normal((40, 5)),
+        rng.standard_normal((25, 5)),
+        rng.standard_normal((25, 2)),
+    )
+    op = KernelOperator(X, C, kernel)
+    op.block_rows = 7  # several blocks
+    got = op.gradient_outer(a)
+
+    def f(Z):
+        return kernel(Z, C) @ a
+
+    h, G = 1e-6, np.zeros((40, 5, 2))
+    for j in range(5):
+        e = np.zeros(5)
+        e[j] = h
+        G[:, j, :] = (f(X + e) - f(X - e)) / (2 * h)
+    ref = np.einsum("ijo,iko->jk", G, G) / 40
+    np.testing.assert_allclose(got, ref, rtol=0, atol=1e-8 * np.abs(ref).max())
+    assert np.allclose(got, got.T)
+
+
+def test_gradient_outer_refuses_a_kernel_without_a_distance():
+    X = np.ones((3, 2))
+    with pytest.raises(ValueError, match="not a function of a distance"):
+        KernelOperator(X, X, kp.Polynomial(2)).gradient_outer(np.ones(3))
+
+
+def test_metric_factor_normalizes_in_scaled_units():
+    rng = np.random.default_rng(2)
+    G = rng.standard_normal((6, 6))
+    M = G @ G.T
+    s = np.array([1.0, 2.0, 0.5, 10.0, 1.0, 3.0])
+    L = metric_factor(M, s)
+    Mu = M * s[:, None] * s[None, :]
+    # L L^T is M, normalized to trace d in the units of x / s, back in raw units
+    Lu = L * s[:, None]
+    np.testing.assert_allclose(Lu @ Lu.T, Mu * (6 / np.trace(Mu)), rtol=1e-10)
+    assert L.shape == (6, 6)
+    # a rank-2 metric keeps two directions; a zero or non-finite one gives none
+    v = rng.standard_normal((6, 2))
+    assert metric_factor(v @ v.T, None).shape == (6, 2)
+    assert metric_factor(np.zeros((6, 6)), None) is None
+    assert metric_factor(np.full((6, 6), np.nan), None) is None
+    # the tail left out is at most METRIC_TAIL of the trace
+    w = np.diag([1.0, 1e-6, 1e-9, 0.0])
+    Lw = metric_factor(w, None)
+    assert Lw.shape[1] == 1 and np.trace(w) * METRIC_TAIL > 1e-6 + 1e-9
+
+
+def _single_index(n, d, rng, direction):
+    X = rng.standard_normal((n, d))
+    u = X @ direction
+    return X, np.sin(2 * u) + 0.05 * rng.standard_normal(n)
+
+
+def test_agop_learns_the_relevant_direction():
+    """y = sin(2 u) along one direction u of 10 features: the metric's leading eigenvector
+    is that direction, the rounds beat the isotropic round 0 on test data, and the hold-out
+    error of the chosen round is the lowest of the rounds."""
+    rng = np.random.default_rng(0)
+    direction = np.zeros(10)
+    direction[[0, 3]] = [0.6, 0.8]
+    X, y = _single_index(3000, 10, rng, direction)
+    Xt, yt = _single_index(2000, 10, rng, direction)
+    iso = kp.NystromRegressor(random_state=0).fit(X, y)
+    est = kp.NystromRegressor(kp.Gaussian("agop"), random_state=0).fit(X, y)
+    info = est.agop_info_
+    assert info["chosen_round"] >= 1
+    errs = [r["val_error"] for r in info["rounds"] if "val_error" in r]
+    assert errs[info["chosen_round"]] == min(errs)
+    lead = est.metric_components_[0]
+    # in the units of the scaled inputs: the features are standard normal, about unscaled
+    assert abs(lead @ direction) > 0.98
+    assert est.feature_relevances_.sum() == pytest.approx(1.0)
+    assert est.feature_relevances_[[0, 3]].sum() > 0.95
+    mse = np.mean((est.predict(Xt) - yt) ** 2)
+    assert mse < 0.5 * np.mean((iso.predict(Xt) - yt) ** 2)
+    # the metric is the fitted kernel's distance, and transform its coordinates
+    Z = est.transform(Xt[:5])
+    D2 = ((Xt[0] - Xt[1]) @ est.metric_ @ (Xt[0] - Xt[1])).item()
+    assert np.sum((Z[0] - Z[1]) ** 2) == pytest.approx(D2, rel=1e-10)
+
+
+def test_agop_on_a_classifier_and_other_families():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((900, 5))
+    y = (X[:, 1] - X[:, 2] > 0).astype(int) + (X[:, 1] - X[:, 2] > 1)
+    clf = kp.NystromClassifier(kp.Laplacian("agop"), random_state=0).fit(X, y)
+    assert clf.metric_.shape == (5, 5)
+    assert np.argsort(clf.feature_relevances_)[-2:].tolist() in ([1, 2], [2, 1])
+    for cls in (kp.KRLSRegressor, kp.NYTRORegressor, kp.EigenProRegressor):
+        est = cls(kp.Gaussian("agop"), random_state=0).fit(X[:400], X[:400, 0] ** 2)
+        assert est.metric_.shape == (5, 5)
+
+
+def test_agop_round_trips_through_a_model_file(tmp_path):
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((500, 4))
+    est = kp.NystromRegressor(kp.Gaussian("agop"), random_state=0).fit(X, np.sin(X[:, 0]))
+    path = tmp_path / "m.kpm"
+    kp.save(est, path)
+    back = kp.load(path)
+    np.testing.assert_array_equal(back.predict(X), est.predict(X))
+    np.testing.assert_array_equal(back.metric_, est.metric_)
+
+
+def test_agop_fallbacks():
+    rng = np.random.default_rng(5)
+    # one feature: the metric is a width, round 0 is the model
+    X1 = rng.standard_normal((300, 1))
+    est = kp.NystromRegressor(kp.Gaussian("agop"), random_state=0).fit(X1, np.sin(X1[:, 0]))
+    assert est.agop_info_["stopped"] == "one feature" and est.agop_info_["chosen_round"] == 0
+    assert est.metric_.shape == (1, 1)
+    # a flat predictor (constant targets): no gradient, the rounds stop at round 0
+    X = rng.standard_normal((300, 3))
+    est = kp.NystromRegressor(kp.Gaussian("agop"), random_state=0).fit(X, np.full(300, 2.0))
+    assert est.agop_info_["chosen_round"] == 0
+    assert np.all(np.isfinite(est.predict(X)))
+    # fewer rows than the AGOP sample: every training row
+    assert est.agop_info_["n_rows"] == len(est.train_indices_)
+
+
+def test_agop_on_torch_and_dask():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((600, 4))
+    y = np.sin(X[:, 0] + X[:, 1])
+    a = kp.NystromRegressor(kp.Gaussian("agop"), random_state=0).fit(X, y)
+    b = kp.NystromRegressor(kp.Gaussian("agop"), random_state=0).fit(torch.tensor(X), y)
+    # rounding differs between the backends (rounds that nearly tie may swap): both learn
+    # the one direction (1, 1, 0, 0) / sqrt(2)
+    u = np.array([1.0, 1.0, 0.0, 0.0]) / np.sqrt(2)
+    for est in (a, b):
+        assert est.agop_info_["chosen_round"] >= 1
+        assert abs(est.metric_components_[0] @ u) > 0.99
+    da = pytest.importorskip("dask.array")
+    c = kp.NystromRegressor(kp.Gaussian("agop"), random_state=0).fit(
+        da.from_array(X, chunks=(150, 4)), y
+    )
+    assert abs(c.metric_components_[0] @ u) > 0.99
+
+
+def test_agop_bad_input():
+    X, y = np.random.default_rng(7).standard_normal((100, 3)), np.arange(100.0)
+    agop = kp.Gaussian("agop")
+    with pytest.raises(ValueError, match="hold-out"):
+        kp.NystromRegressor(agop, cv="loo").fit(X, y)
+    with pytest.raises(ValueError, match="hold-out"):
+        kp.NystromRegressor(agop, validation_fraction=0.0).fit(X, y)
+    with pytest.raises(ValueError, match="alone"):
+        kp.NystromRegressor([agop, kp.Gaussian(1.0)]).fit(X, y)
+    with pytest.raises(ValueError, match="kernel expansion over centers"):
+        kp.RandomFeaturesRegressor(agop).fit(X, y)
+    with pytest.raises(ValueError, match="learned by an estimator"):
+        agop(X, X)
+    with pytest.raises(ValueError, match="learned from the targets"):
+        agop.resolve(X)
+    assert not hasattr(kp.NystromRegressor(), "transform")
+    with pytest.raises(ValueError, match="r <= n_features"):
+        kp.Gaussian(1.0, metric=np.ones((2, 3)))
+    with pytest.raises(ValueError, match="finite"):
+        kp.Gaussian(1.0, metric=np.full((3, 2), np.nan))
+    with pytest.raises(ValueError, match="zero"):
+        kp.Gaussian(1.0, metric=np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="one width"):
+        kp.Gaussian(np.ones(3), metric=np.eye(3))
+    with pytest.raises(TypeError, match="metric"):
+        kp.Gaussian(1.0, metric="eye")
+    with pytest.raises(ValueError, match="one per feature"):
+        kp.Gaussian(1.0, metric=np.eye(4))(X, X)
+
+
+def test_plot_metric():
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from kernelpath.plotting import plot_metric
+
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((400, 4))
+    est = kp.NystromRegressor(kp.Gaussian("agop"), random_state=0).fit(X, np.sin(X[:, 2]))
+    axes = plot_metric(est, feature_names=["a", "b", "c", "d"], n_directions=1)
+    assert len(axes) == 2
+    assert [t.get_text() for t in axes[0].get_yticklabels()][-1] == "c"
+    with pytest.raises(ValueError, match="sigma='agop'"):
+        plot_metric(kp.NystromRegressor().fit(X, X[:, 0]))
