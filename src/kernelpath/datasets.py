@@ -211,6 +211,7 @@ SHARED_DATASETS: dict[str, dict[str, Any]] = {
     "concrete": {"kind": "csv", "file": "uci/concrete.csv"},
     "abalone": {"kind": "libsvm", "file": "abalone/abalone.trn.bz2"},
     "usps": {"kind": "text", "train": "usps/zip.train.gz", "test": "usps/zip.test.gz"},
+    "mnist": {"kind": "npz", "file": "mnist/mnist.npz"},
 }
 
 
@@ -245,6 +246,15 @@ def load_shared(name: str, root: str | os.PathLike[str] | None = None) -> dict[s
     if kind == "mat":
         Xtr, ytr, Xte, yte = load_mat(base / spec["file"], "Xtr", "Ytr", "Xte", "Yte")
         return {"X_train": Xtr, "y_train": ytr, "X_test": Xte, "y_test": yte}
+    if kind == "npz":  # the official split; uint8 pixels as float64, labels as int64
+        with np.load(base / spec["file"], allow_pickle=False) as z:
+            out = {k: np.asarray(z[k]) for k in ("x_train", "y_train", "x_test", "y_test")}
+        return {
+            "X_train": out["x_train"].reshape(len(out["x_train"]), -1).astype(np.float64),
+            "y_train": out["y_train"].astype(np.int64),
+            "X_test": out["x_test"].reshape(len(out["x_test"]), -1).astype(np.float64),
+            "y_test": out["y_test"].astype(np.int64),
+        }
     if kind == "text":  # whitespace-separated numbers, the label in the first column
         tr = np.loadtxt(base / spec["train"], ndmin=2)
         te = np.loadtxt(base / spec["test"], ndmin=2)
