@@ -18,6 +18,16 @@ indicator of a one-hot block weighs what one category change weighs, whatever it
 are taken on at most ``SCALE_ROWS`` rows drawn at random (all rows below that), one read of
 those rows for data out of core or on Dask.
 
+Inputs that share one unit (``scale="auto"``): pixels, spectra, histograms, sensor arrays.
+Standardizing each of their columns magnifies the nearly constant ones (MNIST's border
+pixels, a few of them rarely above 0: 5.08% test error against 2.81% unscaled at the same
+m; USPS 6.33% against 5.83%). The rule (``shares_unit``): at least ``SHARED_MIN_FEATURES``
+columns that vary, at least ``SHARED_FRACTION`` of which span ``SHARED_SPAN`` of the range
+of all of them; then every column gets one spread, the root mean square of the varying
+columns' standard deviations. Of the shared sets it holds for MNIST, USPS and adult (whose
+0/1 columns get the indicator floor of 0.5 either way); the tabular sets with columns of one
+range are narrower (kin8nm, abalone: 8 columns). ``scale=True`` standardizes every column.
+
 The same read gives the columns' means: a random Fourier map draws its phases relative to
 them (``RandomFourierFeatures(center=...)``), so that the map a fit draws on raw inputs is
 the one it draws on standardized inputs (a kernel's blocks do not depend on a shift, a
@@ -32,11 +42,25 @@ import numpy as np
 
 from . import _backend as B
 
-__all__ = ["SCALE_ROWS", "check_scale", "feature_scales", "feature_statistics"]
+__all__ = [
+    "SCALE_ROWS",
+    "SHARED_MIN_FEATURES",
+    "SHARED_FRACTION",
+    "SHARED_SPAN",
+    "check_scale",
+    "feature_scales",
+    "feature_statistics",
+    "shares_unit",
+]
 
 #: Rows the column statistics are taken on (at random above that; the standard deviation
 #: of 100,000 rows of a normal column is within about 0.5% of the population's).
 SCALE_ROWS = 100_000
+#: The rule of inputs that share one unit (``shares_unit``): the fewest varying columns,
+#: the fraction of them that span ``SHARED_SPAN`` of the common range.
+SHARED_MIN_FEATURES = 64
+SHARED_FRACTION = 0.5
+SHARED_SPAN = 0.95
 
 
 def check_scale(scale: Any) -> bool | str:
@@ -63,9 +87,24 @@ def feature_scales(X: Any, rng: np.random.Generator) -> np.ndarray:
     return feature_statistics(X, rng)[1]
 
 
-def feature_statistics(X: Any, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def shares_unit(lo: np.ndarray, hi: np.ndarray, varies: np.ndarray) -> bool:
+    """Whether columns of minima ``lo`` and maxima ``hi`` share one unit: at least
+    ``SHARED_MIN_FEATURES`` of them vary (``varies``) and at least ``SHARED_FRACTION`` of
+    those span ``SHARED_SPAN`` of the range of all of them."""
+    n_vary = int(np.count_nonzero(varies))
+    if n_vary < SHARED_MIN_FEATURES:
+        return False
+    width = float(hi[varies].max() - lo[varies].min())
+    spans = (hi[varies] - lo[varies]) >= SHARED_SPAN * width
+    return bool(np.count_nonzero(spans) >= SHARED_FRACTION * n_vary)
+
+
+def feature_statistics(
+    X: Any, rng: np.random.Generator, common_units: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """(means, spreads) of the columns of ``X``, each of shape (d,) and float64, from one
-    read of the same rows (the spreads as ``feature_scales``)."""
+    read of the same rows (the spreads as ``feature_scales``; with ``common_units``, one
+    spread for every column where the columns share one unit, ``shares_unit``)."""
     n = int(X.shape[0])
     if n > SCALE_ROWS:
         rows = np.sort(rng.choice(n, SCALE_ROWS, replace=False))
@@ -87,4 +126,6 @@ def feature_statistics(X: Any, rng: np.random.Generator) -> tuple[np.ndarray, np
     two = varies & np.all((S == lo) | (S == hi), axis=0)
     s = np.where(two, np.maximum(s, (hi - lo) / 2), s)
     center = S.mean(axis=0) if len(S) else empty
+    if common_units and shares_unit(lo, hi, varies):
+        return center, np.full(len(s), float(np.sqrt(np.mean(s[varies] ** 2))))
     return center, np.where(varies, s, 1.0)

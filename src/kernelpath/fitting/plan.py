@@ -24,7 +24,7 @@ from .family import Family, candidate_scores
 from .memory import held_bytes
 from .problem import CandidateFit, FitProblem, FitSettings, spawned
 from .search import Screening, SearchResult, fold_search, holdout_search, smoother_search
-from .widths import choose_width
+from .widths import choose_width, row_losses
 
 __all__ = ["SelectionPlan", "Selection", "make_plan", "select"]
 
@@ -263,7 +263,7 @@ def make_plan(
     scaled = any(k.scaled_by(scale) for k in items)
     centered = scale is not False and family.fourier_features(params)
     if scaled or centered:
-        center, spread = feature_statistics(problem.X, spawned(rng))
+        center, spread = feature_statistics(problem.X, spawned(rng), scale == "auto")
         scales = spread if scaled else None
         problem = replace(problem, center=center if centered else None)
     # sigma="ard": the widths are learned on the training rows (all of them without a
@@ -390,7 +390,10 @@ def select(
                     family, problem, k, plan.train, val, settings, None, spawned(settings.rng)
                 )
 
-            rounds = AgopRounds(width, lambda k: search([k]))
+            def losses(cand: CandidateFit) -> np.ndarray:
+                return row_losses(family, problem, cand, val)
+
+            rounds = AgopRounds(width, lambda k: search([k]), losses, problem.scoring_weights(val))
             result, agop_info = learn_metric(
                 family, problem, result, plan.agop, plan.train, settings, plan.scales, rounds
             )
