@@ -27,6 +27,7 @@ TABLES: dict[str, list[str]] = {
     "threads_load": ["benchmarks/threads.py", "load-table"],
     "float32": ["benchmarks/float32.py", "table"],
     "startup": ["benchmarks/startup.py", "table"],
+    "accuracy": ["benchmarks/accuracy.py", "table"],
 }
 
 
