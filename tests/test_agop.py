@@ -260,3 +260,13 @@ def test_plot_metric():
     assert [t.get_text() for t in axes[0].get_yticklabels()][-1] == "c"
     with pytest.raises(ValueError, match="sigma='agop'"):
         plot_metric(kp.NystromRegressor().fit(X, X[:, 0]))
+    # 64 features: an 8 x 8 image of the relevances, the two pixels that matter brightest
+    X = rng.uniform(0, 1, (600, 64))
+    est = kp.NystromRegressor(kp.Gaussian("agop"), random_state=0).fit(
+        X, np.sin(3 * X[:, 10] + 2 * X[:, 20])
+    )
+    axes = plot_metric(est, n_directions=2)
+    image = axes[0].get_images()[0].get_array()
+    assert image.shape == (8, 8)
+    assert sorted(np.argsort(np.ravel(image))[-2:]) == [10, 20]
+    assert "of the trace" in axes[1].get_title()

@@ -284,10 +284,8 @@ def plot_metric(
             import matplotlib.pyplot as plt
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError('plots need matplotlib: pip install "kernelpath[plot]"') from exc
-        shown = min(top, d)
-        _, grid = plt.subplots(
-            1, 1 + k, figsize=(4.0 * (1 + k), 1.4 + 0.28 * max(shown, 4)), layout="constrained"
-        )
+        height = 4.0 if image else 1.4 + 0.28 * max(min(top, d), 4)
+        _, grid = plt.subplots(1, 1 + k, figsize=(4.0 * (1 + k), height), layout="constrained")
         axes = list(np.atleast_1d(grid))
     axes = list(axes)
     if len(axes) != 1 + k:
