@@ -185,7 +185,8 @@ class RandomFeaturesFamily(Family):
         fixed = replace(
             cand.settings,
             penalty=float(best["penalty"]),
-            size=int(best.get("n_features", len(cand.path.coef()))),
+            # one D: the map's (a k-fold path, averaged over the folds, keeps no coefficients)
+            size=int(best.get("n_features", cand.features.frequencies_.shape[0])),
         )
         again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
         return again, again.path.coef()
