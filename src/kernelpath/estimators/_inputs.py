@@ -82,6 +82,12 @@ def check_fit_input(
         check_magnitude(X)
     if classifier:
         check_labels(y)
+    elif not np.all(np.isfinite(y)):  # an object column's None becomes NaN past the check
+        bad = int(np.count_nonzero(~np.isfinite(y)))
+        raise ValueError(
+            f"y must be finite: it has {bad} NaN or infinite value(s) (a missing value, such "
+            "as None in an object column, converts to NaN); drop or impute those rows"
+        )
     return B.to_device(X, dev, B.dtype_of(X)), y, sample_weight, dev
 
 
