@@ -409,6 +409,16 @@ class ExactFamily(_KernelModel):
                 step = None if opts.step == "auto" else 2.0  # η = 2 / n: η n = 2
             else:
                 step = check_float(opts.step, "step", 0.0, np.inf, low_open=True) * n_tr
+            # the path keeps every iterate's coefficients and filter factors: P x n x (3k + 2)
+            per_iter = 8 * n_tr * (3 * Ytr.shape[1] + 2)
+            budget = int(getattr(op, "budget", 0) or 0)
+            if budget and max_iter * per_iter > budget:
+                raise ValueError(
+                    f"max_iter={max_iter}: the exact path keeps every iterate of {n_tr} rows "
+                    f"({max_iter * per_iter / 2**20:.0f} MiB), beyond memory_budget "
+                    f"({budget / 2**20:.0f} MiB); give max_iter <= {budget // per_iter} or a "
+                    "larger memory_budget"
+                )
             return exact_path(
                 op, Ytr, opts.method, np.arange(1, max_iter + 1), wt, val, cv=cv, nu=nu, step=step
             )

@@ -120,6 +120,10 @@ class _Problem:
         return np.asarray(self.factor.apply(beta), dtype=FACTOR_DTYPE).astype(self.op.dtype)
 
 
+#: The error columns a path starts with (``_Bookkeeping.reserve`` doubles them).
+INITIAL_COLUMNS = 64
+
+
 class _Bookkeeping:
     """Errors, early stopping and the best iterate of each penalty."""
 
@@ -141,9 +145,12 @@ class _Bookkeeping:
         else:
             self.stopper = make_stopper(stopping, P, n_iter_no_change, tol, stopping_threshold)
         self.converged = np.zeros(P, dtype=bool)
-        self.train_err = np.full((P, max_iter), np.nan)
-        self.val_err = np.full((P, max_iter), np.nan)
-        self.val_loss = np.full((P, max_iter), np.nan)
+        # the error columns grow with the iterations run (doubling), not with max_iter: a
+        # max_iter of 10^7 sized them at 5 GB before the first iteration
+        cap = min(max_iter, INITIAL_COLUMNS)
+        self.train_err = np.full((P, cap), np.nan)
+        self.val_err = np.full((P, cap), np.nan)
+        self.val_loss = np.full((P, cap), np.nan)
         self.best_err = np.full(P, np.inf)
         self.best_loss = np.full(P, np.inf)
         self.last_iter = np.zeros(P, dtype=int)
@@ -151,6 +158,17 @@ class _Bookkeeping:
     @property
     def active(self) -> np.ndarray:
         return self.stopper.active & ~self.converged
+
+    def reserve(self, t: int) -> None:
+        """Room for iteration ``t``'s errors: the columns doubled (at most ``max_iter``)."""
+        cap = self.train_err.shape[1]
+        if t <= cap:
+            return
+        grown = min(self.max_iter, max(2 * cap, t))
+        pad = np.full((self.P, grown - cap), np.nan)
+        self.train_err = np.hstack([self.train_err, pad])
+        self.val_err = np.hstack([self.val_err, pad])
+        self.val_loss = np.hstack([self.val_loss, pad])
 
     def report(self, stage: str, t: int) -> None:
         """Tell the progress listeners that iteration ``t`` is done (with the best
@@ -362,6 +380,7 @@ def _gradient_path(
         act = book.active
         if not act.any():
             break
+        book.reserve(t)
         cols = np.flatnonzero(np.repeat(act, k))
         bc = beta[:, cols]
         H0b = prob.H0(bc)
@@ -620,6 +639,7 @@ def _krylov_path(
     own = [np.zeros((r, 0)) for _ in anchors]
     newest = [_orthonormalize(precond[a](b), own[a]) for a in range(len(anchors))]
     for t in range(1, max_iter + 1):
+        book.reserve(t)
         act = book.active
         live = [a for a in range(len(anchors)) if act[owner == a].any() and newest[a].size]
         if t == 1 and not live:  # b = 0: the solution is 0 for every penalty
