@@ -28,6 +28,7 @@ TABLES: dict[str, list[str]] = {
     "float32": ["benchmarks/float32.py", "table"],
     "startup": ["benchmarks/startup.py", "table"],
     "accuracy": ["benchmarks/accuracy.py", "table"],
+    "max_iter_memory": ["benchmarks/max_iter_memory.py", "table"],
 }
 
 
