@@ -245,6 +245,11 @@ def test_inspect_and_plot(files, capsys):
         (["fit", "{d}/empty.csv", "--target", "price"], "no data rows"),
         (["inspect", "{d}/missing.kp"], "no such model file"),
         (["evaluate", "{d}/m.kp", "{d}/test.csv"], "--target"),
+        # issue 47 item 4: an output that is an input would replace it
+        (["predict", "{d}/m.kp", "{d}/test.csv", "-o", "{d}/test.csv"], "is the data this"),
+        (["predict", "{d}/m.kp", "{d}/test.csv", "-o", "{d}/m.kp"], "is the model this"),
+        (["fit", "{d}/train.csv", "--target", "price", "-o", "{d}/train.csv"], "is the data"),
+        (["predict", "{d}/m.kp", "{d}/test.csv", "-o", "{d}/./test.csv"], "is the data this"),
     ],
 )
 def test_user_errors_are_one_line(files, capsys, argv, message):
@@ -261,12 +266,14 @@ def test_user_errors_are_one_line(files, capsys, argv, message):
     bad[["a", "b", "c"]].to_csv(d / "narrow.csv", index=False)
     (d / "empty.csv").write_text("a,b,price\n")
     before = set(os.listdir(d))
+    contents = {name: (d / name).read_bytes() for name in before if (d / name).is_file()}
     code, _, err = _run(capsys, *[a.format(d=d) for a in argv])
     assert code == 1
     lines = err.strip().splitlines()
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in err
     assert lines[0].startswith(f"kernelpath {argv[0]}: error: ")
     assert set(os.listdir(d)) == before  # nothing half-written
+    assert all((d / name).read_bytes() == data for name, data in contents.items())
 
 
 def test_demo_rejects_a_negative_seed(capsys):

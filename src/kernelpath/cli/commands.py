@@ -83,13 +83,21 @@ def _demo_result(rmse: float, spread: float, noise: float) -> str:
 
 
 # --------------------------------------------------------------------------- commands
-def _check_output(path: str) -> None:
-    """Refuse, before any work, an output in a missing or read-only folder."""
+def _check_output(path: str, **inputs: str | None) -> None:
+    """Refuse, before any work, an output in a missing or read-only folder, or one that is
+    a file the command reads (``inputs``: the option's name and its path)."""
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise UserError(f"--output: no folder {folder!r} to write {path!r} in")
     if not os.access(folder, os.W_OK):
         raise UserError(f"--output: the folder {folder!r} is not writable")
+    for name, source in inputs.items():
+        if source is not None and os.path.exists(path) and os.path.exists(source):
+            if os.path.samefile(path, source):
+                raise UserError(
+                    f"--output: {path!r} is the {name} this command reads; writing it "
+                    "would replace it. Give another --output"
+                )
 
 
 def _fit(args: argparse.Namespace) -> int:
@@ -101,7 +109,7 @@ def _fit(args: argparse.Namespace) -> int:
     y = _check_target(y, task)
     est = _estimator(args, task)
     out = args.output or str(FsPath(args.data).with_suffix(".kp").name)
-    _check_output(out)
+    _check_output(out, data=args.data, target_file=args.target_file)
     _say(args, f"fitting {type(est).__name__} ({task}) on {_rows_x_cols(X)}")
     t0 = time.perf_counter()
     with _progress(args, "fit"):
@@ -131,7 +139,7 @@ def _predict_columns(model: Any) -> list[str] | None:
 
 def _predict(args: argparse.Namespace) -> int:
 
-    _check_output(args.output)
+    _check_output(args.output, model=args.model, data=args.data)
     model = _load_model(args.model)
     if not hasattr(model, args.method):
         raise UserError(f"--method: a {type(model).__name__} has no {args.method}")
