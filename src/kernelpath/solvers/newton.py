@@ -356,6 +356,8 @@ class _Newton:
         rz = float((res * z).sum())
         target = rel * float(np.linalg.norm(g))
         its = 0
+        if not rz > 0:  # the preconditioned gradient vanished: d = 0
+            return x, U, its
         for its in range(1, self.max_inner + 1):  # noqa: B007
             Hp, Up = self.hess(F, p, lam)
             pHp = float((p * Hp).sum())
@@ -369,6 +371,8 @@ class _Newton:
                 break
             z = precond(res)
             rz_new = float((res * z).sum())
+            if not rz_new > 0:  # the preconditioned residual vanished (underflow): done
+                break
             p = z + (rz_new / rz) * p
             rz = rz_new
         return x, U, its
