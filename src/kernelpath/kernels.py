@@ -360,29 +360,38 @@ class _RadialKernel(Kernel):
             return None
         return np.asarray(B.to_numpy(self.metric), dtype=np.float64)
 
+    def _metric_for(self, n_features: int) -> np.ndarray | None:
+        """The metric (float64) checked against data of ``n_features`` columns (None
+        without one)."""
+        L = self._L
+        if L is not None and L.shape[0] != n_features:
+            raise ValueError(
+                f"metric has {L.shape[0]} rows (one per feature) but X has {n_features} features"
+            )
+        return L
+
     def coordinates(self, X: Any) -> Any:
         """X in the kernel's coordinates before the width: ``X @ metric`` (X itself without a
         metric), on X's backend and dtype, shape (len(X), r)."""
-        L = self._L
+        L = self._metric_for(int(X.shape[1]))
         if L is None:
             return X
-        if L.shape[0] != X.shape[1]:
-            raise ValueError(
-                f"metric has {L.shape[0]} rows (one per feature) but X has {X.shape[1]} features"
-            )
         return X @ B.astype(B.like_input(L, X), B.dtype_of(X))
+
+    def _coordinates_and_norms(self, X: Any, sq: Any) -> tuple[Any, Any]:
+        """(X's coordinates, their squared weighted norms): ``sq`` when given, else computed
+        from the coordinates (X @ metric is formed once)."""
+        C = self.coordinates(X)
+        if sq is None:
+            sq = B.sq_norms(C) if self.metric is not None else self.sq_norms(X)
+        return C, sq
 
     def coordinate_matrix(self, n_features: int) -> np.ndarray:
         """A (n_features x r) such that the kernel is phi(||x A - z A||^2): L / sigma with a
         ``metric`` L, diag(1 / sigma_l) for per-feature widths, I / sigma for one width. The
         kernel's distance is (x - z)^T A A^T (x - z)."""
-        L = self._L
+        L = self._metric_for(n_features)
         if L is not None:
-            if L.shape[0] != n_features:
-                raise ValueError(
-                    f"metric has {L.shape[0]} rows (one per feature) but X has {n_features} "
-                    "features"
-                )
             return L / self._sigma()
         return np.diag(1.0 / self.widths(n_features))
 
@@ -430,10 +439,9 @@ class _RadialKernel(Kernel):
         if isinstance(self.sigma, str):
             return
         m = np.asarray(B.to_numpy(max_abs), dtype=np.float64).ravel()
-        L = self._L
+        L = self._metric_for(len(m))
         if L is not None:  # ||x L|| <= sum_l |x_l| ||L_l||: the bound in one width
-            m = np.array([float(m @ np.linalg.norm(self.coordinate_matrix(len(m)), axis=1))])
-            m *= self._sigma()  # the width is divided out below
+            m = np.array([float(m @ np.linalg.norm(L, axis=1))])
         w = self.widths(len(m))
         lim = width_units_limit(len(m) if L is None else L.shape[1], dtype)
         with np.errstate(over="ignore"):
@@ -586,9 +594,8 @@ class _RadialKernel(Kernel):
             self.check_data(B.to_numpy(top), "the centers", B.dtype_of(Z))
         dtype = np.float64 if self._uses_distance else B.dtype_of(Z)
         Z = B.astype(Z, dtype)
-        if z_sq is None or B.dtype_of(z_sq) != dtype:
-            z_sq = self.sq_norms(Z)
-        Z = self.coordinates(Z)
+        keep = z_sq is not None and B.dtype_of(z_sq) == dtype
+        Z, z_sq = self._coordinates_and_norms(Z, z_sq if keep else None)
         s = self._scale(B.base2_exp(Z))
         out = B.empty((len(Z), Z.shape[1] + 2), Z, dtype)
         out[:, :-2] = Z
@@ -624,10 +631,8 @@ class _RadialKernel(Kernel):
         # errors of ~3e-4 ||x||: kernels of the distance itself compute it in float64.
         in_dtype = B.dtype_of(X)
         wdt = np.dtype(np.float64) if (self._uses_distance and in_dtype != np.float64) else in_dtype
-        Xw = B.astype(X, wdt)
-        if x_sq is None or B.dtype_of(x_sq) != wdt:
-            x_sq = self.sq_norms(Xw)
-        Xw = self.coordinates(Xw)  # X itself without a metric
+        keep = x_sq is not None and B.dtype_of(x_sq) == wdt
+        Xw, x_sq = self._coordinates_and_norms(B.astype(X, wdt), x_sq if keep else None)
         r = int(Xw.shape[1])
         if (
             work is None
