@@ -35,6 +35,7 @@ from ..progress import note
 from .family import Family
 from .problem import CandidateFit, FitProblem, FitSettings, spawned
 from .search import SearchResult
+from .widths import paired_difference
 
 __all__ = [
     "AGOP_ROWS",
@@ -79,11 +80,7 @@ class AgopRounds:
 def clearly_lower(new: np.ndarray, best: np.ndarray, w: np.ndarray | None) -> bool:
     """Whether the per-row losses ``new`` are lower on average than ``best`` by more than
     ``ACCEPT_SE`` standard errors of their (``w``-weighted) paired differences."""
-    wt = np.ones(len(new)) if w is None else w
-    n_eff = wt.sum() ** 2 / np.sum(wt**2)  # Kish's effective number of rows
-    d = new - best
-    mean = float(np.average(d, weights=wt))
-    se = float(np.sqrt(np.average((d - mean) ** 2, weights=wt) / max(n_eff - 1, 1)))
+    mean, se = paired_difference(new, best, w)
     return mean < -ACCEPT_SE * se
 
 
@@ -116,12 +113,11 @@ def metric_factor(M: np.ndarray, scales: np.ndarray | None) -> np.ndarray | None
     the largest eigenvalues that hold all but ``METRIC_TAIL`` of the trace. None where M
     has no positive trace (a flat predictor: no direction to learn)."""
     d = M.shape[0]
-    s = np.ones(d) if scales is None else np.asarray(scales, dtype=np.float64)
+    s = _spreads(scales, d)
     Mu = M * s[:, None] * s[None, :]
     if not np.all(np.isfinite(Mu)):
         return None
-    vals, vecs = np.linalg.eigh((Mu + Mu.T) / 2)
-    vals, vecs = vals[::-1], vecs[:, ::-1]
+    vals, vecs = _spectrum(Mu)
     vals = np.clip(vals, 0.0, None)
     total = float(vals.sum())
     if not total > 0:
@@ -208,12 +204,12 @@ def metric_summary(kernel: Kernel, n_features: int, scales: Any) -> dict[str, np
     as rows (largest first) and ``eigenvalues`` their shares of the trace."""
     A = kernel.coordinate_matrix(n_features)  # type: ignore[attr-defined]
     M = A @ A.T
-    s = np.ones(n_features) if scales is None else np.asarray(scales, dtype=np.float64)
+    s = _spreads(scales, n_features)
     Mu = M * s[:, None] * s[None, :]
     total = float(np.trace(Mu))
-    vals, vecs = np.linalg.eigh((Mu + Mu.T) / 2)
+    vals, vecs = _spectrum(Mu)
     r = A.shape[1]
-    vals, vecs = vals[::-1][:r], vecs[:, ::-1][:, :r]
+    vals, vecs = vals[:r], vecs[:, :r]
     return {
         "metric": (M + M.T) / 2,
         "relevances": np.diag(Mu) / total,
@@ -235,3 +231,14 @@ def _round_info(
         "rank": None if L is None else int(L.shape[1]),
         "width_search": width_info,
     }
+
+
+def _spreads(scales: Any, d: int) -> np.ndarray:
+    """The features' spreads (1 where the inputs are not scaled)."""
+    return np.ones(d) if scales is None else np.asarray(scales, dtype=np.float64)
+
+
+def _spectrum(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (largest first) and eigenvectors (columns) of the symmetric part of M."""
+    vals, vecs = np.linalg.eigh((M + M.T) / 2)
+    return vals[::-1], vecs[:, ::-1]

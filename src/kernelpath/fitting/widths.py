@@ -43,6 +43,7 @@ __all__ = [
     "screen_rows",
     "row_losses",
     "narrowest_tie",
+    "paired_difference",
 ]
 
 #: The screen fits on this fraction of the training rows, at least ``SCREEN_MIN_ROWS`` (all
@@ -131,16 +132,24 @@ def row_losses(
     return np.einsum("ij,ij->i", R, R)
 
 
+def paired_difference(
+    new: np.ndarray, base: np.ndarray, w: np.ndarray | None
+) -> tuple[float, float]:
+    """(mean, standard error) of the per-row differences ``new - base``, ``w``-weighted
+    (None: alike), the error over Kish's effective number of rows."""
+    wt = np.ones(len(base)) if w is None else w
+    n_eff = wt.sum() ** 2 / np.sum(wt**2)
+    d = new - base
+    mean = float(np.average(d, weights=wt))
+    return mean, float(np.sqrt(np.average((d - mean) ** 2, weights=wt) / max(n_eff - 1, 1)))
+
+
 def narrowest_tie(losses: dict[float, np.ndarray], best: float, w: np.ndarray | None) -> float:
     """The narrowest factor whose per-row ``losses`` exceed the ``best``'s by at most
     ``TIE_SE`` standard errors of the (``w``-weighted) mean of their paired differences."""
     tied = [best]
-    wt = np.ones(len(losses[best])) if w is None else w
-    n_eff = wt.sum() ** 2 / np.sum(wt**2)  # Kish's effective number of rows
     for f, loss in losses.items():
-        d = loss - losses[best]
-        mean = np.average(d, weights=wt)
-        se = np.sqrt(np.average((d - mean) ** 2, weights=wt) / max(n_eff - 1, 1))
+        mean, se = paired_difference(loss, losses[best], w)
         if mean <= TIE_SE * se:
             tied.append(f)
     return min(tied)
