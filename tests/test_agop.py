@@ -85,6 +85,8 @@ def test_gradient_outer_refuses_a_kernel_without_a_distance():
     X = np.ones((3, 2))
     with pytest.raises(ValueError, match="not a function of a distance"):
         KernelOperator(X, X, kp.Polynomial(2)).gradient_outer(np.ones(3))
+    with pytest.raises(ValueError, match=r"coef must have shape \(3,\) or \(3, k\)"):
+        KernelOperator(X, X, kp.Gaussian(1.0)).gradient_outer(np.ones(6))
 
 
 def test_metric_factor_normalizes_in_scaled_units():

@@ -797,7 +797,10 @@ class KernelOperator:
         d = int(self.X.shape[1])
         A = kernel.coordinate_matrix(d)  # type: ignore[attr-defined]
         r = A.shape[1]
-        C = np.asarray(B.to_numpy(coef), dtype=np.float64).reshape(self.m, -1)
+        C = np.asarray(B.to_numpy(coef), dtype=np.float64)
+        if C.ndim not in (1, 2) or C.shape[0] != self.m:
+            raise ValueError(f"coef must have shape ({self.m},) or ({self.m}, k), got {C.shape}")
+        C = C.reshape(self.m, -1)
         k = C.shape[1]
         V = B.to_numpy(self.centers, np.float64) @ A
         v_sq = np.einsum("ij,ij->i", V, V)
