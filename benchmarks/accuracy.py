@@ -13,6 +13,8 @@ each fit in a fresh process (``worker``), its fit timed there:
 - ``default``: ``NystromRegressor()`` / ``NystromClassifier()`` with ``random_state=seed``;
 - ``ard``: the same with ``kernel=Gaussian("ard")``;
 - ``agop``: the same with ``kernel=Gaussian("agop")``;
+- ``agop_diagonal``: the same with ``kernel=Gaussian("agop_diagonal")`` (the metric's
+  diagonal only);
 - ``agop_laplacian``: the same with ``kernel=Laplacian("agop")``;
 - ``laplacian``, ``matern15``, ``matern25``: the default with ``kernel=Laplacian()``,
   ``Matern(nu=1.5)``, ``Matern(nu=2.5)`` (the width screened as for the Gaussian): whether a
@@ -55,6 +57,7 @@ METHODS = (
     "default",
     "ard",
     "agop",
+    "agop_diagonal",
     "agop_laplacian",
     "laplacian",
     "matern15",
@@ -113,6 +116,7 @@ def make(name: str, method: str, seed: int, n_train: int) -> Any:
         "default": None,
         "ard": kp.Gaussian("ard"),
         "agop": kp.Gaussian("agop"),
+        "agop_diagonal": kp.Gaussian("agop_diagonal"),
         "agop_laplacian": kp.Laplacian("agop"),
         "laplacian": kp.Laplacian("auto"),
         "matern15": kp.Matern("auto", nu=1.5),

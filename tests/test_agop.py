@@ -111,6 +111,25 @@ def test_metric_factor_normalizes_in_scaled_units():
     assert Lw.shape[1] == 1 and np.trace(w) * METRIC_TAIL > 1e-6 + 1e-9
 
 
+def test_metric_factor_of_the_diagonal():
+    """``diagonal``: L L^T is M's diagonal, normalized to trace d in scaled units, with the
+    features of no weight (up to METRIC_TAIL of the trace) dropped, largest first."""
+    rng = np.random.default_rng(12)
+    G = rng.standard_normal((5, 5))
+    M = G @ G.T
+    M[3, :] = M[:, 3] = 0.0  # feature 3 carries nothing
+    s = np.array([1.0, 2.0, 0.5, 4.0, 3.0])
+    L = metric_factor(M, s, diagonal=True)
+    assert L.shape == (5, 4)
+    Lu = L * s[:, None]
+    du = np.diag(M) * s**2
+    np.testing.assert_allclose(Lu @ Lu.T, np.diag(du * 5 / du.sum()), rtol=1e-12, atol=1e-15)
+    # one feature per column, the largest weight first
+    assert np.count_nonzero(Lu, axis=0).tolist() == [1, 1, 1, 1]
+    assert np.argmax(np.abs(Lu[:, 0])) == int(np.argmax(du))
+    assert metric_factor(np.zeros((5, 5)), None, diagonal=True) is None
+
+
 def _single_index(n, d, rng, direction):
     X = rng.standard_normal((n, d))
     u = X @ direction
@@ -143,6 +162,31 @@ def test_agop_learns_the_relevant_direction():
     Z = est.transform(Xt[:5])
     D2 = ((Xt[0] - Xt[1]) @ est.metric_ @ (Xt[0] - Xt[1])).item()
     assert np.sum((Z[0] - Z[1]) ** 2) == pytest.approx(D2, rel=1e-10)
+
+
+def test_agop_diagonal_selects_the_relevant_features():
+    """y depends on features 1 and 4 of 8 through sin and a square: the diagonal metric
+    weights those two, drops none it should keep, and beats the isotropic fit; its
+    distance is diagonal (per-feature widths)."""
+    rng = np.random.default_rng(7)
+
+    def data(n):
+        X = rng.standard_normal((n, 8))
+        return X, np.sin(2 * X[:, 1]) + 0.5 * X[:, 4] ** 2 + 0.05 * rng.standard_normal(n)
+
+    (X, y), (Xt, yt) = data(3000), data(2000)
+    iso = kp.NystromRegressor(random_state=0).fit(X, y)
+    est = kp.NystromRegressor(kp.Gaussian("agop_diagonal"), random_state=0).fit(X, y)
+    assert est.agop_info_["diagonal"] and est.agop_info_["chosen_round"] >= 1
+    off = est.metric_ - np.diag(np.diag(est.metric_))
+    assert np.all(off == 0)
+    assert est.feature_relevances_[[1, 4]].sum() > 0.9
+    mse = np.mean((est.predict(Xt) - yt) ** 2)
+    assert mse < 0.5 * np.mean((iso.predict(Xt) - yt) ** 2)
+    assert est.transform(Xt[:3]).shape[0] == 3
+    # a diagonal metric is refused in a sequence of kernels, like "agop"
+    with pytest.raises(ValueError, match="agop_diagonal"):
+        kp.NystromRegressor([kp.Gaussian("agop_diagonal"), kp.Gaussian(1.0)]).fit(X, y)
 
 
 def test_a_round_is_taken_only_when_clearly_lower():

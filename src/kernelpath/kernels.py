@@ -18,7 +18,8 @@ A radial kernel may also carry a ``metric``: a matrix L of shape (d, r), r <= d,
 ``r^2 = ||(x - z) L||^2 / sigma^2`` (the Mahalanobis distance of M = L L^T). The learned
 coordinates x L are computed block by block (the centers' once, when they are prepared), so a
 block costs n m r instead of n m d. ``sigma="agop"`` asks a fit to learn L from the average
-gradient outer product of its predictor (``kernelpath.fitting.agop``).
+gradient outer product of its predictor (``kernelpath.fitting.agop``); ``"agop_diagonal"``
+keeps only its diagonal (a learned width per feature, features of no weight dropped).
 
 Distance-based kernels compute ``||x - z||^2 = ||x||^2 + ||z||^2 - 2 <x, z>`` with one matrix
 product and clip it at zero, so rounding never produces a negative squared distance. The
@@ -188,6 +189,8 @@ class Kernel:
         -------
         array of shape (n, m)
         """
+        B.check_real(X, "X")
+        B.check_real(Z, "Z")
         return self.block(X, Z)
 
     def block(
@@ -260,8 +263,9 @@ def _is_width_vector(s: Any) -> bool:
 class _RadialKernel(Kernel):
     """k(x, z) = phi(||x - z||^2) with a bandwidth ``sigma``: a number, one positive width per
     feature (1-D array), "median", "auto" (a grid of widths searched by a fit), "ard" (one
-    width per feature learned by a fit, ``kernelpath.learn_widths``) or "agop" (a metric
-    learned by a fit from its predictor's gradients, ``kernelpath.fitting.agop``).
+    width per feature learned by a fit, ``kernelpath.learn_widths``), "agop" (a metric
+    learned by a fit from its predictor's gradients, ``kernelpath.fitting.agop``) or
+    "agop_diagonal" (its diagonal only).
 
     ``metric``, a matrix L of shape (n_features, r) with r <= n_features, measures distances
     in the coordinates x L: ``||(x - z) L||^2 / sigma^2`` (one width ``sigma``).
@@ -297,15 +301,15 @@ class _RadialKernel(Kernel):
             if s not in WIDTH_NAMES:
                 raise ValueError(
                     f"sigma must be a positive number, an array of them (one per feature), "
-                    f"'median', 'auto', 'ard' or 'agop', got {s!r}"
+                    f"'median', 'auto', 'ard', 'agop' or 'agop_diagonal', got {s!r}"
                 )
         elif _is_width_vector(s):
             self._check_widths(s)
         elif isinstance(s, bool) or not isinstance(s, (int, float, np.integer, np.floating)):
             raise TypeError(
                 f"sigma must be a positive number, a 1-D array of them (one per feature), "
-                f"'median', 'auto', 'ard' or 'agop', got {s!r} (for a path over widths give a "
-                "sequence of kernels)"
+                f"'median', 'auto', 'ard', 'agop' or 'agop_diagonal', got {s!r} (for a path "
+                "over widths give a sequence of kernels)"
             )
         elif not (np.isfinite(s) and s > 0):
             raise ValueError(f"sigma must be a positive finite number, got {s!r}")
@@ -339,7 +343,7 @@ class _RadialKernel(Kernel):
         if not np.any(arr):
             raise ValueError("metric: the matrix is zero (every distance would be 0)")
         s = self.sigma
-        if _is_width_vector(s) or (isinstance(s, str) and s in ("ard", "agop")):
+        if _is_width_vector(s) or (isinstance(s, str) and s in LEARNED_WIDTHS):
             raise ValueError(
                 f"metric: give one width sigma (a number, 'median' or 'auto') with a metric, "
                 f"got sigma={s!r}"
@@ -486,9 +490,9 @@ class _RadialKernel(Kernel):
                     f"{type(self).__name__}(sigma='ard'): the widths are learned by an "
                     "estimator's fit or kernelpath.learn_widths, not usable as they are"
                 )
-            if self.sigma == "agop":
+            if self.sigma in AGOP_NAMES:
                 raise ValueError(
-                    f"{type(self).__name__}(sigma='agop'): the metric is learned by an "
+                    f"{type(self).__name__}(sigma={self.sigma!r}): the metric is learned by an "
                     "estimator's fit, not usable as it is"
                 )
             raise ValueError(
@@ -532,10 +536,10 @@ class _RadialKernel(Kernel):
                 f"{type(self).__name__}(sigma='ard') has widths learned from the targets: fit "
                 "an estimator with it, or call kernelpath.learn_widths(kernel, X, y)"
             )
-        if params["sigma"] == "agop":
+        if params["sigma"] in AGOP_NAMES:
             raise ValueError(
-                f"{type(self).__name__}(sigma='agop') has a metric learned from the targets: "
-                "fit an estimator with it"
+                f"{type(self).__name__}(sigma={params['sigma']!r}) has a metric learned from "
+                "the targets: fit an estimator with it"
             )
         if params["sigma"] == "auto":
             raise ValueError(
@@ -556,7 +560,7 @@ class _RadialKernel(Kernel):
             return [self.set_width(med * f) for f in AUTO_WIDTH_FACTORS]
         # the inputs scaled: widths in the units of X / scales, folded in per feature
         s = np.asarray(scales, dtype=np.float64)
-        if self.sigma in ("ard", "agop"):
+        if self.sigma in LEARNED_WIDTHS:
             self.resolve(X, random_state)  # raises
         if isinstance(self.sigma, str):
             med = median_distance(X, random_state, s)
@@ -696,14 +700,14 @@ class Gaussian(_RadialKernel):
 
     Parameters
     ----------
-    sigma : float, array of shape (n_features,), "median", "auto", "ard" or "agop", default=1.0
-        Bandwidth; an array gives one length scale per feature
-        (``||x - z||^2`` becomes ``sum_l (x_l - z_l)^2 / sigma_l^2``); "median" uses the median
-        pairwise distance of the training inputs; "auto" makes a fit search the widths
-        ``AUTO_WIDTH_FACTORS`` x that median (with its other parameters); "ard" makes a fit
-        learn one width per feature (``kernelpath.learn_widths``); "agop" makes a fit learn a
-        metric from its predictor's average gradient outer product (Recursive Feature
-        Machine rounds, ``kernelpath.fitting.agop``).
+    sigma : float, array of shape (n_features,) or str, default=1.0
+        Bandwidth: a number; one length scale per feature (an array: ``||x - z||^2``
+        becomes ``sum_l (x_l - z_l)^2 / sigma_l^2``); "median", the median pairwise distance
+        of the training inputs; "auto", a fit searches the widths ``AUTO_WIDTH_FACTORS`` x
+        that median (with its other parameters); "ard", a fit learns one width per feature
+        (``kernelpath.learn_widths``); "agop", a fit learns a metric from its predictor's
+        average gradient outer product (Recursive Feature Machine rounds,
+        ``kernelpath.fitting.agop``); "agop_diagonal", the same metric's diagonal only.
     metric : array of shape (n_features, r) or None, default=None
         Distances in the coordinates x @ metric (r <= n_features): ``||(x - z) L||^2 /
         sigma^2`` for L = metric, one width ``sigma``. A fit with ``sigma="agop"`` sets it.
@@ -727,7 +731,7 @@ class Laplacian(_RadialKernel):
 
     Parameters
     ----------
-    sigma : float, array of shape (n_features,), "median", "auto", "ard" or "agop", default=1.0
+    sigma : float, array of shape (n_features,) or str, default=1.0
         Bandwidth, as for ``Gaussian``.
     metric : array of shape (n_features, r) or None, default=None
         As for ``Gaussian``.
@@ -752,7 +756,7 @@ class Cauchy(_RadialKernel):
 
     Parameters
     ----------
-    sigma : float, array of shape (n_features,), "median", "auto", "ard" or "agop", default=1.0
+    sigma : float, array of shape (n_features,) or str, default=1.0
         Bandwidth, as for ``Gaussian``.
     metric : array of shape (n_features, r) or None, default=None
         As for ``Gaussian``.
@@ -782,7 +786,7 @@ class Matern(_RadialKernel):
 
     Parameters
     ----------
-    sigma : float, array of shape (n_features,), "median", "auto", "ard" or "agop", default=1.0
+    sigma : float, array of shape (n_features,) or str, default=1.0
         Bandwidth, as for ``Gaussian``.
     nu : {0.5, 1.5, 2.5}, default=1.5
         Smoothness.
@@ -899,7 +903,11 @@ class Linear(Kernel):
 
 #: the widths a radial kernel takes by name (``sigma=...``): the median distance, chosen by
 #: the fit, or one learned per feature
-WIDTH_NAMES = ("auto", "median", "ard", "agop")
+#: The widths learned from a fit's predictor's gradients: the AGOP metric, its diagonal.
+AGOP_NAMES = ("agop", "agop_diagonal")
+#: The widths a fit learns from the targets (not resolvable on X alone).
+LEARNED_WIDTHS = ("ard", *AGOP_NAMES)
+WIDTH_NAMES = ("auto", "median", *LEARNED_WIDTHS)
 
 _BY_NAME: dict[str, type[Kernel]] = {
     "gaussian": Gaussian,

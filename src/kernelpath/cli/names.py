@@ -17,7 +17,7 @@ MODELS = {
 #: ``kernels.kernel_names()``
 KERNELS = ("gaussian", "rbf", "laplacian", "matern", "cauchy", "polynomial", "linear")
 #: ``kernels.WIDTH_NAMES``
-WIDTHS = ("auto", "median", "ard", "agop")
+WIDTHS = ("auto", "median", "ard", "agop", "agop_diagonal")
 #: ``cli.models.solver_choices()``: ``--solver`` per ``--model``, the default first
 SOLVERS = {"nystrom": ("cg", "direct"), "nytro": ("gd", "nu")}
 

@@ -23,6 +23,7 @@ from ..distributed import dask_predict
 from ..fitting import Family, NystromFamily, Selection, select
 from ..fitting.agop import metric_summary
 from ..fitting.problem import FitProblem
+from ..kernels import AGOP_NAMES
 from ..progress import verbose_reporter
 from ._inputs import fit_problem
 
@@ -40,9 +41,10 @@ _LEARNED_METRIC = (
 
 
 def _learns_metric(est: Any) -> bool:
-    """Whether the estimator's kernel has ``sigma="agop"`` (``transform`` is offered)."""
+    """Whether the estimator's kernel has ``sigma="agop"`` or "agop_diagonal"
+    (``transform`` is offered)."""
     sigma = getattr(getattr(est, "kernel", None), "sigma", None)
-    return isinstance(sigma, str) and sigma == "agop"
+    return isinstance(sigma, str) and sigma in AGOP_NAMES
 
 
 class _KernelPathEstimator(BaseEstimator):

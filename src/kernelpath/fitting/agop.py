@@ -17,7 +17,9 @@ that wins on the hold-out by noise is not taken (with the plain score, the first
 measurement chose later rounds that tested worse on cpusmall, abalone, adult and ijcnn1,
 docs/design.md). The metric is stored as a factor L (d x r, M = L L^T) keeping the
 eigenvalues of M that hold all but ``METRIC_TAIL`` of its trace: a block costs n m r
-instead of n m d.
+instead of n m d. ``sigma="agop_diagonal"`` keeps only M's diagonal, a learned width per
+feature (d numbers instead of d^2 from the same gradients), and drops the features that
+hold no more than ``METRIC_TAIL`` of its trace.
 """
 
 from __future__ import annotations
@@ -107,17 +109,26 @@ def model_gradient_outer(
     return op.gradient_outer(np.asarray(attrs["coef"], dtype=np.float64))
 
 
-def metric_factor(M: np.ndarray, scales: np.ndarray | None) -> np.ndarray | None:
+def metric_factor(
+    M: np.ndarray, scales: np.ndarray | None, diagonal: bool = False
+) -> np.ndarray | None:
     """The factor L (d x r) of the metric ``M`` (raw units) taken in the units of the
     scaled inputs and normalized to trace d there, raw units again: ``L = L_u / s``. Keeps
-    the largest eigenvalues that hold all but ``METRIC_TAIL`` of the trace. None where M
-    has no positive trace (a flat predictor: no direction to learn)."""
+    the largest eigenvalues that hold all but ``METRIC_TAIL`` of the trace. ``diagonal``:
+    the metric is M's diagonal, L's columns the kept features' unit vectors times the
+    square roots of their weights (largest first). None where M has no positive trace (a
+    flat predictor: no direction to learn)."""
     d = M.shape[0]
     s = _spreads(scales, d)
     Mu = M * s[:, None] * s[None, :]
     if not np.all(np.isfinite(Mu)):
         return None
-    vals, vecs = _spectrum(Mu)
+    if diagonal:
+        diag = np.diag(Mu)
+        order = np.argsort(-diag, kind="stable")
+        vals, vecs = diag[order], np.eye(d)[:, order]
+    else:
+        vals, vecs = _spectrum(Mu)
     vals = np.clip(vals, 0.0, None)
     total = float(vals.sum())
     if not total > 0:
@@ -143,7 +154,8 @@ def learn_metric(
     Parameters
     ----------
     base : radial Kernel
-        The kernel asked for, ``sigma="agop"`` (its other parameters kept).
+        The kernel asked for, ``sigma="agop"`` or "agop_diagonal" (its other parameters
+        kept).
     train : ndarray of int
         The training rows; the AGOP is averaged over ``AGOP_ROWS`` of them.
     scales : ndarray of shape (n_features,) or None
@@ -158,6 +170,7 @@ def learn_metric(
         "chosen_round": 0,
         "n_rows": int(min(len(train), AGOP_ROWS)),
         "feature_scales": None if scales is None else [float(v) for v in scales],
+        "diagonal": base.sigma == "agop_diagonal",
     }
     if int(problem.X.shape[1]) < 2:  # one feature: a metric is one width, round 0 has it
         note("AGOP: one feature, whose metric is its width: no rounds")
@@ -169,7 +182,7 @@ def learn_metric(
         if len(rows) > AGOP_ROWS:
             rows = np.sort(rng.choice(train, AGOP_ROWS, replace=False))
         M = model_gradient_outer(family, problem, current.best, rows)
-        L = metric_factor(M, scales)
+        L = metric_factor(M, scales, info["diagonal"])
         if L is None:
             note(f"AGOP round {t}: the predictor is flat on the sample; the rounds stop")
             history.append({"round": t, "stopped": "flat predictor"})

@@ -14,7 +14,7 @@ import numpy as np
 from .. import _backend as B
 from .. import ard
 from ..calibration import fit_calibration
-from ..kernels import Kernel, _RadialKernel, kernel_candidates, kernel_items
+from ..kernels import AGOP_NAMES, Kernel, _RadialKernel, kernel_candidates, kernel_items
 from ..path import Path
 from ..progress import note
 from ..scaling import check_scale, feature_statistics
@@ -61,16 +61,18 @@ def _is_auto(sigma: Any) -> bool:
     return isinstance(sigma, str) and sigma == "auto"
 
 
-def _wants(kernel: Any, learned: str) -> bool:
-    """Whether ``kernel`` has ``sigma=learned`` ("ard" or "agop"), alone: not in a sequence
-    of kernels."""
+def _wants(kernel: Any, *learned: str) -> bool:
+    """Whether ``kernel`` has ``sigma`` one of ``learned`` ("ard", or the AGOP names),
+    alone: not in a sequence of kernels."""
     items = kernel if isinstance(kernel, (list, tuple)) else [kernel]
-    if not any(isinstance(getattr(k, "sigma", None), str) and k.sigma == learned for k in items):
+    named = [k.sigma for k in items if isinstance(getattr(k, "sigma", None), str)]
+    asked = [s for s in named if s in learned]
+    if not asked:
         return False
     if isinstance(kernel, (list, tuple)):
-        what = "widths" if learned == "ard" else "metric"
+        what = "widths" if asked[0] == "ard" else "metric"
         raise ValueError(
-            f"kernel: sigma={learned!r} learns one kernel's {what}; give it alone, not in a "
+            f"kernel: sigma={asked[0]!r} learns one kernel's {what}; give it alone, not in a "
             "sequence of kernels"
         )
     return True
@@ -233,21 +235,22 @@ def make_plan(
     items = kernel_items(kernel, width)
     # sigma="agop": round 0 is the fit of sigma="auto", the rounds follow the search (select)
     agop: _RadialKernel | None = None
-    if _wants(kernel, "agop"):
+    if _wants(kernel, *AGOP_NAMES):
+        name = kernel.sigma
         if no_split or cv != "holdout":
             raise ValueError(
-                "kernel: sigma='agop' chooses its rounds on a hold-out; use cv='holdout' (the "
+                f"kernel: sigma={name!r} chooses its rounds on a hold-out; use cv='holdout' (the "
                 "default) with validation_fraction > 0"
             )
         if not family.expands_centers:
             raise ValueError(
-                "kernel: sigma='agop' learns a metric from the gradients of a kernel "
+                f"kernel: sigma={name!r} learns a metric from the gradients of a kernel "
                 f"expansion over centers; {problem.estimator}'s model is not one (use the "
                 "Nystrom, NYTRO, exact KRLS or EigenPro estimators, or sigma='ard')"
             )
         first = items[0]
         if not isinstance(first, _RadialKernel):  # pragma: no cover - only radial kernels
-            raise ValueError(f"kernel: sigma='agop' needs a radial kernel, got {first!r}")
+            raise ValueError(f"kernel: sigma={name!r} needs a radial kernel, got {first!r}")
         agop = first
         items = [type(agop)(**dict(agop.get_params(), sigma="auto"))]
         kernel = items[0]
