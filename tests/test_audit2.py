@@ -95,3 +95,173 @@ def test_12_logistic_newton_cg_stops_when_the_residual_vanishes():
         P = est.fit(X, y).predict_proba(X)
         assert np.all(np.isfinite(P)) and np.allclose(P.sum(axis=1), 1.0)
         assert est.score(X, y) >= 0.9
+
+
+def test_5_outputs_replace_only_a_regular_file_or_a_missing_path(tmp_path):
+    """``save`` and ``write_predictions`` renamed their file onto whatever the path held:
+    a FIFO, a symbolic link (the link replaced, not its target) or, as root, a device."""
+    import os
+
+    from kernelpath.data import write_predictions
+
+    X, y = _data(60)
+    est = kp.NystromRegressor(n_centers=10, random_state=0).fit(X, y)
+    target = tmp_path / "target.kp"
+    target.write_bytes(b"kept")
+    os.symlink(target, tmp_path / "link.kp")
+    os.mkfifo(tmp_path / "fifo.kp")
+    (tmp_path / "folder.kp").mkdir()
+    for name, what in [("link.kp", "symbolic link"), ("fifo.kp", "FIFO"), ("folder.kp", "folder")]:
+        with pytest.raises(ValueError, match=f"path: .*{name}' is a {what}"):
+            kp.save(est, tmp_path / name)
+    for name, what in [("link.npy", "symbolic link"), ("fifo.csv", "FIFO")]:
+        os.symlink(target, tmp_path / "link.npy") if "link" in name else os.mkfifo(tmp_path / name)
+        with pytest.raises(ValueError, match=f"is a {what}"):
+            write_predictions(est, X, tmp_path / name)
+    assert target.read_bytes() == b"kept" and (tmp_path / "link.kp").is_symlink()
+    assert (tmp_path / "fifo.kp").is_fifo() and (tmp_path / "folder.kp").is_dir()
+    # a regular file and a missing path are still written
+    kp.save(est, target)
+    kp.save(est, tmp_path / "new.kp")
+    np.testing.assert_array_equal(kp.load(target).predict(X), est.predict(X))
+
+
+def test_6_load_checks_the_header_against_the_file_before_reading_it(tmp_path):
+    """``load`` read the whole file before looking at its header: an 8 GB sparse file
+    cost 8.6 GB. Now bytes after the arrays the header describes are refused first."""
+    import os
+    import tracemalloc
+
+    X, y = _data(60)
+    path = tmp_path / "m.kp"
+    kp.save(kp.NystromRegressor(n_centers=10, random_state=0).fit(X, y), path)
+    size = os.path.getsize(path)
+    os.truncate(path, size + 2**30)  # a sparse gigabyte after the arrays
+    tracemalloc.start()
+    try:
+        with pytest.raises(kp.ModelFileError, match="follow the header"):
+            kp.load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20
+    os.truncate(path, size - 1)  # cut short: the last array's bytes are missing
+    with pytest.raises(kp.ModelFileError, match="do not fit a file"):
+        kp.load(path)
+
+
+def test_7_a_wide_header_is_checked_in_linear_time(tmp_path):
+    """The duplicate-column check counted each name in the list (60,000 columns: 125 s).
+    Now the names are counted once: no per-name scan of the list (``count``, ``in``);
+    the messages list 20 of them."""
+    from kernelpath.data.tables import _choose_columns
+
+    class Names(list):
+        """A header whose per-name scans (quadratic over all names) fail the test."""
+
+        def count(self, value):
+            raise AssertionError("a scan of every name per name")
+
+        def __contains__(self, value):
+            raise AssertionError("a scan of every name per name")
+
+    names = Names(f"c{i}" for i in range(40_000))
+    assert _choose_columns(names, "c7", None, "t.csv")[:2] == ["c0", "c1"]
+    assert _choose_columns(names, "c7", ["c9", "c1"], "t.csv") == ["c9", "c1"]
+    with pytest.raises(ValueError, match=r"duplicate column names \['c0', 'c5'\]"):
+        _choose_columns(Names([*names, "c5", "c0"]), None, None, "t.csv")
+    with pytest.raises(ValueError, match=r"no column \[.*\] and 19980 more"):
+        _choose_columns(names, None, [f"x{i}" for i in range(20_000)], "t.csv")
+    with pytest.raises(ValueError, match=r"columns: \['c3'\] named more than once"):
+        _choose_columns(names, None, ["c3", "c4", "c3"], "t.csv")
+
+
+def test_13_semiparametric_takes_a_batch_of_one_d_targets():
+    """A batch's 1-D y was taken as one sample with n outputs ("X and y have different
+    numbers of samples: 30 and 1"). Now it is one output per sample, predicted 1-D, and
+    equal to the same fit on the (n, 1) column."""
+
+    def affine(X):
+        X = np.asarray(X, dtype=np.float64)
+        return np.hstack([X, np.ones((len(X), 1))])[:, None, :]
+
+    X, y = _data(30)
+    one = kp.SemiparametricRegressor(affine, n_features=20, random_state=0).fit(X, y)
+    col = kp.SemiparametricRegressor(affine, n_features=20, random_state=0).fit(X, y[:, None])
+    assert one.predict(X).shape == (30,) and col.predict(X).shape == (30, 1)
+    np.testing.assert_array_equal(one.predict(X), col.predict(X)[:, 0])
+    # one sample: its 1-D y is its T outputs, as documented
+    one.partial_fit(X[0], y[:1])
+    with pytest.raises(TypeError, match="y must be real numbers"):
+        one.partial_fit(X[:3], y[:3] + 5j)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda X, y: kp.RecursiveRLS().partial_fit(X, y + 5j),
+        lambda X, y: kp.learn_widths(kp.Gaussian(1.0), X, y + 5j),
+        lambda X, y: kp.learn_widths(kp.Gaussian(1.0), X, y, sample_weight=np.ones(len(y)) + 1j),
+        lambda X, y: kp.NystromRegressor(n_centers=5).fit(X, y, sample_weight=y * 0 + 1j),
+        lambda X, y: kp.KernelOperator(X + 1j, X[:5], kp.Gaussian(1.0)),
+        lambda X, y: kp.Gaussian(1.0)(X + 1j, X),
+    ],
+    ids=["rls-y", "widths-y", "widths-weights", "fit-weights", "operator", "kernel"],
+)
+def test_14_complex_input_is_refused_not_truncated(call):
+    """Complex y, weights and X were cast to float (a ComplexWarning, the imaginary part
+    dropped); the kernels returned complex values."""
+    import warnings
+
+    X, y = _data(40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning on the way
+        with pytest.raises(TypeError, match="real numbers"):
+            call(X, y)
+
+
+@pytest.mark.parametrize(
+    "weights, message",
+    [
+        ({0: -1.0, 1: 1.0}, r"class_weight\[0\] must be >= 0"),
+        ({0: np.nan, 1: 1.0}, r"class_weight\[0\] must be >= 0, finite"),
+        ({0: np.inf, 1: 1.0}, r"class_weight\[0\]"),
+        ({0: 0.0, 1: 0.0}, "every weight given is 0"),
+        ({0: "2", 1: 1.0}, r"class_weight\[0\] must be a real number"),
+        ({0: 1e200, 1: 1.0}, r"at most 1e\+100"),
+    ],
+)
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda cw: kp.NystromClassifier(n_centers=10, class_weight=cw),
+        lambda cw: kp.NYTROClassifier(n_centers=10, class_weight=cw),
+        lambda cw: kp.EigenProClassifier(class_weight=cw),
+        lambda cw: kp.SGMClassifier(class_weight=cw),
+        lambda cw: kp.IncrementalRLSClassifier(class_weight=cw),
+        lambda cw: kp.RebalancedRLSClassifier(class_weight=cw),
+    ],
+    ids=["nystrom", "nytro", "eigenpro", "sgm", "incremental", "rebalanced"],
+)
+def test_11_21_class_weights_are_checked_once_for_every_classifier(make, weights, message):
+    """Negative class weights were accepted by NYTRO, EigenPro and SGM; NaN and inf ended
+    in LinAlgError or "give larger penalties"; the online learners took all-zero and
+    1e308 weights (NaN scores)."""
+    X, y = _data(80)
+    labels = (y > 0).astype(int)
+    with pytest.raises((ValueError, TypeError), match=message):
+        make(weights).fit(X, labels)
+
+
+@pytest.mark.parametrize("scale", [1e308, 5e-324])
+def test_17_weights_at_the_ends_of_the_float_range(scale):
+    """All-1e308 sample weights overflowed the rescaling's sum (ZeroDivisionError), all
+    5e-324 ones gave LinAlgError: equal weights are no weights, whatever their size."""
+    X, y = _data(80)
+    ref = kp.NystromRegressor(n_centers=10, random_state=0).fit(X, y).predict(X)
+    est = kp.NystromRegressor(n_centers=10, random_state=0)
+    np.testing.assert_allclose(est.fit(X, y, sample_weight=np.full(80, scale)).predict(X), ref)
+    labels = (y > 0).astype(int)
+    clf = kp.NystromClassifier(n_centers=10, random_state=0).fit(X, labels)
+    big = kp.NystromClassifier(n_centers=10, random_state=0, class_weight={0: 1e100, 1: 1e100})
+    np.testing.assert_allclose(big.fit(X, labels).decision_function(X), clf.decision_function(X))

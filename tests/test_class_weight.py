@@ -66,8 +66,14 @@ def test_bad_class_weights_are_named():
         kp.NystromClassifier(class_weight={"unknown": 2.0}, n_centers=20).fit(X, y)
     with pytest.raises(ValueError, match="class_weight must be None, 'balanced' or a dict"):
         kp.NystromClassifier(class_weight="even", n_centers=20).fit(X, y)
-    with pytest.raises(ValueError, match="no sample a positive weight"):
+    with pytest.raises(ValueError, match="every weight given is 0"):
         kp.NystromClassifier(class_weight={"rare": 0.0, "common": 0.0}, n_centers=20).fit(X, y)
+    # weights that leave no sample: the classes named weigh 0, the others are absent
+    w = np.where(y == "rare", 0.0, 1.0)
+    with pytest.raises(ValueError, match="no sample a positive weight"):
+        kp.NystromClassifier(class_weight={"common": 0.0, "rare": 1.0}, n_centers=20).fit(
+            X, y, sample_weight=w
+        )
 
 
 def test_class_weight_survives_a_model_file(tmp_path):

@@ -250,6 +250,16 @@ def test_inspect_and_plot(files, capsys):
         (["predict", "{d}/m.kp", "{d}/test.csv", "-o", "{d}/m.kp"], "is the model this"),
         (["fit", "{d}/train.csv", "--target", "price", "-o", "{d}/train.csv"], "is the data"),
         (["predict", "{d}/m.kp", "{d}/test.csv", "-o", "{d}/./test.csv"], "is the data this"),
+        # item 24: --columns names each column once, and names one at least
+        (["fit", "{d}/train.csv", "--target", "price", "--columns", "a,a"], "named more than"),
+        (["fit", "{d}/train.csv", "--target", "price", "--columns", ""], "empty column name"),
+        (["fit", "{d}/train.csv", "--target", "price", "--columns", "a,,b"], "empty column"),
+        # item 5: only a regular file or a missing path is replaced
+        (["predict", "{d}/m.kp", "{d}/test.csv", "-o", "{d}/fifo.csv"], "is a FIFO"),
+        (["predict", "{d}/m.kp", "{d}/test.csv", "-o", "{d}/link.csv"], "is a symbolic link"),
+        (["fit", "{d}/train.csv", "--target", "price", "-o", "{d}/folder.kp"], "is a folder"),
+        (["inspect", "{d}/m.kp", "--plot", "{d}/link.png"], "--plot: "),
+        (["inspect", "{d}/m.kp", "--plot", "{d}/m.kp"], "--plot writes a .png"),
     ],
 )
 def test_user_errors_are_one_line(files, capsys, argv, message):
@@ -265,8 +275,14 @@ def test_user_errors_are_one_line(files, capsys, argv, message):
     np.save(d / "narrow.npy", X[:10, :3])
     bad[["a", "b", "c"]].to_csv(d / "narrow.csv", index=False)
     (d / "empty.csv").write_text("a,b,price\n")
+    os.mkfifo(d / "fifo.csv")
+    (d / "kept.csv").write_text("kept\n")
+    os.symlink(d / "kept.csv", d / "link.csv")
+    os.symlink(d / "kept.csv", d / "link.png")
+    (d / "folder.kp").mkdir()
     before = set(os.listdir(d))
-    contents = {name: (d / name).read_bytes() for name in before if (d / name).is_file()}
+    files = [name for name in before if (d / name).is_file()]  # links: what they point to
+    contents = {name: (d / name).read_bytes() for name in files}
     code, _, err = _run(capsys, *[a.format(d=d) for a in argv])
     assert code == 1
     lines = err.strip().splitlines()
@@ -274,6 +290,7 @@ def test_user_errors_are_one_line(files, capsys, argv, message):
     assert lines[0].startswith(f"kernelpath {argv[0]}: error: ")
     assert set(os.listdir(d)) == before  # nothing half-written
     assert all((d / name).read_bytes() == data for name, data in contents.items())
+    assert (d / "link.csv").is_symlink() and (d / "fifo.csv").is_fifo()
 
 
 def test_demo_rejects_a_negative_seed(capsys):

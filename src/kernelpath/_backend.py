@@ -68,6 +68,7 @@ _UNITS = {
 }
 
 __all__ = [
+    "check_real",
     "FACTOR_DTYPE",
     "Device",
     "NUMPY",
@@ -241,6 +242,24 @@ def numpy_dtype(dtype: Any) -> np.dtype:
     if torch_mod is not None and isinstance(dtype, torch_mod.dtype):
         return np.dtype(str(dtype).replace("torch.", ""))
     return np.dtype(dtype)
+
+
+def check_real(a: Any, name: str) -> None:
+    """Refuse complex numbers (a NumPy array, a torch tensor, a list of them) naming the
+    argument: converting them to floats would drop the imaginary part."""
+    if a is None:
+        return
+    dtype = getattr(a, "dtype", None)
+    if dtype is None:
+        try:
+            dtype = np.asarray(a).dtype
+        except (TypeError, ValueError):  # ragged or odd input: its own check names it
+            return
+    if "complex" in str(dtype):
+        raise TypeError(
+            f"{name} must be real numbers, got dtype {dtype}: the imaginary part would be "
+            "lost (pass the real part, or both parts as separate features)"
+        )
 
 
 def _torch_dtype(dtype: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any, Literal, overload
 
@@ -304,3 +305,62 @@ def check_numeric(a: Any, name: str) -> None:
         np.asarray(a, dtype=np.float64)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"{name} must contain numbers only: {exc}") from exc
+
+
+def check_weights(weights: Any, n: int, name: str = "sample_weight") -> np.ndarray:
+    """``n`` real, finite, non-negative weights with at least one positive, float64, rescaled
+    to sum to ``n`` (the penalty means the same with or without them; an integer weight is
+    the same as repeating the point). The rescaling divides by the largest weight first, so
+    weights at the ends of the float range (all 1e308, all 5e-324) neither overflow nor
+    vanish. The one check of sample weights (batch fits, ``learn_widths``) and, through
+    ``class_weighted``, of class weights."""
+    if is_tensor(weights):
+        weights = to_numpy(weights)
+    a = np.asarray(weights)
+    if a.dtype.kind == "c":
+        raise TypeError(f"{name} must be real numbers, got dtype {a.dtype} (the imaginary part)")
+    if a.dtype.kind not in "biuf" or a.dtype == bool:
+        check_numeric(a, name)
+        if a.dtype == bool:
+            raise TypeError(f"{name} must be numbers, got booleans")
+    w = np.asarray(a, dtype=np.float64).reshape(-1) if a.ndim else np.full(n, float(a))
+    if a.ndim > 1 or len(w) != n:
+        raise ValueError(f"{name} must have one weight per sample ({n}), got shape {a.shape}")
+    if not np.isfinite(w).all():
+        raise ValueError(f"{name} contains NaN or infinity")
+    if (w < 0).any():
+        raise ValueError(f"{name} must be non-negative, got {w[w < 0][0]!r}")
+    top = float(w.max()) if n else 0.0
+    if not top > 0:
+        raise ValueError(f"{name} must have at least one positive entry")
+    w = w / top
+    return w * (n / w.sum())
+
+
+def check_class_weight(class_weight: Any, balanced: bool = True) -> Any:
+    """``class_weight``: None, "balanced" (where ``balanced``) or a dict of real, finite,
+    non-negative weights, not all 0, each at most ``MAX_CLASS_WEIGHT`` (its products with
+    squared features must stay finite in a stream's running sums). Returns it."""
+    if class_weight is None:
+        return None
+    if isinstance(class_weight, str) and class_weight == "balanced" and balanced:
+        return class_weight
+    if not isinstance(class_weight, dict):
+        kinds = "None, 'balanced' or a dict" if balanced else "None or a dict"
+        raise ValueError(f"class_weight must be {kinds}, got {class_weight!r}")
+    for label, value in class_weight.items():
+        if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating)):
+            raise TypeError(f"class_weight[{label!r}] must be a real number, got {value!r}")
+        if not (math.isfinite(float(value)) and 0 <= float(value) <= MAX_CLASS_WEIGHT):
+            raise ValueError(
+                f"class_weight[{label!r}] must be >= 0, finite and at most "
+                f"{MAX_CLASS_WEIGHT:g}, got {value!r}"
+            )
+    if class_weight and not any(v > 0 for v in class_weight.values()):
+        raise ValueError("class_weight: every weight given is 0 (their samples would not count)")
+    return class_weight
+
+
+#: The largest class weight: an online learner adds c z z^T for each sample, which must stay
+#: finite (only the weights' ratio to the penalty matters: scale the penalty instead).
+MAX_CLASS_WEIGHT = 1e100

@@ -35,7 +35,7 @@ import scipy.sparse
 
 from . import _backend as B
 from ._threads import dense_threads
-from ._validation import check_int
+from ._validation import check_int, check_weights
 from .kernels import AUTO_WIDTH_FACTORS, Kernel, make_kernel, median_distance
 from .operators import KernelOperator
 from .selection import holdout_split
@@ -218,9 +218,10 @@ def width_objective(
     """
     k = _check_kernel(kernel)
     Xa = np.ascontiguousarray(B.to_numpy(X), dtype=np.float64)
+    B.check_real(y, "y")
     Y = np.asarray(y, dtype=np.float64)
     Y = Y.reshape(len(Y), -1)
-    w = np.ones(len(Xa)) if sample_weight is None else np.asarray(sample_weight, np.float64)
+    w = np.ones(len(Xa)) if sample_weight is None else check_weights(sample_weight, len(Xa))
     rng = np.random.default_rng(random_state)
     folds = _folds(len(Xa), cv, validation_fraction, rng)
     C = np.ascontiguousarray(B.to_numpy(centers), dtype=np.float64)
@@ -298,15 +299,14 @@ def learn_widths(
     if getattr(X, "ndim", 2) != 2 or len(getattr(X, "shape", ())) != 2:
         raise ValueError(f"X must be 2-D, got shape {getattr(X, 'shape', None)}")
     n, d = int(X.shape[0]), int(X.shape[1])
+    B.check_real(y, "y")
     Y = np.asarray(B.to_numpy(y), dtype=np.float64)
     if len(Y) != n:
         raise ValueError(f"y has {len(Y)} rows but X has {n}")
     Y = Y.reshape(n, -1)
     if not np.isfinite(Y).all():
         raise ValueError("y contains NaN or infinity")
-    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    if w.shape != (n,) or not np.isfinite(w).all() or (w < 0).any() or not (w > 0).any():
-        raise ValueError("sample_weight must be n non-negative finite numbers, not all 0")
+    w = np.ones(n) if sample_weight is None else check_weights(sample_weight, n)
     rng = np.random.default_rng(random_state)
     idx = np.arange(n) if n <= n_subsample else np.sort(rng.choice(n, n_subsample, False))
     rows = B.to_numpy(B.rows_in_memory(X, idx))

@@ -64,7 +64,7 @@ from . import _backend as B
 from ._backend import Device
 from ._version import __version__
 from .centers import CenterSelection, LeverageCenters, SqueakCenters, UniformCenters
-from .data.files import default_mode, temporary
+from .data.files import check_destination, default_mode, temporary
 from .estimators import (
     EigenProClassifier,
     EigenProRegressor,
@@ -589,6 +589,7 @@ def save(model: Any, path: str | os.PathLike[str], *, key: str | bytes | None = 
     folder = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(folder):
         raise ValueError(f"path: no folder {folder!r} to write {out!r} in")
+    check_destination(out)
     tmp = temporary(folder, suffix=".kp")
     try:
         with open(tmp, "wb") as fh:
@@ -690,19 +691,12 @@ def load(
 
     p = os.fspath(path)
     secret = _key(key)
-    data = _read_file(p)
+    data, entries = _read_file(p)
     try:
-        entries = _check_layout(data)
         tensors = st_load(data)
         header = _metadata(entries)
-    except (SafetensorError, ValueError, UnicodeDecodeError, OverflowError) as exc:
-        if isinstance(exc, NotAModelFile):
-            raise ModelFileError(f"{p}: {exc} (it was not written by kernelpath.save)") from None
-        if isinstance(exc, ModelFileError):
-            raise ModelFileError(f"{p} is not a readable kernelpath model file: {exc}") from None
-        raise ModelFileError(
-            f"{p} is not a readable kernelpath model file (damaged or truncated): {exc}"
-        ) from None
+    except _UNREADABLE as exc:
+        raise _unreadable(p, exc) from None
     del data
     if header.get("format") != FORMAT_NAME:
         raise ModelFileError(f"{p} is not a kernelpath model file (no 'format' entry)")
@@ -766,8 +760,10 @@ def load(
     return model
 
 
-def _read_file(p: str) -> bytes:
-    """The bytes of a regular file (not a device, FIFO or folder), read up to its size."""
+def _read_file(p: str) -> tuple[bytes, dict[str, Any]]:
+    """The bytes of a regular file (not a device, FIFO or folder) and its safetensors
+    header (``_check_layout``), which is read and checked against the file's size first:
+    the rest is read only when the header's arrays account for every byte of it."""
     try:
         st = os.stat(p)
     except FileNotFoundError:
@@ -778,51 +774,83 @@ def _read_file(p: str) -> bytes:
         raise ModelFileError(f"{p} is not a regular file (a device, FIFO or folder)")
     try:
         with open(p, "rb") as fh:
-            return fh.read(st.st_size)
+            head = fh.read(9)
+            if len(head) == 9 and head[8:9] == b"{":
+                n = int.from_bytes(head[:8], "little")
+                if n <= MAX_HEADER_BYTES:
+                    head += fh.read(n - 1)
+            try:
+                entries = _check_layout(head, st.st_size)
+            except _UNREADABLE as exc:
+                raise _unreadable(p, exc) from None
+            fh.seek(0)
+            return fh.read(st.st_size), entries
     except OSError as exc:
         raise ValueError(f"path: cannot read {p!r}: {exc.strerror or exc}") from None
 
 
-def _check_layout(data: bytes) -> dict[str, Any]:
-    """What the safetensors header claims, against the file's size, before any array is
-    made: the header's length, each dtype, shape and byte range. Returns the parsed
-    header."""
-    if len(data) < 8:
+#: What a file that is not a readable model raises while it is parsed.
+_UNREADABLE = (SafetensorError, ValueError, UnicodeDecodeError, OverflowError)
+
+
+def _unreadable(p: str, exc: Exception) -> ModelFileError:
+    """The ``ModelFileError`` for file ``p`` whose parsing raised ``exc``."""
+    if isinstance(exc, NotAModelFile):
+        return ModelFileError(f"{p}: {exc} (it was not written by kernelpath.save)")
+    if isinstance(exc, ModelFileError):
+        return ModelFileError(f"{p} is not a readable kernelpath model file: {exc}")
+    return ModelFileError(
+        f"{p} is not a readable kernelpath model file (damaged or truncated): {exc}"
+    )
+
+
+def _check_layout(head: bytes, size: int) -> dict[str, Any]:
+    """What the safetensors header claims, against the file's ``size``, before any array
+    is made or the arrays' bytes are read (``head``: the file's first bytes, the header
+    among them): the header's length, each dtype, shape and byte range, and that the
+    arrays account for every byte after the header. Returns the parsed header."""
+    if size < 8 or len(head) < 8:
         raise ModelFileError("too short to be a model file")
-    if data[8:9] != b"{":  # a safetensors header is JSON: a CSV, an image, a pickle is not
+    if head[8:9] != b"{":  # a safetensors header is JSON: a CSV, an image, a pickle is not
         raise NotAModelFile("not a kernelpath model file")
-    n = int.from_bytes(data[:8], "little")
-    if n > MAX_HEADER_BYTES or 8 + n > len(data):
+    n = int.from_bytes(head[:8], "little")
+    if n > MAX_HEADER_BYTES or 8 + n > size or len(head) < 8 + n:
         raise ModelFileError(
-            f"its header claims {n} bytes (the file has {len(data)}, the limit is "
-            f"{MAX_HEADER_BYTES})"
+            f"its header claims {n} bytes (the file has {size}, the limit is {MAX_HEADER_BYTES})"
         )
-    entries = json.loads(data[8 : 8 + n].decode("utf-8"))
+    entries = json.loads(head[8 : 8 + n].decode("utf-8"))
     if not isinstance(entries, dict):
         raise ModelFileError("its header is not a table of arrays")
-    body = len(data) - 8 - n
+    body = size - 8 - n
+    end = 0
     for name, e in entries.items():
         if name == "__metadata__":
             continue
         if not isinstance(e, dict):
             raise ModelFileError(f"array {name!r}: not described")
-        size = _DTYPES.get(e.get("dtype"))  # type: ignore[arg-type]
+        dsize = _DTYPES.get(e.get("dtype"))  # type: ignore[arg-type]
         shape, offsets = e.get("shape"), e.get("data_offsets")
-        if size is None:
+        if dsize is None:
             raise ModelFileError(f"array {name!r}: dtype {e.get('dtype')!r} is not one kept")
         if (
             not isinstance(shape, list)
-            or not all(isinstance(d, int) and 0 <= d <= len(data) for d in shape)
+            or not all(isinstance(d, int) and 0 <= d <= size for d in shape)
             or not isinstance(offsets, list)
             or len(offsets) != 2
             or not all(isinstance(o, int) for o in offsets)
             or not 0 <= offsets[0] <= offsets[1] <= body
-            or offsets[1] - offsets[0] != size * math.prod(shape)
+            or offsets[1] - offsets[0] != dsize * math.prod(shape)
         ):
             raise ModelFileError(
                 f"array {name!r}: shape {shape} and bytes {offsets} do not fit a file of "
-                f"{len(data)} bytes"
+                f"{size} bytes"
             )
+        end = max(end, offsets[1])
+    if end != body:
+        raise ModelFileError(
+            f"its arrays hold {end} bytes but {body} follow the header (a file padded, "
+            "appended to or cut short)"
+        )
     return entries
 
 

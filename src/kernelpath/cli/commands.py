@@ -15,7 +15,7 @@ import numpy as np
 from .. import _backend as B
 from .._version import __version__
 from ..data import default_mode, write_predictions
-from ..data.files import temporary
+from ..data.files import check_destination, temporary
 from ..datasets import make_sin_regression
 from ..estimators import (
     NystromRegressor,
@@ -83,26 +83,36 @@ def _demo_result(rmse: float, spread: float, noise: float) -> str:
 
 
 # --------------------------------------------------------------------------- commands
-def _check_output(path: str, **inputs: str | None) -> None:
-    """Refuse, before any work, an output in a missing or read-only folder, or one that is
-    a file the command reads (``inputs``: the option's name and its path)."""
+def _check_output(path: str, option: str = "--output", **inputs: str | None) -> None:
+    """Refuse, before any work, an output in a missing or read-only folder, one that is not
+    a regular file (or a folder, for a .zarr array) or missing path
+    (``data.files.check_destination``: a link, a FIFO, a device), or one that is a file the
+    command reads (``inputs``: the option's name and its path)."""
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
-        raise UserError(f"--output: no folder {folder!r} to write {path!r} in")
+        raise UserError(f"{option}: no folder {folder!r} to write {path!r} in")
     if not os.access(folder, os.W_OK):
-        raise UserError(f"--output: the folder {folder!r} is not writable")
+        raise UserError(f"{option}: the folder {folder!r} is not writable")
+    try:
+        check_destination(path, option, directory=_suffix(path) == ".zarr")
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     for name, source in inputs.items():
         if source is not None and os.path.exists(path) and os.path.exists(source):
             if os.path.samefile(path, source):
                 raise UserError(
-                    f"--output: {path!r} is the {name} this command reads; writing it "
+                    f"{option}: {path!r} is the {name} this command reads; writing it "
                     "would replace it. Give another --output"
                 )
 
 
 def _fit(args: argparse.Namespace) -> int:
 
-    columns = args.columns.split(",") if args.columns else None
+    columns = None
+    if args.columns is not None:  # "" names no column: refused, not every column
+        columns = args.columns.split(",")
+        if not all(columns):
+            raise UserError(f"--columns: an empty column name in {args.columns!r}")
     X, y = _read_data(args.data, args.target, args.target_file, columns, True, args.delimiter)
     y = _labels(y)
     task = _task(y, args.task)
@@ -219,6 +229,10 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    if args.plot:
+        if _suffix(args.plot) != ".png":
+            raise UserError(f"--plot writes a .png file, got {args.plot!r}")
+        _check_output(args.plot, "--plot", model=args.model)
     model = _load_model(args.model)
     lines = []
     steps = getattr(model, "steps", None)

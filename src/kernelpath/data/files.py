@@ -10,9 +10,55 @@ import os
 import re
 import shutil
 import socket
+import stat
 import tempfile
 
-__all__ = ["default_mode", "replace_into", "temporary", "remove_stale"]
+__all__ = ["check_destination", "default_mode", "replace_into", "temporary", "remove_stale"]
+
+
+def check_destination(out: str, name: str = "path", directory: bool = False) -> None:
+    """Refuse, before any work, a destination that a rename would wrongly replace: only a
+    missing path or a regular file (``directory``: a folder, e.g. a zarr array) is
+    replaced. A symbolic link (the rename would replace the link, not what it points to),
+    a FIFO, a socket or a device node is refused naming ``name``; so is a folder where
+    a file is written (and the other way round).
+
+    Raises
+    ------
+    ValueError
+        ``out`` exists and is not what the writer replaces.
+    """
+    try:
+        st = os.lstat(out)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise ValueError(f"{name}: cannot write {out!r}: {exc.strerror}") from None
+    mode = st.st_mode
+    if stat.S_ISLNK(mode):
+        raise ValueError(
+            f"{name}: {out!r} is a symbolic link; writing would replace the link with a "
+            f"file. Give the path it points to ({os.path.realpath(out)!r}) or another path"
+        )
+    if directory and stat.S_ISDIR(mode):
+        return
+    if not directory and stat.S_ISREG(mode):
+        return
+    kind = (
+        "a folder"
+        if stat.S_ISDIR(mode)
+        else "a regular file"
+        if stat.S_ISREG(mode)
+        else "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "not a regular file"
+    )
+    want = "a folder (or a missing path)" if directory else "a regular file (or a missing path)"
+    raise ValueError(f"{name}: {out!r} is {kind}; only {want} is replaced. Give another path")
 
 
 def _host() -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .files import replace_into, temporary
+from .files import check_destination, replace_into, temporary
 from .sources import RowSource, as_source, is_lazy_array
 
 __all__ = ["write_predictions"]
@@ -89,6 +89,7 @@ def write_predictions(
     block_rows = int(block_rows)
     if block_rows < 1:
         raise ValueError(f"block_rows must be a positive integer or None, got {block_rows}")
+    check_destination(out, directory=suffix == ".zarr")
     names_checked = _check_names(model, src)
     folder = os.path.dirname(os.path.abspath(out))
     tmp = temporary(folder, suffix, directory=suffix == ".zarr")

@@ -11,11 +11,18 @@ from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils import check_array, column_or_1d
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import validate_data
 
 from .. import _backend as B
 from .._backend import resolve_memory_budget
-from .._validation import check_labels, check_magnitude, check_numeric, validate_X
+from .._validation import (
+    check_class_weight,
+    check_labels,
+    check_magnitude,
+    check_numeric,
+    check_weights,
+    validate_X,
+)
 from ..data.sources import is_lazy_array
 from ..fitting.family import Family, in_memory
 from ..fitting.memory import copied_bytes
@@ -113,10 +120,8 @@ def _class_weighted(
 ) -> np.ndarray | None:
     """The checked ``sample_weight`` times each sample's class weight (scikit-learn's
     meaning of ``class_weight``), rescaled to sum to n; unchanged for None."""
-    if class_weight is None:
+    if check_class_weight(class_weight) is None:
         return sample_weight
-    if not (isinstance(class_weight, dict) or class_weight == "balanced"):
-        raise ValueError(f"class_weight must be None, 'balanced' or a dict, got {class_weight!r}")
     try:
         cw = compute_sample_weight(class_weight, y)
     except ValueError as exc:
@@ -124,22 +129,14 @@ def _class_weighted(
     w = cw if sample_weight is None else sample_weight * cw
     if not np.any(w > 0):
         raise ValueError("class_weight and sample_weight leave no sample a positive weight")
-    return w * (len(w) / w.sum())
+    return check_weights(w, len(w), "class_weight")
 
 
 def _weights(sample_weight: Any, X: Any) -> np.ndarray | None:
-    """Non-negative weights, at least one positive, rescaled to sum to n: the penalty
-    means the same with or without them, and an integer weight is the same as repeating
-    the point."""
+    """``check_weights``: non-negative, at least one positive, rescaled to sum to n."""
     if sample_weight is None:
         return None
-    try:
-        w = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-    except ValueError as exc:
-        raise ValueError(f"sample_weight: {exc}") from exc
-    if not np.any(w > 0):
-        raise ValueError("sample_weight must have at least one positive entry")
-    return w * (X.shape[0] / w.sum())
+    return check_weights(sample_weight, int(X.shape[0]))
 
 
 def fit_problem(

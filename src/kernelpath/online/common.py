@@ -12,7 +12,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from .. import _backend as B
-from .._validation import check_magnitude, check_rows
+from .._validation import check_class_weight, check_magnitude, check_rows
 from ..calibration import fit_calibration, log_probabilities
 
 __all__ = ["FeatureMap", "as_feature_map", "StreamClassifier"]
@@ -152,14 +152,8 @@ class StreamClassifier:
                 f"{type(self).__name__} {self._balanced_by}: give a dict of class weights "
                 "or None"
             )
-        if not isinstance(cw, dict):
-            raise ValueError(f"class_weight must be None or a dict, got {cw!r}")
-        value = cw.get(label, 1.0)
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)):
-            raise TypeError(f"class_weight[{label!r}] must be a number, got {value!r}")
-        if not (np.isfinite(value) and value >= 0):
-            raise ValueError(f"class_weight[{label!r}] must be >= 0 and finite, got {value!r}")
-        return float(value)
+        check_class_weight(cw, balanced=False)
+        return float(cw.get(label, 1.0))
 
     def _check_width(self, X2: np.ndarray) -> np.ndarray:
         """X2, or a ValueError when its number of features is not the fitted one."""

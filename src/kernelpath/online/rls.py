@@ -22,6 +22,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend as B
+from .._backend import check_real
 from .._validation import check_float
 from ..linalg import cholesky_update
 from .common import _host, _rows, as_feature_map, check_n_features, require_y
@@ -115,6 +116,7 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
         require_y(self, y)
         X2 = _rows(X)
         y = _host(y)
+        check_real(y, "y")
         try:
             Y = np.asarray(y, dtype=np.float64)
         except (TypeError, ValueError) as exc:

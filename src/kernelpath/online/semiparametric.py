@@ -13,7 +13,7 @@ from .. import _backend as B
 from .._validation import check_int
 from ..features import RandomFourierFeatures
 from ..kernels import Gaussian
-from .common import _host, _rows
+from .common import _host, _rows, check_n_features
 from .rls import RecursiveRLS
 
 __all__ = ["SemiparametricRegressor", "semiparametric_protocol"]
@@ -55,6 +55,9 @@ class SemiparametricRegressor(BaseEstimator):
         π̂.
     parametric_ : RecursiveRLS
     correction_ : RecursiveRLS
+    single_output_ : bool
+        Whether the first batch's y was 1-D (one output per sample): ``predict`` then
+        returns shape (n_samples,).
     input_mean_, input_scale_ : ndarray of shape (d + T,)
         Normalization of (x, ŷ), from the first batch given to ``fit`` / ``partial_fit``.
     """
@@ -124,7 +127,8 @@ class SemiparametricRegressor(BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (d,) or (n_samples, d)
-        y : array-like of shape (T,) or (n_samples, T)
+        y : array-like of shape (T,) or (n_samples, T), or (n_samples,) for a batch
+            (one output per sample: T = 1, and ``predict`` returns shape (n_samples,))
 
         Returns
         -------
@@ -132,14 +136,15 @@ class SemiparametricRegressor(BaseEstimator):
         """
 
         X2 = _rows(X)
-        Y = _rows(_host(y), "y")
+        Yh = _host(y)
+        B.check_real(Yh, "y")
+        # a batch's 1-D y is one output per sample; one sample's 1-D y is its T outputs
+        one_d = np.ndim(X) == 2 and np.ndim(Yh) == 1
+        Y = _rows(np.reshape(np.asarray(Yh), (-1, 1)) if one_d else Yh, "y")
         if len(Y) != len(X2):
             raise ValueError(f"X and y have different numbers of samples: {len(X2)} and {len(Y)}")
-        fitted_d = getattr(self, "n_features_in_", None)
-        if hasattr(self, "parametric_") and X2.shape[1] != fitted_d:
-            raise ValueError(
-                f"X has {X2.shape[1]} features, but {type(self).__name__} is fitted with {fitted_d}"
-            )
+        if hasattr(self, "parametric_"):
+            check_n_features(self, X2)
         P = self._phi(X2)
         if P.shape[1] != Y.shape[1]:
             raise ValueError(f"regressor gives {P.shape[1]} outputs, y has {Y.shape[1]}")
@@ -157,6 +162,7 @@ class SemiparametricRegressor(BaseEstimator):
                 )
             self._prior = prior
             self.n_features_in_ = X2.shape[1]
+            self.single_output_ = one_d
             self.parametric_ = RecursiveRLS(penalty=self.parametric_penalty)
             self.parametric_.partial_fit(P[0], Y[0] - P[0] @ prior)
             y_hat0 = np.einsum("ntp,p->nt", P, self.parameters_)
@@ -205,26 +211,24 @@ class SemiparametricRegressor(BaseEstimator):
         ndarray of shape (n_samples, T)
         """
         check_is_fitted(self)
-        X2 = _rows(X)
-        if X2.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X2.shape[1]} features, but {type(self).__name__} is fitted with "
-                f"{self.n_features_in_}"
-            )
+        X2 = check_n_features(self, _rows(X))
         return B.like_input(np.einsum("ntp,p->nt", self._phi(X2), self.parameters_), X)
 
     def predict(self, X: Any) -> np.ndarray:
-        """ŷ + Δŷ, shape (n_samples, T).
+        """ŷ + Δŷ, shape (n_samples, T), or (n_samples,) after a fit on a 1-D y.
 
         Parameters
         ----------
         X : array-like of shape (d,) or (n_samples, d)
         """
         check_is_fitted(self)
-        X2 = _rows(X)
+        X2 = check_n_features(self, _rows(X))
         y_hat = self.predict_parametric(X2)
         delta = self.correction_.predict(self._normalized(X2, y_hat))
-        return B.like_input(y_hat + delta.reshape(y_hat.shape), X)
+        out = y_hat + delta.reshape(y_hat.shape)
+        if getattr(self, "single_output_", False):
+            out = out[:, 0]
+        return B.like_input(out, X)
 
 
 def semiparametric_protocol(

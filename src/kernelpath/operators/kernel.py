@@ -172,6 +172,8 @@ class KernelOperator:
                 f"X and centers must be 2-D with the same number of columns, got shapes "
                 f"{tuple(X.shape)} and {tuple(centers.shape)}"
             )
+        B.check_real(X, "X")
+        B.check_real(centers, "centers")
         self.device = B.array_device(X)
         self.dtype = B.compute_dtype(X, centers)
         self.lazy = is_source(X)
