@@ -265,3 +265,59 @@ def test_17_weights_at_the_ends_of_the_float_range(scale):
     clf = kp.NystromClassifier(n_centers=10, random_state=0).fit(X, labels)
     big = kp.NystromClassifier(n_centers=10, random_state=0, class_weight={0: 1e100, 1: 1e100})
     np.testing.assert_allclose(big.fit(X, labels).decision_function(X), clf.decision_function(X))
+
+
+def test_29_cv_as_a_list_of_splits():
+    """scikit-learn's convention: ``cv`` may be an iterable of (train, validation) index
+    arrays; it was refused ("cv must be ... got list"). A list or a generator of the same
+    folds gives the model the splitter gives."""
+    from sklearn.model_selection import KFold
+
+    X, y = _data(120)
+    folds = list(KFold(3, shuffle=True, random_state=1).split(X))
+    kw = dict(n_centers=20, random_state=0)
+    ref = kp.NystromRegressor(cv=KFold(3, shuffle=True, random_state=1), **kw).fit(X, y)
+    for cv in (folds, (f for f in folds), [(np.isin(np.arange(120), t), v) for t, v in folds]):
+        est = kp.NystromRegressor(cv=cv, **kw).fit(X, y)
+        np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+    with pytest.raises(TypeError, match="split 0 must be a .train, validation. pair"):
+        kp.NystromRegressor(cv=[np.arange(10)], **kw).fit(X, y)
+    with pytest.raises(ValueError, match="cv: the iterable of splits is empty"):
+        kp.NystromRegressor(cv=[], **kw).fit(X, y)
+    with pytest.raises(ValueError, match="row indices outside"):
+        kp.NystromRegressor(cv=[(np.arange(100), np.arange(100, 200))], **kw).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda f: kp.RecursiveRLS(features=f),
+        lambda f: kp.IncrementalRLSClassifier(features=f),
+        lambda f: kp.RebalancedRLSClassifier(features=f),
+    ],
+    ids=["rls", "incremental", "rebalanced"],
+)
+def test_22_fit_forgets_the_feature_map_of_an_earlier_stream(make, tmp_path):
+    """``fit`` ("forget everything") kept the map fitted on the first stream: the unfitted
+    ``features`` parameter was fitted in place (a data-dependent width 25.2 against
+    2.57). Now the parameter stays unfitted and each stream fits its own map."""
+    from sklearn.base import clone
+
+    rng = np.random.default_rng(0)
+    wide, narrow = 10 * rng.standard_normal((200, 3)), rng.standard_normal((200, 3))
+    y = (narrow[:, 0] > 0).astype(int)
+    fmap = kp.RandomFourierFeatures(kp.Gaussian("median"), 50, random_state=0)
+    est = make(fmap).fit(wide, y)
+    assert not hasattr(fmap, "kernel_") and est.features_ is not fmap  # parameter untouched
+    first = est.features_.kernel_.sigma
+    est.fit(narrow, y)
+    fresh = make(clone(fmap)).fit(narrow, y)
+    assert est.features_.kernel_.sigma == pytest.approx(fresh.features_.kernel_.sigma)
+    assert first > 5 * est.features_.kernel_.sigma
+    np.testing.assert_array_equal(est.predict(narrow), fresh.predict(narrow))
+    # a fitted map is used as given (a map shared across learners), and files keep it
+    shared = kp.RandomFourierFeatures(kp.Gaussian(1.0), 50, random_state=0).fit(narrow)
+    est = make(shared).fit(narrow, y)
+    assert est.features_ is shared
+    kp.save(est, tmp_path / "m.kp")
+    np.testing.assert_array_equal(kp.load(tmp_path / "m.kp").predict(narrow), est.predict(narrow))

@@ -50,7 +50,7 @@ def test_random_features_and_callables(rng):
     y = np.sin(3 * X[:, 0])
     fmap = RandomFourierFeatures(Gaussian(0.5), 100, random_state=0)
     model = RecursiveRLS(penalty=1e-3, features=fmap).fit(X, y)
-    Z = fmap.transform(X)
+    Z = model.features_.transform(X)  # a fitted clone of fmap (the parameter stays as given)
     np.testing.assert_allclose(model.coef_, _ridge(Z, y[:, None], 1e-3)[:, 0], rtol=1e-7)
     poly = RecursiveRLS(
         penalty=1e-6, features=lambda A: np.column_stack([A, A**2, np.ones(len(A))])

@@ -332,7 +332,7 @@ def check_weights(weights: Any, n: int, name: str = "sample_weight") -> np.ndarr
         raise ValueError(f"{name} must be non-negative, got {w[w < 0][0]!r}")
     top = float(w.max()) if n else 0.0
     if not top > 0:
-        raise ValueError(f"{name} must have at least one positive entry")
+        raise ValueError(f"{name}: every weight is zero; at least one must be positive")
     w = w / top
     return w * (n / w.sum())
 

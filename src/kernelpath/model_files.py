@@ -442,7 +442,9 @@ class _Decoder:
             self.used_code.add(attr)
         out.__dict__.update(state)
         if "_map" in _rebuilt_by(cls) and "features" in state and "n_features_in_" in state:
-            out._map = as_feature_map(state["features"], None)  # type: ignore[arg-type]
+            # the fitted map (features_); files written before it: the parameter, fitted
+            fmap = state.get("features_", state["features"])
+            out._map = as_feature_map(fmap, None)  # type: ignore[arg-type]
         return out
 
 

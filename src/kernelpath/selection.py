@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -92,9 +92,48 @@ def check_cv(cv: Any, n: int, y: np.ndarray | None = None) -> Any:
         return k
     if hasattr(cv, "split") and hasattr(cv, "get_n_splits"):
         return cv
+    if isinstance(cv, Iterable) and not isinstance(cv, (bytes, dict)):
+        return GivenSplits(cv)
     raise TypeError(
-        f"cv must be one of {CV_MODES}, an int or a scikit-learn splitter, got {type(cv).__name__}"
+        f"cv must be one of {CV_MODES}, an int, a scikit-learn splitter or an iterable of "
+        f"(train, validation) index arrays, got {type(cv).__name__}"
     )
+
+
+class GivenSplits:
+    """``cv`` given as (train, validation) index pairs (scikit-learn's convention for an
+    iterable ``cv``), kept as a list so that a generator can be split more than once."""
+
+    def __init__(self, splits: Iterable[Any]) -> None:
+        pairs = []
+        for i, pair in enumerate(splits):
+            try:
+                tr, va = pair
+            except (TypeError, ValueError):
+                raise TypeError(
+                    f"cv: split {i} must be a (train, validation) pair of index arrays, "
+                    f"got {type(pair).__name__}"
+                ) from None
+            pairs.append((_indices(tr, i, "train"), _indices(va, i, "validation")))
+        if not pairs:
+            raise ValueError("cv: the iterable of splits is empty")
+        self.splits = pairs
+
+    def split(self, X: Any = None, y: Any = None, groups: Any = None) -> Any:
+        return iter(self.splits)
+
+    def get_n_splits(self, X: Any = None, y: Any = None, groups: Any = None) -> int:
+        return len(self.splits)
+
+
+def _indices(a: Any, i: int, side: str) -> np.ndarray:
+    """Row indices of split ``i``'s ``side``: integers (a boolean mask is taken as one)."""
+    arr = np.asarray(a)
+    if arr.dtype == bool:
+        return np.flatnonzero(arr)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise TypeError(f"cv: split {i}'s {side} rows must be a 1-D array of integer indices")
+    return arr.astype(np.int64)
 
 
 def cv_folds(

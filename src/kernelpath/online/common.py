@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse
+from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_array, check_is_fitted
 
@@ -15,7 +16,7 @@ from .. import _backend as B
 from .._validation import check_class_weight, check_magnitude, check_rows
 from ..calibration import fit_calibration, log_probabilities
 
-__all__ = ["FeatureMap", "as_feature_map", "StreamClassifier"]
+__all__ = ["FeatureMap", "as_feature_map", "fitted_features", "StreamClassifier"]
 
 FeatureMap = Callable[[np.ndarray], np.ndarray]
 
@@ -24,6 +25,20 @@ def identity(A: np.ndarray) -> np.ndarray:
     """The map of ``features=None``: the inputs themselves (a module-level function, so a
     learner that holds it pickles)."""
     return A
+
+
+def fitted_features(features: Any, X: np.ndarray) -> Any:
+    """The feature map a stream starting at X uses (a learner's ``features_``): None or a
+    callable as given, a fitted transformer as given, an unfitted transformer cloned and
+    fitted on X. The ``features`` parameter is left as given, so that ``fit`` (a new
+    stream) fits a new map instead of keeping one fitted on an earlier stream."""
+    if features is None or not hasattr(features, "transform"):
+        return features
+    try:
+        check_is_fitted(features)
+    except NotFittedError:
+        return clone(features).fit(X)
+    return features
 
 
 def as_feature_map(features: Any, X: np.ndarray) -> FeatureMap:

@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import _backend as B
 from .._validation import check_choice, check_float, check_int
 from ..linalg import cholesky_update
-from .common import StreamClassifier, _rows, as_feature_map
+from .common import StreamClassifier, _rows, as_feature_map, fitted_features
 
 __all__ = ["IncrementalRLSClassifier", "SELECTION_RULES"]
 
@@ -70,6 +70,9 @@ class IncrementalRLSClassifier(StreamClassifier, BaseEstimator):
 
     Attributes
     ----------
+    features_ : transformer, callable or None
+        The feature map in use: ``features`` itself when it is fitted (or a callable, or
+        None), else a clone of it fitted on the stream's first batch (``fit`` fits anew).
     classes_ : ndarray
         Labels in the order they appeared (or were declared).
     class_counts_ : ndarray of int
@@ -117,7 +120,8 @@ class IncrementalRLSClassifier(StreamClassifier, BaseEstimator):
         check_choice(self.selection, "selection", SELECTION_RULES)
         check_int(self.min_class_size, "min_class_size", 1)
         self._lams, self._alphas = lams, alphas
-        self._map = as_feature_map(self.features, X)
+        self.features_ = fitted_features(self.features, X)
+        self._map = as_feature_map(self.features_, X)
         D = np.asarray(self._map(X[:1])).shape[1]
         self.n_features_in_ = X.shape[1]
         self.factors_ = np.stack([np.sqrt(lam) * np.eye(D) for lam in lams])

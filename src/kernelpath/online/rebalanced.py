@@ -11,7 +11,14 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend as B
 from .._validation import check_float
-from .common import HELDOUT_CHUNKS, HELDOUT_EVERY, StreamClassifier, _rows, as_feature_map
+from .common import (
+    HELDOUT_CHUNKS,
+    HELDOUT_EVERY,
+    StreamClassifier,
+    _rows,
+    as_feature_map,
+    fitted_features,
+)
 
 __all__ = ["RebalancedRLSClassifier"]
 
@@ -41,6 +48,9 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
 
     Attributes
     ----------
+    features_ : transformer, callable or None
+        The feature map in use: ``features`` itself when it is fitted (or a callable, or
+        None), else a clone of it fitted on the stream's first batch (``fit`` fits anew).
     classes_ : ndarray
         Labels in the order they appeared (or were declared).
     class_counts_ : ndarray of int
@@ -61,7 +71,8 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
 
     def _start(self, X: np.ndarray) -> None:
         self._lam = check_float(self.penalty, "penalty", 0.0, np.inf, low_open=True)
-        self._map = as_feature_map(self.features, X)
+        self.features_ = fitted_features(self.features, X)
+        self._map = as_feature_map(self.features_, X)
         D = np.asarray(self._map(X[:1])).shape[1]
         self.n_features_in_ = X.shape[1]
         self.grams_: np.ndarray = np.zeros((0, D, D))

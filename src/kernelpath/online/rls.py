@@ -25,7 +25,7 @@ from .. import _backend as B
 from .._backend import check_real
 from .._validation import check_float
 from ..linalg import cholesky_update
-from .common import _host, _rows, as_feature_map, check_n_features, require_y
+from .common import _host, _rows, as_feature_map, check_n_features, fitted_features, require_y
 
 __all__ = ["RecursiveRLS"]
 
@@ -46,6 +46,9 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
 
     Attributes
     ----------
+    features_ : transformer, callable or None
+        The feature map in use: ``features`` itself when it is fitted (or a callable, or
+        None), else a clone of it fitted on the stream's first batch (``fit`` fits anew).
     coef_ : ndarray of shape (D,) or (D, n_outputs)
         W, solved from the current factor when read (two triangular solves).
     factor_ : ndarray of shape (D, D)
@@ -164,7 +167,8 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
     def _start(self, X: np.ndarray, Y: np.ndarray) -> None:
         lam = check_float(self.penalty, "penalty", 0.0, np.inf, low_open=True, high_open=True)
         self._mu = check_float(self.forgetting, "forgetting", 0.0, 1.0, low_open=True)
-        self._map = as_feature_map(self.features, X)
+        self.features_ = fitted_features(self.features, X)
+        self._map = as_feature_map(self.features_, X)
         D = np.asarray(self._map(X[:1])).shape[1]
         self.n_features_in_ = X.shape[1]
         self.factor_ = np.sqrt(lam) * np.eye(D)
