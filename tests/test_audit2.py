@@ -321,3 +321,37 @@ def test_22_fit_forgets_the_feature_map_of_an_earlier_stream(make, tmp_path):
     assert est.features_ is shared
     kp.save(est, tmp_path / "m.kp")
     np.testing.assert_array_equal(kp.load(tmp_path / "m.kp").predict(narrow), est.predict(narrow))
+
+
+@pytest.mark.parametrize("scale", [1e77, 1e160])
+@pytest.mark.parametrize("make", [kp.NystromRegressor, kp.EigenProRegressor])
+def test_18_targets_whose_squares_overflow_are_refused_naming_y(make, scale):
+    """|y| >= 1e77 silently gave another model (the screen's tie rule overflowed) and
+    y * 1e160 an IndexError in EigenPro: refused, naming y and the way out."""
+    X, y = _data(60)
+    with pytest.raises(ValueError, match="y has values up to .*rescale the targets"):
+        make(random_state=0).fit(X, y * scale)
+    # below the limit the model scales with y: a power of two is exact
+    ref = kp.NystromRegressor(n_centers=10, random_state=0).fit(X, y).predict(X)
+    big = kp.NystromRegressor(n_centers=10, random_state=0).fit(X, y * 2.0**150).predict(X)
+    np.testing.assert_allclose(big / 2.0**150, ref, rtol=1e-9, atol=1e-12)
+
+
+def test_19_exact_krls_at_a_penalty_below_rounding_on_duplicated_rows():
+    """penalty=1e-20 on duplicated rows: the Cholesky factor of a singular K + λI failed
+    (LinAlgError); now the eigendecomposition takes over and agrees with penalty=0."""
+    X, y = _data(100)
+    X2, y2 = np.vstack([X, X]), np.r_[y, y]
+    tiny = kp.KRLSRegressor(penalty=1e-20).fit(X2, y2).predict(X)
+    zero = kp.KRLSRegressor(penalty=0.0).fit(X2, y2).predict(X)
+    np.testing.assert_allclose(tiny, zero, atol=1e-5)  # both interpolate: K is singular
+
+
+def test_20_extreme_penalties_and_tolerances_do_not_overflow():
+    """penalty=[1e-300, 1e300] overflowed the CG anchors' span (OverflowError); a logistic
+    tol of 1e300 overflowed tol**2."""
+    X, y = _data(100)
+    est = kp.NystromRegressor(n_centers=10, penalty=[1e-300, 1e300], random_state=0).fit(X, y)
+    assert est.penalty_ in (1e-300, 1e300) and np.all(np.isfinite(est.predict(X)))
+    clf = kp.NystromClassifier(n_centers=10, loss="logistic", tol=1e300, random_state=0)
+    assert np.all(np.isfinite(clf.fit(X, y > 0).predict_proba(X)))

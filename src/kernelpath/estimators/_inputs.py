@@ -95,7 +95,21 @@ def check_fit_input(
             f"y must be finite: it has {bad} NaN or infinite value(s) (a missing value, such "
             "as None in an object column, converts to NaN); drop or impute those rows"
         )
+    else:
+        top = float(np.abs(np.asarray(y, dtype=np.float64)).max(initial=0.0))
+        if top > Y_MAX:
+            raise ValueError(
+                f"y has values up to {top:.3g}: the squared errors that choose the model "
+                f"(and their squares, in the width screen) overflow float64 beyond "
+                f"{Y_MAX:.3g}; rescale the targets (e.g. divide by {2.0 ** round(np.log2(top)):.3g}"
+                " and multiply the predictions back)"
+            )
     return B.to_device(X, dev, B.dtype_of(X)), y, sample_weight, dev
+
+
+#: The largest |y| of a regression fit: the screen's tie rule sums squared per-row squared
+#: losses, (y^2)^2 n, which must stay finite in float64 for n up to 10^20.
+Y_MAX = 1e60
 
 
 def _coded(y: np.ndarray, classifier: bool) -> tuple[np.ndarray, np.ndarray | None]:

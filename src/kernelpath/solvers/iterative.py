@@ -519,7 +519,7 @@ def _anchors(lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     pos = np.sort(np.unique(lam[lam > 0]))
     anchors: list[float] = [0.0] if (lam == 0).any() else []
     if pos.size:
-        span = np.log(pos[-1] / pos[0])
+        span = np.log(pos[-1]) - np.log(pos[0])  # (the ratio overflows: 1e300 / 1e-300)
         count = int(np.ceil(span / np.log(ANCHOR_RATIO) - 1e-9)) + 1 if span > 0 else 1
         targets = np.geomspace(pos[0], pos[-1], count) if count > 1 else pos[:1]
         anchors.extend(float(t) for t in targets)

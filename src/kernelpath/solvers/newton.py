@@ -243,6 +243,7 @@ class _Newton:
     ) -> None:
         self.design, self.loss, self.wn = design, loss, wn
         self.method, self.max_inner, self.tol = method, max_inner, tol
+        self._tol2 = min(tol, 1e150) ** 2  # tol^2, finite (a tol of 1e300 stops at once)
         self._fused: tuple[np.ndarray, np.ndarray] | None = None
         self._g0: float | None = None  # the gradient's norm at the first step of a λ
         self.fuses = loss.separable and hasattr(design.op, "fused")
@@ -387,7 +388,7 @@ class _Newton:
         converged = False
         for _ in range(max_steps):
             d, U, dec = self.step(s, lam)
-            if not np.isfinite(dec) or dec / 2 <= self.tol**2 * max(J, 1e-300):
+            if not np.isfinite(dec) or dec / 2 <= self._tol2 * max(J, 1e-300):
                 converged = bool(np.isfinite(dec))
                 break
             if U is None:

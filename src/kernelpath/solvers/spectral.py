@@ -78,17 +78,17 @@ def exact_path(
     n, k = Y.shape
     w = weights_or_ones(weights, n)
     d = np.sqrt(w)
-    K = op.dense()
-    op.release()  # K is now ours: scale it in place
-    K = K.astype(FACTOR_DTYPE, copy=False)
-    if weights is not None:
-        K *= d[:, None]
-        K *= d[None, :]
-    K /= n
+    K = _scaled_gram(op, d if weights is not None else None)
     if filter == "tikhonov" and params is not None and np.size(params) == 1 and cv is None:
         lam = float(np.asarray(params).ravel()[0])
         if lam > 0:
-            return _tikhonov_cholesky(K, Y, d, lam, op, validation)
+            try:
+                return _tikhonov_cholesky(K, Y, d, lam, op, validation)
+            except np.linalg.LinAlgError:
+                # λ below the rounding of a singular K (duplicated rows, λ = 1e-20): not
+                # positive definite in floating point; the eigendecomposition below floors
+                # the rounding's negative eigenvalues at 0. The factor overwrote K.
+                K = _scaled_gram(op, d if weights is not None else None)
     with dense_threads(EIGH_FLOPS * n**3):
         s, Q = scipy.linalg.eigh(K, driver="evd", check_finite=False, overwrite_a=True)
     del K
@@ -133,6 +133,19 @@ def exact_path(
             e, loss = loo_scores(cv, Y, F, Sd, S1, w)
             scores = (e, loss, cv.scoring)
     return closed_form_path(name, params, alphas, train_err, validation, op.dtype, scores=scores)
+
+
+def _scaled_gram(op: KernelProducts, d: np.ndarray | None) -> np.ndarray:
+    """D K D / n in ``FACTOR_DTYPE`` (D = diag(d), the square roots of the weights; None:
+    unweighted), computed by the operator, which then releases its own copy."""
+    K = op.dense()
+    op.release()  # K is now ours: scale it in place
+    K = K.astype(FACTOR_DTYPE, copy=False)
+    if d is not None:
+        K *= d[:, None]
+        K *= d[None, :]
+    K /= len(K)
+    return K
 
 
 def _tikhonov_cholesky(
