@@ -355,3 +355,69 @@ def test_20_extreme_penalties_and_tolerances_do_not_overflow():
     assert est.penalty_ in (1e-300, 1e300) and np.all(np.isfinite(est.predict(X)))
     clf = kp.NystromClassifier(n_centers=10, loss="logistic", tol=1e300, random_state=0)
     assert np.all(np.isfinite(clf.fit(X, y > 0).predict_proba(X)))
+
+
+def _resigned(src, dst, edit):
+    """``src`` with its header edited by ``edit(header)`` and its (unkeyed) checksum
+    recomputed: what anyone can forge."""
+    import safetensors.numpy as st
+
+    from kernelpath.model_files import _checksum, _header
+
+    data = open(src, "rb").read()
+    tensors, header = st.load(data), _header(data)
+    edit(header)
+    header["checksum"] = _checksum(header, tensors)
+    dst.write_bytes(st.save(tensors, metadata=header))
+    return dst
+
+
+def _model_edit(path, text):
+    """An edit of the model tree: the first occurrence of ``path`` (a JSON fragment)
+    replaced by ``text``."""
+
+    def edit(header):
+        assert path in header["model"], path
+        header["model"] = header["model"].replace(path, text, 1)
+
+    return edit
+
+
+def test_23_forged_headers_are_model_file_errors(tmp_path):
+    """Re-signed files (the checksum is unkeyed): a NaN intercept or calibration loaded
+    (NaN predictions), a deeply nested header raised RecursionError, a non-ASCII signature
+    TypeError, a non-JSON user_code JSONDecodeError, three classes over two-class
+    coefficients loaded. Each is now a ModelFileError at load."""
+    import json
+
+    X, y = _data(80)
+    reg = tmp_path / "r.kp"
+    kp.save(kp.NystromRegressor(n_centers=10, random_state=0).fit(X, y), reg)
+    clf = tmp_path / "c.kp"
+    kp.save(kp.NystromClassifier(n_centers=10, random_state=0).fit(X, y > 0), clf)
+    tree = json.loads(kp.model_files._header(open(reg, "rb").read())["model"])
+    intercept = json.dumps(tree["state"]["intercept_"])
+    cases = {
+        "nan intercept": (
+            reg,
+            _model_edit(f'"intercept_": {intercept}', '"intercept_": {"$float": "nan"}'),
+        ),
+        "nan literal": (reg, _model_edit(f'"intercept_": {intercept}', '"intercept_": NaN')),
+        "deep": (reg, lambda h: h.__setitem__("model", "[" * 100_000 + "]" * 100_000)),
+        "user code": (reg, lambda h: h.__setitem__("user_code", "not json")),
+        "classes": (
+            clf,
+            _model_edit(
+                '"classes_": {"$array"',
+                '"classes_": {"$items": [0, 1, 2], "shape": [3], "kind": "O"}, "x": {"$array"',
+            ),
+        ),
+    }
+    for name, (src, edit) in cases.items():
+        with pytest.raises(kp.ModelFileError):
+            kp.load(_resigned(src, tmp_path / f"{name}.kp", edit))
+    signed = tmp_path / "s.kp"
+    kp.save(kp.load(reg), signed, key="k")
+    forged = _resigned(signed, tmp_path / "sig.kp", lambda h: h.__setitem__("signature", "é" * 64))
+    with pytest.raises(kp.ModelFileError, match="signature does not match"):
+        kp.load(forged, key="k")

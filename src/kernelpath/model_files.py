@@ -348,6 +348,8 @@ class _Decoder:
         self.lenient = False  # inside a Path's scores (NaN marks a point not scored)
 
     def value(self, v: Any) -> Any:
+        if isinstance(v, float) and not math.isfinite(v):  # a NaN literal: only as $float
+            raise ModelFileError("a non-finite number written as a JSON literal in the header")
         if v is None or isinstance(v, (bool, str, int, float)):
             return v
         if isinstance(v, list):
@@ -365,6 +367,8 @@ class _Decoder:
         if "$float" in v:
             if v["$float"] not in ("nan", "inf", "-inf"):
                 raise ModelFileError(f"bad float {v['$float']!r} in the model header")
+            if not self.lenient:  # as for arrays: NaN and infinity only in a Path's scores
+                raise ModelFileError(f"a number of the model is {v['$float']}")
             return float(v["$float"])
         if "$scalar" in v:
             dtype = np.dtype(str(v["$scalar"]))
@@ -421,9 +425,10 @@ class _Decoder:
         self.objects[int(v["id"])] = out
         outer = self.lenient
         state = {}
+        foreign = name.startswith("sklearn.")  # its own NaN: missing_values=np.nan
         for k, x in v["state"].items():
             # a path's errors may be NaN (points not scored); its coefficients may not
-            self.lenient = outer or (cls is Path and k != "_stored")
+            self.lenient = outer or foreign or (cls is Path and k != "_stored")
             state[str(k)] = self.value(x)
         self.lenient = outer
         for attr, default in _TRANSIENT.get(name, {}).items():
@@ -711,7 +716,9 @@ def load(
         signed = header.get("signature")
         if signed is None:
             raise ModelFileError(f"{p} is not signed: it was saved without a key")
-        if not hmac.compare_digest(signed, _signature(header["checksum"], secret)):
+        if not signed.isascii() or not hmac.compare_digest(
+            signed, _signature(header["checksum"], secret)
+        ):
             raise ModelFileError(
                 f"{p}: its signature does not match the key (signed with another key, or "
                 "changed since)"
@@ -724,7 +731,7 @@ def load(
             f"{FORMAT_VERSION}): load it with kernelpath {'.'.join(written.split('.')[:2])}.x, "
             "or refit"
         )
-    needs = set(json.loads(header.get("user_code", "[]")))
+    needs = _user_code_names(header.get("user_code", "[]"), p)
     extra = set(user_code) - needs
     if extra:
         raise ValueError(
@@ -762,6 +769,17 @@ def load(
     return model
 
 
+def _user_code_names(text: str, p: str) -> set[str]:
+    """The header's ``user_code`` entry: a JSON list of parameter names."""
+    try:
+        names = json.loads(text)
+    except (ValueError, RecursionError):
+        names = None
+    if not isinstance(names, list) or not all(isinstance(k, str) for k in names):
+        raise ModelFileError(f"{p}: the header's user_code is not a list of names")
+    return set(names)
+
+
 def _read_file(p: str) -> tuple[bytes, dict[str, Any]]:
     """The bytes of a regular file (not a device, FIFO or folder) and its safetensors
     header (``_check_layout``), which is read and checked against the file's size first:
@@ -792,7 +810,7 @@ def _read_file(p: str) -> tuple[bytes, dict[str, Any]]:
 
 
 #: What a file that is not a readable model raises while it is parsed.
-_UNREADABLE = (SafetensorError, ValueError, UnicodeDecodeError, OverflowError)
+_UNREADABLE = (SafetensorError, ValueError, UnicodeDecodeError, OverflowError, RecursionError)
 
 
 def _unreadable(p: str, exc: Exception) -> ModelFileError:
@@ -870,6 +888,15 @@ def _check_consistent(model: Any, p: str) -> None:
         if isinstance(coef, np.ndarray) and (coef.ndim == 0 or coef.shape[0] != centers.shape[0]):
             raise ModelFileError(
                 f"{p}: coef_ of shape {coef.shape} does not fit {centers.shape[0]} centers"
+            )
+    classes = getattr(model, "classes_", None)
+    if classes is not None and isinstance(coef, np.ndarray) and coef.ndim in (1, 2):
+        k = len(classes)
+        outputs = 1 if coef.ndim == 1 else coef.shape[1]
+        if k < 2 or outputs != (1 if k == 2 else k):
+            raise ModelFileError(
+                f"{p}: {k} classes but coef_ of shape {coef.shape} (one column for two "
+                "classes, one per class for more)"
             )
 
 
