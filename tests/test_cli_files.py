@@ -254,6 +254,12 @@ def test_inspect_and_plot(files, capsys):
         (["fit", "{d}/train.csv", "--target", "price", "--columns", "a,a"], "named more than"),
         (["fit", "{d}/train.csv", "--target", "price", "--columns", ""], "empty column name"),
         (["fit", "{d}/train.csv", "--target", "price", "--columns", "a,,b"], "empty column"),
+        # item 24: inputs that are not regular files, wide LIBSVM indices, broken files
+        (["fit", "{d}/fifo.csv", "--target", "price"], "data: '"),
+        (["fit", "{d}/folder.csv", "--target", "price"], "is a folder, not a regular file"),
+        (["fit", "{d}/wide.svm"], "densified is 2 rows x 2000000000 features"),
+        (["fit", "{d}/broken.parquet", "--target", "price"], "cannot read "),
+        (["fit", "{d}/latin.csv", "--target", "price"], "latin.csv is not UTF-8 text"),
         # item 5: only a regular file or a missing path is replaced
         (["predict", "{d}/m.kp", "{d}/test.csv", "-o", "{d}/fifo.csv"], "is a FIFO"),
         (["predict", "{d}/m.kp", "{d}/test.csv", "-o", "{d}/link.csv"], "is a symbolic link"),
@@ -280,6 +286,10 @@ def test_user_errors_are_one_line(files, capsys, argv, message):
     os.symlink(d / "kept.csv", d / "link.csv")
     os.symlink(d / "kept.csv", d / "link.png")
     (d / "folder.kp").mkdir()
+    (d / "folder.csv").mkdir()
+    (d / "wide.svm").write_text("1 2000000000:1.5\n-1 3:2\n")
+    (d / "broken.parquet").write_bytes((d / "cls.parquet").read_bytes()[:300])
+    (d / "latin.csv").write_bytes(b"\xe9t\xe9,price\n1,2\n3,4\n")
     before = set(os.listdir(d))
     files = [name for name in before if (d / name).is_file()]  # links: what they point to
     contents = {name: (d / name).read_bytes() for name in files}

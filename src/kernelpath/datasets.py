@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from ._backend import resolve_memory_budget
 from ._validation import check_choice, check_float, check_int, make_rng
 
 __all__ = [
@@ -62,10 +63,24 @@ def load_libsvm(
     -------
     X : ndarray of shape (n, d)
     y : ndarray of shape (n,)
+
+    Raises
+    ------
+    ValueError
+        The dense X would not fit the default memory budget (a feature index of 2·10⁹ in a
+        two-line file asks for n × 2·10⁹ × 8 bytes): refused before it is allocated.
     """
     from sklearn.datasets import load_svmlight_file
 
     X, y = load_svmlight_file(str(path), n_features=n_features)
+    n, d = X.shape
+    need, budget = n * d * 8, resolve_memory_budget(None)
+    if need > budget:
+        raise ValueError(
+            f"path: {path} densified is {n} rows x {d} features ({need / 2**30:.3g} GiB: the "
+            f"largest feature index sets d), more than the memory at hand "
+            f"({budget / 2**30:.3g} GiB); kernelpath reads LIBSVM files into dense arrays"
+        )
     return np.asarray(X.toarray(), dtype=np.float64), np.asarray(y, dtype=np.float64)
 
 

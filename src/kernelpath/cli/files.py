@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..data import as_source, read_table
+from ..data.files import check_source
 from ..data.tables import TEXT_TABLES, table_suffix, text_delimiter
 from ..datasets import load_libsvm
 from .names import UserError
@@ -25,11 +25,19 @@ def _suffix(path: str) -> str:
     return table_suffix(path)[0]
 
 
+def _check_source(path: str, name: str) -> None:
+    """``data.files.check_source`` as a one-line user error: a missing path, a folder or a
+    FIFO named as an input file."""
+    try:
+        check_source(path, name)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+
+
 def _read_target_file(path: str, column: str | None, delimiter: str | None) -> np.ndarray:
     """A target in its own file: ``.npy``, or a CSV with a header (one column, or the one
     named by ``--target``)."""
-    if not os.path.exists(path):
-        raise UserError(f"--target-file: no such file {path!r}")
+    _check_source(path, "--target-file")
     suffix = _suffix(path)
     if suffix == ".npy":
         y = np.load(path, allow_pickle=False)
@@ -67,8 +75,7 @@ def _read_data(
     """(X, y) of a data file; X stays on disk where the format allows (CSV is copied once
     into a binary file, Parquet is read by row groups, ``.npy`` is mapped)."""
 
-    if not os.path.exists(path):
-        raise UserError(f"no such file {path!r}")
+    _check_source(path, "data")
     suffix = _suffix(path)
     X: Any
     y: Any = None

@@ -13,7 +13,49 @@ import socket
 import stat
 import tempfile
 
-__all__ = ["check_destination", "default_mode", "replace_into", "temporary", "remove_stale"]
+__all__ = [
+    "check_destination",
+    "check_source",
+    "default_mode",
+    "replace_into",
+    "temporary",
+    "remove_stale",
+]
+
+
+def check_source(path: str, name: str = "path") -> None:
+    """Refuse, naming ``name``, an input path that is missing or is not a regular file (a
+    folder, a FIFO, whose reading would block, a socket or a device).
+
+    Raises
+    ------
+    ValueError
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise ValueError(f"{name}: no such file {path!r}") from None
+    except OSError as exc:
+        raise ValueError(f"{name}: cannot read {path!r}: {exc.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError(f"{name}: {path!r} is {_kind(st.st_mode)}, not a regular file")
+
+
+def _kind(mode: int) -> str:
+    """What a file mode says the path is, for messages."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"
 
 
 def check_destination(out: str, name: str = "path", directory: bool = False) -> None:
@@ -44,19 +86,7 @@ def check_destination(out: str, name: str = "path", directory: bool = False) -> 
         return
     if not directory and stat.S_ISREG(mode):
         return
-    kind = (
-        "a folder"
-        if stat.S_ISDIR(mode)
-        else "a regular file"
-        if stat.S_ISREG(mode)
-        else "a FIFO"
-        if stat.S_ISFIFO(mode)
-        else "a socket"
-        if stat.S_ISSOCK(mode)
-        else "a device"
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-        else "not a regular file"
-    )
+    kind = _kind(mode)
     want = "a folder (or a missing path)" if directory else "a regular file (or a missing path)"
     raise ValueError(f"{name}: {out!r} is {kind}; only {want} is replaced. Give another path")
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .files import check_source
 from .sources import ArraySource, ParquetSource, RowSource
 
 __all__ = ["read_table"]
@@ -59,8 +60,7 @@ def read_table(
         A missing file or column, a non-numeric feature column, an unknown format.
     """
     p = os.fspath(path)
-    if not os.path.isfile(p):
-        raise ValueError(f"path: no such file {p!r}")
+    check_source(p)
     suffix, compression = table_suffix(p)
     sep = text_delimiter(suffix, delimiter)  # a given one checked whatever the format
     if suffix in (".parquet", ".pq") and not compression:
@@ -147,7 +147,10 @@ def _read_parquet(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = pq.ParquetFile(path).schema_arrow
+    try:
+        schema = pq.ParquetFile(path).schema_arrow
+    except (pa.ArrowException, OSError) as exc:
+        raise ValueError(f"path: cannot read {path} as Parquet: {exc}") from None
     feats = _choose_columns(list(schema.names), target, columns, path)
     for c in feats:
         t = schema.field(c).type
@@ -190,11 +193,13 @@ def _read_csv(
     parse = pcsv.ParseOptions(delimiter=delimiter)
     try:
         first = pcsv.open_csv(path, read_options=read, parse_options=parse)
+        schema = first.schema
+        first.close()
+        names = list(schema.names)
     except pa.ArrowInvalid as exc:
         raise ValueError(f"path: cannot read {path} as CSV: {exc}") from exc
-    schema = first.schema
-    first.close()
-    names = list(schema.names)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"path: the header of {path} is not UTF-8 text ({exc.reason})") from None
     feats = _choose_columns(names, target, columns, path)
     # by name (a lookup by name scans the schema: quadratic over a wide header)
     read_types = dict(zip(names, schema.types, strict=True))
