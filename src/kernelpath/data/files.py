@@ -23,9 +23,12 @@ __all__ = [
 ]
 
 
-def check_source(path: str, name: str = "path") -> None:
+def check_source(
+    path: str, name: str = "path", not_regular: type[ValueError] = ValueError
+) -> os.stat_result:
     """Refuse, naming ``name``, an input path that is missing or is not a regular file (a
-    folder, a FIFO, whose reading would block, a socket or a device).
+    folder, a FIFO, whose reading would block, a socket or a device: ``not_regular``).
+    Returns its ``os.stat``.
 
     Raises
     ------
@@ -38,7 +41,8 @@ def check_source(path: str, name: str = "path") -> None:
     except OSError as exc:
         raise ValueError(f"{name}: cannot read {path!r}: {exc.strerror}") from None
     if not stat.S_ISREG(st.st_mode):
-        raise ValueError(f"{name}: {path!r} is {_kind(st.st_mode)}, not a regular file")
+        raise not_regular(f"{name}: {path!r} is {_kind(st.st_mode)}, not a regular file")
+    return st
 
 
 def _kind(mode: int) -> str:
