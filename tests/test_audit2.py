@@ -423,3 +423,30 @@ def test_23_forged_headers_are_model_file_errors(tmp_path):
     forged = _resigned(signed, tmp_path / "sig.kp", lambda h: h.__setitem__("signature", "é" * 64))
     with pytest.raises(kp.ModelFileError, match="signature does not match"):
         kp.load(forged, key="k")
+
+
+def test_21_online_classifiers_check_their_labels():
+    """After text labels a number became a class; a continuous target became 120 classes;
+    the rebalanced learner on X + 1e10 raised LinAlgError."""
+    X, y = _data(120)
+    clf = kp.IncrementalRLSClassifier().fit(X[:50], np.where(y[:50] > 0, "a", "b"))
+    before = clf.classes_.tolist()
+    with pytest.raises(TypeError, match="number labels, but the classes seen so far are text"):
+        clf.partial_fit(X[:1], [7])
+    assert clf.classes_.tolist() == before and sorted(before) == ["a", "b"]
+    for make in (kp.IncrementalRLSClassifier, kp.RebalancedRLSClassifier):
+        with pytest.raises(ValueError, match="continuous target"):
+            make().fit(X, y)
+        assert sorted(make().fit(X, (y > 0).astype(float)).classes_.tolist()) == [0.0, 1.0]
+    with pytest.raises(ValueError, match="penalty=0.01 is below the rounding"):
+        kp.RebalancedRLSClassifier().fit(X + 1e10, y > 0).predict(X[:3] + 1e10)
+
+
+def test_27_a_missing_pandas_label_is_named():
+    """A pandas ``string`` Series with NA gave "boolean value of NA is ambiguous"."""
+    pd = pytest.importorskip("pandas")
+    X, _ = _data(4)
+    labels = pd.Series(["a", "b", pd.NA, "a"], dtype="string")
+    for est in (kp.NystromClassifier(n_centers=2), kp.RebalancedRLSClassifier()):
+        with pytest.raises(ValueError, match="missing label"):
+            est.fit(X, labels)

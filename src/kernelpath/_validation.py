@@ -136,23 +136,54 @@ def check_rows(X: Any, name: str = "X", one_sample: bool = False) -> np.ndarray:
     return np.ascontiguousarray(A)
 
 
-def check_labels(y: Any, name: str = "y") -> None:
-    """Class labels: no missing values (None, NaN) and not a mix of text and numbers
-    (which cannot be sorted into ``classes_``)."""
+def check_labels(y: Any, name: str = "y", known: Any = None) -> None:
+    """Class labels: no missing values (None, NaN, pandas' NA) and not a mix of text and
+    numbers (which cannot be sorted into ``classes_``), also with the ``known`` classes
+    of a stream; a float label must be a whole number (a continuous target is not
+    classes: use a regressor)."""
     a = np.asarray(y)
     if a.dtype.kind == "f":
         if not np.isfinite(a).all():
             raise ValueError(f"{name} contains a missing label (NaN or infinity)")
-        return
-    if a.dtype.kind != "O":
+        if known is None:
+            return  # a batch: scikit-learn's target check names a continuous target
+    elif a.dtype.kind != "O" and known is None:
         return
     kinds = set()
     for i, v in enumerate(a.ravel()):
-        if v is None or (isinstance(v, (float, np.floating)) and not np.isfinite(v)):
+        if _is_missing(v):
             raise ValueError(f"{name} contains a missing label ({v!r} at position {i})")
-        kinds.add("text" if isinstance(v, (str, bytes, np.str_)) else "number")
+        if isinstance(v, (float, np.floating)) and known is not None and v != round(v):
+            raise ValueError(
+                f"{name}: label {v!r} (position {i}) is not a class: a continuous target "
+                "(use a regressor, or give the classes as whole numbers or names)"
+            )
+        kinds.add(_label_kind(v))
     if len(kinds) > 1:
         raise TypeError(f"{name} mixes text and numeric labels: use one type for the classes")
+    if known is not None and len(known) and kinds:
+        before = _label_kind(np.asarray(known, dtype=object).ravel()[0])
+        if kinds != {before}:
+            raise TypeError(
+                f"{name}: {next(iter(kinds))} labels, but the classes seen so far are "
+                f"{before} ({list(known)[:5]}): use one type for the classes"
+            )
+
+
+def _label_kind(v: Any) -> str:
+    return "text" if isinstance(v, (str, bytes, np.str_, np.bytes_)) else "number"
+
+
+def _is_missing(v: Any) -> bool:
+    """None, a non-finite float, or a value not equal to itself (pandas' NA, NaT)."""
+    if v is None:
+        return True
+    if isinstance(v, (float, np.floating)):
+        return not np.isfinite(v)
+    try:
+        return bool(v != v)
+    except (TypeError, ValueError):  # pandas' NA: its comparisons are NA
+        return True
 
 
 def check_magnitude(A: Any, name: str = "X") -> None:

@@ -58,6 +58,8 @@ def check_fit_input(
     y, sample_weight = gathered(y), gathered(sample_weight)
     if not classifier:
         check_numeric(y, "y")
+    elif y is not None and not B.is_tensor(y):
+        check_labels(y)  # before scikit-learn's check, which fails on pandas' NA
     if B.is_tensor(X) or is_lazy_array(X) or B.is_dask(X):
         X = validate_X(est, X, reset=True)
         if B.is_dask(X) and not takes_dask:

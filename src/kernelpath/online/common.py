@@ -13,7 +13,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from .. import _backend as B
-from .._validation import check_class_weight, check_magnitude, check_rows
+from .._validation import check_class_weight, check_labels, check_magnitude, check_rows
 from ..calibration import fit_calibration, log_probabilities
 
 __all__ = ["FeatureMap", "as_feature_map", "fitted_features", "StreamClassifier"]
@@ -89,14 +89,6 @@ def check_n_features(est: Any, X2: np.ndarray) -> np.ndarray:
 def require_y(est: Any, y: Any) -> None:
     if y is None:
         raise ValueError(f"{type(est).__name__} requires y to be passed, but the target y is None")
-
-
-def _check_labels(labels: np.ndarray, name: str) -> None:
-    """Class labels must be values, not missing ones: NaN (which is not equal to itself)
-    or None would become a new class at every sample."""
-    for i, v in enumerate(labels):
-        if v is None or (isinstance(v, (float, np.floating)) and not np.isfinite(v)):
-            raise ValueError(f"{name} contains a missing label ({v!r} at position {i})")
 
 
 def _host(a: Any) -> Any:
@@ -184,14 +176,15 @@ class StreamClassifier:
             raise ValueError(
                 f"X and y have different numbers of samples: {len(X2)} and {np.shape(y)}"
             )
-        _check_labels(labels, "y")
+        known = getattr(self, "classes_", None) if self.__sklearn_is_fitted__() else None
+        check_labels(labels, "y", np.empty(0, dtype=object) if known is None else known)
         if not self.__sklearn_is_fitted__():
             self._start(X2)  # type: ignore[attr-defined]
         else:
             self._check_width(X2)
         if classes is not None:
             declared = np.atleast_1d(np.asarray(_host(classes), dtype=object))
-            _check_labels(declared, "classes")
+            check_labels(declared, "classes", labels)
             for label in declared:
                 self._class_index(label)  # type: ignore[attr-defined]
         return X2, labels

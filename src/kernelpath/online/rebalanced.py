@@ -143,7 +143,15 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
             g = g * np.array([self._class_weight(label) for label in self.classes_])
             A = np.tensordot(g, self.grams_, axes=1)
             A[np.diag_indices_from(A)] += self._lam
-            coef = scipy.linalg.solve(A, self.sums_ * g, assume_a="pos")
+            try:
+                coef = scipy.linalg.solve(A, self.sums_ * g, assume_a="pos")
+            except np.linalg.LinAlgError:
+                raise ValueError(
+                    f"penalty={self.penalty!r} is below the rounding of the weighted Gram "
+                    f"matrix (its largest entry {float(np.abs(A).max()):.3g}): it is singular "
+                    "in float64. Center or scale the features (or the feature map's inputs), "
+                    "or give a larger penalty"
+                ) from None
             self._coef_cache["coef"] = coef
         return coef
 
