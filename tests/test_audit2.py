@@ -450,3 +450,18 @@ def test_27_a_missing_pandas_label_is_named():
     for est in (kp.NystromClassifier(n_centers=2), kp.RebalancedRLSClassifier()):
         with pytest.raises(ValueError, match="missing label"):
             est.fit(X, labels)
+
+
+def test_27_messages_name_the_data_not_a_sigma_nobody_gave():
+    """Identical rows whose mean is inexact (0.3 in three columns) were refused with "sigma:
+    a width of 6.59e-10 is too narrow"; data at 1e150 asked for a sigma beyond range. The
+    first is constant data (the width falls back to 1), the second names X."""
+    rng = np.random.default_rng(0)
+    est = kp.NystromRegressor(random_state=0).fit(np.full((50, 3), 0.3), rng.standard_normal(50))
+    assert np.all(np.isfinite(est.predict(np.full((2, 3), 0.3))))
+    X = rng.standard_normal((100, 3)) * 1e150
+    for kernel in (kp.Gaussian("auto"), kp.Gaussian("median")):
+        with pytest.raises(ValueError, match="X: the widths a fit takes from the data"):
+            kp.NystromRegressor(kernel=kernel, n_centers=10, scale=False).fit(X, X[:, 0] / 1e150)
+    with pytest.raises(ValueError, match="X: the widths a fit takes from the data"):
+        kp.NystromRegressor(n_centers=10).fit(X, X[:, 0] / 1e150)

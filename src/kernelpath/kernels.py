@@ -101,7 +101,10 @@ def median_distance(
     D = squared_distances(X, X)
     iu = np.triu_indices(len(X), k=1)
     d = np.sqrt(D[iu])
-    d = d[d > 0]
+    # distances at the rounding level of the norms they are expanded from are 0: identical
+    # rows whose mean is inexact (0.3 in three columns) gave widths of 7e-10 (check_data)
+    top = float(np.sqrt(np.max(np.sum(np.asarray(X, dtype=np.float64) ** 2, axis=1))))
+    d = d[d > top / width_units_limit(X.shape[1])]
     return float(np.median(d)) if d.size else 1.0
 
 
@@ -547,7 +550,7 @@ class _RadialKernel(Kernel):
                 "use kernel.candidates(X) (estimators search it)"
             )
         if params["sigma"] == "median":
-            params["sigma"] = median_distance(X, random_state, None, self._L)
+            return self.data_width(median_distance(X, random_state, None, self._L))
         return type(self)(**params)
 
     def candidates(
@@ -557,7 +560,7 @@ class _RadialKernel(Kernel):
             if self.per_feature or self.sigma != "auto":
                 return [self.resolve(X, random_state)]
             med = median_distance(X, random_state, None, self._L)
-            return [self.set_width(med * f) for f in AUTO_WIDTH_FACTORS]
+            return [self.data_width(med * f) for f in AUTO_WIDTH_FACTORS]
         # the inputs scaled: widths in the units of X / scales, folded in per feature
         s = np.asarray(scales, dtype=np.float64)
         if self.sigma in LEARNED_WIDTHS:
@@ -565,8 +568,22 @@ class _RadialKernel(Kernel):
         if isinstance(self.sigma, str):
             med = median_distance(X, random_state, s)
             factors = AUTO_WIDTH_FACTORS if self.sigma == "auto" else (1.0,)
-            return [self.set_width(med * f * s) for f in factors]
+            return [self.data_width(med * f * s) for f in factors]
         return [self.set_width(self.widths(len(s)) * s)]
+
+    def data_width(self, sigma: Any) -> Kernel:
+        """``set_width`` for a width taken from the data (its distances, its spreads): out
+        of [SIGMA_MIN, SIGMA_MAX] it is the data's scale that is refused, not a sigma the
+        user did not give."""
+        w = np.asarray(sigma, dtype=np.float64)
+        if not (np.all(w >= SIGMA_MIN) and np.all(w <= SIGMA_MAX)):
+            raise ValueError(
+                f"X: the widths a fit takes from the data's distances and spreads (up to "
+                f"{float(w.max()):.3g}, down to {float(w.min()):.3g}) leave "
+                f"[{SIGMA_MIN:g}, {SIGMA_MAX:g}], where 1 / sigma^2 is representable; "
+                "rescale the features"
+            )
+        return self.set_width(sigma)
 
     def scaled_by(self, scale: bool | str) -> bool:
         if self.metric is not None:  # the metric is in the units of the raw features

@@ -203,7 +203,7 @@ def choose_width(
 
     def at(factor: float) -> Kernel:
         width = med * factor
-        return kernel.set_width(width if scales is None else width * scales)
+        return kernel.data_width(width if scales is None else width * scales)
 
     scores: dict[float, tuple[float, float]] = {}
     # the tie rule where the best width moves narrower with n (the families the shift is for)
