@@ -465,3 +465,26 @@ def test_27_messages_name_the_data_not_a_sigma_nobody_gave():
             kp.NystromRegressor(kernel=kernel, n_centers=10, scale=False).fit(X, X[:, 0] / 1e150)
     with pytest.raises(ValueError, match="X: the widths a fit takes from the data"):
         kp.NystromRegressor(n_centers=10).fit(X, X[:, 0] / 1e150)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda X, y: kp.KRLSRegressor(max_iter=-1).fit(X, y), "max_iter must be"),
+        (lambda X, y: kp.KRLSRegressor(step=np.nan).fit(X, y), "step must be"),
+        (lambda X, y: kp.KRLSRegressor(nu=0).fit(X, y), "nu must be"),
+        (lambda X, y: kp.LeverageCenters(n_samples=0), "n_samples must be"),
+        (lambda X, y: kp.KernelOperator(X, X[:5], kp.Gaussian(1.0), n_jobs=0), "n_jobs must"),
+        (lambda X, y: kp.Polynomial(degree=10**6), r"degree must be an integer in \[1, 100\]"),
+        (lambda X, y: kp.Gaussian(1.0)(X * np.nan, X), "X contains NaN"),
+        (lambda X, y: kp.KernelOperator(X, X[:5] * np.inf, kp.Gaussian(1.0)), "centers contains"),
+    ],
+    ids=["max_iter", "step", "nu", "n_samples", "n_jobs", "degree", "kernel-nan", "operator-inf"],
+)
+def test_28_every_parameter_and_input_is_checked(call, message):
+    """Parameters the chosen filter does not use were never checked (KRLS with Tikhonov),
+    LeverageCenters(n_samples=0), n_jobs=0 and degree=10**6 were accepted, and kernels and
+    the operator returned NaN for NaN input."""
+    X, y = _data(60)
+    with pytest.raises(ValueError, match=message):
+        call(X, y)

@@ -69,6 +69,7 @@ _UNITS = {
 
 __all__ = [
     "check_real",
+    "isfinite_all",
     "FACTOR_DTYPE",
     "Device",
     "NUMPY",
@@ -242,6 +243,17 @@ def numpy_dtype(dtype: Any) -> np.dtype:
     if torch_mod is not None and isinstance(dtype, torch_mod.dtype):
         return np.dtype(str(dtype).replace("torch.", ""))
     return np.dtype(dtype)
+
+
+def isfinite_all(a: Any) -> bool:
+    """Whether every entry of an in-memory array or tensor is finite (True for anything
+    else: an object without a dtype is checked where it is converted)."""
+    if is_tensor(a):
+        return bool(_torch().isfinite(a).all())
+    arr = np.asarray(a) if not hasattr(a, "dtype") else a
+    if getattr(arr, "dtype", np.dtype(object)).kind not in "fc":
+        return True
+    return bool(np.isfinite(arr).all())
 
 
 def check_real(a: Any, name: str) -> None:

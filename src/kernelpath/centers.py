@@ -29,7 +29,7 @@ import numpy as np
 
 from . import _backend as B
 from ._backend import resolve_memory_budget
-from ._validation import check_choice, check_float
+from ._validation import check_choice, check_float, check_int
 from .kernels import Kernel
 from .leverage import (
     SQUEAK_VARIANTS,
@@ -175,7 +175,7 @@ class LeverageCenters:
             if penalty is None
             else check_float(penalty, "penalty", 0.0, np.inf, low_open=True, high_open=True)
         )
-        self.n_samples = n_samples
+        self.n_samples = check_int(n_samples, "n_samples", 1, allow_none=True)
 
     @property
     def name(self) -> str:

@@ -192,8 +192,10 @@ class Kernel:
         -------
         array of shape (n, m)
         """
-        B.check_real(X, "X")
-        B.check_real(Z, "Z")
+        for name, A in (("X", X), ("Z", Z)):
+            B.check_real(A, name)
+            if not bool(B.isfinite_all(A)):
+                raise ValueError(f"{name} contains NaN or infinity")
         return self.block(X, Z)
 
     def block(
@@ -859,6 +861,11 @@ class Matern(_RadialKernel):
         return R2
 
 
+#: The highest polynomial degree: (gamma <x, z> + coef0)^degree stays finite for bases up to
+#: about 1,200 at degree 100 (and for none above 1 at degree 10^6).
+MAX_DEGREE = 100
+
+
 class Polynomial(Kernel):
     """Polynomial kernel ``k(x, z) = (gamma <x, z> + coef0) ** degree``.
 
@@ -879,8 +886,11 @@ class Polynomial(Kernel):
     def _check(self) -> None:
         if isinstance(self.degree, bool) or not isinstance(self.degree, (int, np.integer)):
             raise TypeError(f"degree must be a positive integer, got {self.degree!r}")
-        if self.degree < 1:
-            raise ValueError(f"degree must be a positive integer, got {self.degree!r}")
+        if not 1 <= self.degree <= MAX_DEGREE:
+            raise ValueError(
+                f"degree must be an integer in [1, {MAX_DEGREE}] (a larger power overflows "
+                f"float64 for any base above {10 ** (308 / MAX_DEGREE):.3g}), got {self.degree!r}"
+            )
         if isinstance(self.gamma, str):
             raise ValueError(
                 f"gamma must be a positive number or None, got {self.gamma!r} ('auto', a grid "

@@ -313,6 +313,14 @@ class ExactFamily(_KernelModel):
                 f"loss={loss!r} is fit by Newton's method with the Tikhonov penalty: give "
                 f"filter='tikhonov', got filter={method!r}"
             )
+        # every parameter checked, whether the filter uses it or not (scikit-learn's rule:
+        # a bad value is refused at fit, not when another filter first reads it)
+        check_int(params.get("max_iter"), "max_iter", 1, allow_none=True)
+        check_float(params["nu"], "nu", 0.0, np.inf, low_open=True)
+        if isinstance(params["step"], str):
+            check_choice(params["step"], "step", ("auto", "thesis"))
+        else:
+            check_float(params["step"], "step", 0.0, np.inf, low_open=True)
         return KernelOptions(
             method, params.get("max_iter"), nu=params["nu"], step=params["step"], loss=loss
         )

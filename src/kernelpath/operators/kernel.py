@@ -174,6 +174,11 @@ class KernelOperator:
             )
         B.check_real(X, "X")
         B.check_real(centers, "centers")
+        for name, A in (("X", X), ("centers", centers)):  # in memory: NaN makes NaN products
+            on_disk = is_source(A) or B.is_dask(A) or isinstance(A, np.memmap)  # one more pass
+            if not on_disk and not B.isfinite_all(A):
+                raise ValueError(f"{name} contains NaN or infinity")
+        check_int(n_jobs, "n_jobs", 1, allow_none=True)
         self.device = B.array_device(X)
         self.dtype = B.compute_dtype(X, centers)
         self.lazy = is_source(X)
