@@ -488,3 +488,20 @@ def test_28_every_parameter_and_input_is_checked(call, message):
     X, y = _data(60)
     with pytest.raises(ValueError, match=message):
         call(X, y)
+
+
+def test_16_many_classes_are_refused_before_their_codes_are_made():
+    """20,000 classes at 200MB: a MemoryError for 2.98 GiB of one-vs-all codes (RSS 3.7
+    GB). Now refused before any allocation, naming memory_budget."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((20_000, 3)), np.arange(20_000)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="20000 classes: .* beyond memory_budget"):
+            kp.NystromClassifier(n_centers=10, memory_budget="200MB").fit(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200 * 2**20

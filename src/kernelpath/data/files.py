@@ -1,7 +1,7 @@
 """Files written atomically: a temporary file in the destination's folder, given the
-permissions a new file gets, then renamed into place. The temporary names carry the host
-and process id, so that the next writer in a folder removes what a killed process (SIGKILL
-runs no handler) left there."""
+permissions a new file gets, then renamed into place. The temporary names carry the host,
+its PID namespace and the process id, so that the next writer in a folder removes what a
+killed process (SIGKILL runs no handler) left there, and only that."""
 
 from __future__ import annotations
 
@@ -96,7 +96,15 @@ def check_destination(out: str, name: str = "path", directory: bool = False) -> 
 
 
 def _host() -> str:
-    return re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname()) or "host"
+    """This host's name, and its PID namespace where the system has one: containers that
+    share a volume may share a host name, and a process id is only meaningful in its own
+    namespace (another namespace's live writer would look gone)."""
+    host = re.sub(r"[^A-Za-z0-9]", "_", socket.gethostname()) or "host"
+    try:
+        ns = os.readlink("/proc/self/ns/pid")  # "pid:[4026531836]"
+    except OSError:
+        return host
+    return f"{host}_ns{re.sub(r'[^0-9]', '', ns) or 0}"
 
 
 def _alive(pid: int) -> bool:

@@ -131,6 +131,19 @@ def _coded(y: np.ndarray, classifier: bool) -> tuple[np.ndarray, np.ndarray | No
     return (y[:, None] if y.ndim == 1 else y), None
 
 
+def _check_codes_fit(y: np.ndarray, budget: int) -> None:
+    """Refuse, before they are made, one-vs-all codes (n x k float64: 20,000 classes of
+    20,000 rows are 3 GiB) beyond the memory budget."""
+    n, k = len(y), len(np.unique(np.asarray(y)))
+    need = 8 * n * k
+    if need > budget:
+        raise ValueError(
+            f"y has {k} classes: their one-vs-all codes for {n} rows take "
+            f"{need / 2**20:.0f} MiB, beyond memory_budget ({budget / 2**20:.0f} MiB). Give a "
+            "larger memory_budget, or group rare classes"
+        )
+
+
 def _class_weighted(
     class_weight: Any, y: np.ndarray, sample_weight: np.ndarray | None
 ) -> np.ndarray | None:
@@ -176,6 +189,8 @@ def fit_problem(
     name = type(est).__name__
     if family.in_memory is not None:  # the n x n kernel matrix is in memory anyway
         X = in_memory(X, budget, name, family.in_memory)
+    if classifier:
+        _check_codes_fit(y, budget)
     Y, classes = _coded(y, classifier)
     w = _weights(sample_weight, X)
     if classifier:
