@@ -557,3 +557,28 @@ def test_15_one_core_and_two_choose_the_same_model():
         assert one[name]["params"] == two[name]["params"]
         a, b = np.asarray(one[name]["pred"]), np.asarray(two[name]["pred"])
         assert np.abs(a - b).max() < 1e-2 * a.std()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: kp.EigenProRegressor(random_state=0, memory_budget="40MB"),
+        lambda: kp.RandomFeaturesRegressor(random_state=0, memory_budget="40MB"),
+    ],
+    ids=["eigenpro", "random-features"],
+)
+def test_9_a_budget_too_small_for_the_main_fit_is_refused_before_the_screen(make, monkeypatch):
+    """EigenPro at 300MB was refused after 35-147 s and random features at 100MB after
+    6-32 s: the width screen fit its subsamples first. Now the plan's largest fits are
+    checked before any fit (``Family.check_memory``), and EigenPro's batches get at least
+    1 MiB (at 113MB it asked for a budget of 498,000 bytes for its batch operator)."""
+    import kernelpath.fitting.plan as plan
+
+    def screen(*args, **kwargs):
+        raise AssertionError("the width screen ran before the budget was checked")
+
+    monkeypatch.setattr(plan, "choose_width", screen)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60_000, 5))
+    with pytest.raises(ValueError, match=r"memory_budget=40 MB is too small .* at least \d+MB"):
+        make().fit(X, X[:, 0])

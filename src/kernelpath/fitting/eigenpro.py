@@ -32,7 +32,7 @@ from ..solvers.eigenpro import (
 from ..solvers.random_features import indexed_features, rff_operator
 from .family import Family, check_loss, in_memory, validation
 from .kernel_models import center_decision
-from .memory import fit_rows, operator_budget
+from .memory import MIN_OPERATOR_BYTES, fit_rows, main_fits, operator_budget, row_copy_bytes
 from .problem import CandidateFit, FitProblem, FitSettings
 from .random_features import rff_decision
 
@@ -118,6 +118,38 @@ class EigenProFamily(Family):
     def size_path(self, settings: FitSettings) -> bool:
         return False
 
+    @staticmethod
+    def _subsample(opts: EigenProOptions, n: int) -> tuple[int, int]:
+        """(s, q): the subsample of the eigensystem and the directions flattened, for a fit
+        on ``n`` rows."""
+        if opts.s is not None:
+            s = min(n, opts.s)
+        elif opts.rule in ("paper", "reference"):  # the seed paper's M = 4800
+            s = min(n, PAPER_SUBSAMPLE_SIZE)
+        else:
+            s = min(n, default_subsample_size(n))
+        return s, min(opts.q, s - 1)
+
+    def _operator_budget(
+        self, problem: FitProblem, copies: int, n: int, n_va: int, opts: EigenProOptions
+    ) -> int:
+        """``memory.operator_budget`` of a fit on ``n`` rows (``n_va`` validation rows):
+        the batches get ``BATCH_MEMORY_FRACTION`` of what is left, so the least left is
+        the operators' floor over that fraction."""
+        s, q = self._subsample(opts, n)
+        fixed = eigenpro_memory(n, s, q, problem.n_outputs, n_va, opts.n_features)
+        what = f"{problem.estimator} with a subsample of {s} points"
+        floor = int(np.ceil(MIN_OPERATOR_BYTES / BATCH_MEMORY_FRACTION))
+        return operator_budget(
+            problem, copies, n + n_va, fixed, what, floor, fewer="subsample points"
+        )
+
+    def check_memory(self, problem: FitProblem, plan: Any, settings: FitSettings) -> None:
+        for n, n_va in main_fits(problem, plan):
+            self._operator_budget(
+                problem, row_copy_bytes(problem, n + n_va), n, n_va, settings.options
+            )
+
     def solve(
         self,
         problem: FitProblem,
@@ -132,20 +164,12 @@ class EigenProFamily(Family):
         n, n_va = len(Xtr), 0 if Xva is None else len(Xva)
         Ytr, wt, intercept = problem.targets(rows, unit_mean_weights=True)
         k = problem.n_outputs
-        if opts.s is not None:
-            s = min(n, opts.s)
-        elif opts.rule in ("paper", "reference"):  # the seed paper's M = 4800
-            s = min(n, PAPER_SUBSAMPLE_SIZE)
-        else:
-            s = min(n, default_subsample_size(n))
-        q = min(opts.q, s - 1)
+        s, q = self._subsample(opts, n)
         sub = rng.choice(n, size=s, replace=False)
         D = opts.n_features
         # the budget left for the batches' kernel blocks (or feature cache) and the
         # validation operator, once the fit's own memory is set aside
-        fixed = eigenpro_memory(n, s, q, k, n_va, D)
-        what = f"{problem.estimator} with a subsample of {s} points"
-        budget = operator_budget(problem, copies, n + n_va, fixed, what, fewer="subsample points")
+        budget = self._operator_budget(problem, copies, n, n_va, opts)
         centers = fmap = None
         if D is None:
             # the kernel model's centers are its training points

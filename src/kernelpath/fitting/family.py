@@ -172,6 +172,14 @@ class Family:
         return SCREEN_MIN_ROWS
 
     # ------------------------------------------------------------------ fits
+    def check_memory(self, problem: FitProblem, plan: Any, settings: FitSettings) -> None:
+        """Refuse, before any work, a ``memory_budget`` that the plan's largest fits
+        (``memory.main_fits``) cannot live in: the width screen and the search fit smaller
+        problems first, so such a budget was refused only after them (EigenPro: 35 s into a
+        200,000-point fit). Families whose fits size themselves to the budget check
+        nothing here."""
+        return None
+
     def cost(self, problem: FitProblem, plan: Any) -> FitCost | None:
         """The fit's time and peak memory, estimated from the plan (a ``SelectionPlan``)
         before its largest step; None where the family has no cost model."""

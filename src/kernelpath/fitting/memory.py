@@ -19,6 +19,8 @@ __all__ = [
     "SOLVER_SHARE",
     "copied_bytes",
     "fit_rows",
+    "main_fits",
+    "row_copy_bytes",
     "vector_bytes",
     "operator_budget",
     "held_bytes",
@@ -48,6 +50,27 @@ def copied_bytes(original: Any, made: Any) -> int:
     if B.is_tensor(made):
         return int(made.element_size() * made.nelement())
     return int(getattr(made, "nbytes", 0))
+
+
+def row_copy_bytes(problem: FitProblem, n_rows: int) -> int:
+    """Bytes of the copy ``fit_rows`` makes of ``n_rows`` rows of X held in memory (none
+    for rows read lazily), before it is made."""
+    if B.is_lazy(problem.X):
+        return 0
+    itemsize = np.dtype(B.numpy_dtype(B.dtype_of(problem.X))).itemsize
+    return int(n_rows) * int(problem.X.shape[1]) * itemsize
+
+
+def main_fits(problem: FitProblem, plan: Any) -> list[tuple[int, int]]:
+    """(training rows, validation rows) of the largest fits a plan runs: the fit on the
+    hold-out's training rows, scored on its validation rows, and the refit on every row
+    where there is one (k-fold and the closed-form smoothers fit folds of fewer rows)."""
+    train = len(plan.train)
+    val = 0 if plan.validation is None else len(plan.validation)
+    fits = [(train, val)]
+    if getattr(plan, "refit", False) and problem.n > train:
+        fits.append((problem.n, 0))
+    return fits
 
 
 def vector_bytes(problem: FitProblem, n_rows: int) -> int:

@@ -325,6 +325,7 @@ def make_plan(
             problem,
             refit=_refit(settings, problem, family, method) and va is not None,
         )
+        family.check_memory(problem, plan, settings)  # before the width screen's fits
         if searched:
             assert va is not None
             chosen = []
@@ -346,6 +347,7 @@ def make_plan(
         plan = SelectionPlan(
             kernels, method, cv, every, None, problem, refit=cv not in ("loo", "gcv")
         )
+        family.check_memory(problem, plan, settings)
         if plan.refit:  # k-fold or a splitter
             y = labels if labels is not None else problem.Y
             if labels is None and problem.single_output:

@@ -24,7 +24,7 @@ from ..solvers.random_features import (
 )
 from .family import Family, check_loss, newton_intercept, validation
 from .kernel_models import AUTO_GRID_SIZE, newton_settings
-from .memory import fit_rows, operator_budget
+from .memory import fit_rows, main_fits, operator_budget, row_copy_bytes
 from .problem import CandidateFit, FitProblem, FitSettings
 
 __all__ = ["RandomFeaturesFamily", "AUTO_MAX_FEATURES", "rff_decision"]
@@ -95,6 +95,25 @@ class RandomFeaturesFamily(Family):
             return ()
         return () if self.size_path(settings) else ("loo", "gcv")
 
+    def _operator_budget(
+        self, problem: FitProblem, copies: int, n: int, n_va: int, settings: FitSettings
+    ) -> int:
+        """``memory.operator_budget`` of a fit on ``n`` rows (``n_va`` validation rows):
+        the solver's matrices for the largest D and every penalty of the path."""
+        Dmax, grid = feature_grid(settings.size, n)
+        pen = settings.penalty
+        P = 20 if isinstance(pen, str) else int(np.size(pen))
+        P *= 1 if grid is None else len(grid)
+        solver = rf_memory(Dmax, problem.n_outputs, P, n, settings.cv_mode == "loo")
+        if settings.options.loss != "square":
+            solver += newton_memory(Dmax, problem.n_outputs, P, n, n_va)
+        what = f"{problem.estimator} with n_features={Dmax}"
+        return operator_budget(problem, copies, n + n_va, solver, what, 0, "features")
+
+    def check_memory(self, problem: FitProblem, plan: Any, settings: FitSettings) -> None:
+        for n, n_va in main_fits(problem, plan):
+            self._operator_budget(problem, row_copy_bytes(problem, n + n_va), n, n_va, settings)
+
     def solve(
         self,
         problem: FitProblem,
@@ -111,11 +130,7 @@ class RandomFeaturesFamily(Family):
         Dmax, grid = feature_grid(settings.size, len(rows))
         Xtr, vX, copies = fit_rows(problem, rows, val_rows)
         n_va = 0 if vX is None else len(vX)
-        pen = settings.penalty
-        P = 20 if isinstance(pen, str) else int(np.size(pen))
-        P *= 1 if grid is None else len(grid)
-        loss = settings.options.loss
-        solver = rf_memory(Dmax, problem.n_outputs, P, len(rows), settings.cv_mode == "loo")
+        pen, loss = settings.penalty, settings.options.loss
         if loss != "square":
             if grid is not None:
                 raise ValueError(
@@ -127,9 +142,7 @@ class RandomFeaturesFamily(Family):
                     f"loss={loss!r} with random features reads the rows in memory or from "
                     "disk, not from dask: give loss='square', or NystromClassifier"
                 )
-            solver += newton_memory(Dmax, problem.n_outputs, P, len(rows), n_va)
-        what = f"{problem.estimator} with n_features={Dmax}"
-        operator_budget(problem, copies, len(rows) + n_va, solver, what, 0, "features")
+        self._operator_budget(problem, copies, len(rows), n_va, settings)
         settings = replace(settings, feature_seed=settings.seed())  # the refit reuses the map
         fmap = RandomFourierFeatures(
             kernel,
