@@ -582,3 +582,19 @@ def test_9_a_budget_too_small_for_the_main_fit_is_refused_before_the_screen(make
     X = rng.standard_normal((60_000, 5))
     with pytest.raises(ValueError, match=r"memory_budget=40 MB is too small .* at least \d+MB"):
         make().fit(X, X[:, 0])
+
+
+def test_17_weights_held_only_by_validation_rows_are_named():
+    """Found by the weights fuzz: when every positive weight fell in the rows held out,
+    the training targets' weighted mean divided by 0 (ZeroDivisionError)."""
+    X, y = _data(40)
+    for i in range(40):  # the one weighted row lands in the hold-out for some i
+        w = np.zeros(40)
+        w[i] = 1.0
+        try:
+            kp.KRLSRegressor(random_state=0).fit(X, y, sample_weight=w)
+        except ValueError as exc:
+            assert "rows this fit trains on have weight 0" in str(exc)
+            break
+    else:
+        pytest.fail("no split put the weighted row in the hold-out")

@@ -73,12 +73,12 @@ bad_matrices = st.one_of(
 )
 
 
-def _refused_or_sane(call, result_check=None, names=NAMES):
+def _refused_or_sane(call, result_check=None, names=NAMES, allowed=ALLOWED):
     """Run ``call``: a refusal must be an allowed exception naming one of ``names``; a
     success must pass ``result_check``."""
     try:
         out = call()
-    except ALLOWED as exc:
+    except allowed as exc:
         msg = str(exc)
         assert any(w in msg for w in names), f"unnamed refusal: {type(exc).__name__}: {msg}"
         return None
@@ -393,3 +393,79 @@ def test_read_table_on_arbitrary_csv(tmp_path_factory, header, cells):
         np.asarray(X)
     except (ValueError, TypeError) as exc:
         assert str(exc), "an empty message"
+
+
+# ------------------------------------------------------------------ issue 47's classes
+extreme = st.one_of(
+    floats,
+    st.sampled_from([1e308, 5e-324, -1.0, 0.0, 1e-300, 1e300, 1e200, 1e60, 1e61]),
+)
+
+
+@pytest.mark.parametrize("name", list(REGRESSORS))
+@FUZZ
+@given(
+    weights=st.one_of(
+        arrays(np.float64, 40, elements=extreme),
+        st.builds(lambda v: np.full(40, v), extreme),
+        st.just(np.ones(40) + 1j),
+    ),
+    scale=st.sampled_from([1.0, 1e-200, 1e59, 1e61, 1e160]),
+)
+def test_weights_and_target_scales(name, weights, scale):
+    """Sample weights anywhere in (and beyond) the float range, complex weights, and
+    targets from 1e-200 to 1e160 (items 11, 14, 17, 18): a named refusal or a finite model."""
+    est = REGRESSORS[name]()
+    # EigenPro's step is sized for unit weights: one row holding all the weight diverges,
+    # reported as FloatingPointError naming step_size (documented in its fit; not fixed)
+    allowed = (*ALLOWED, FloatingPointError) if name == "EigenProRegressor" else ALLOWED
+    call = lambda: est.fit(X0, Y0 * scale, sample_weight=weights)  # noqa: E731
+    _refused_or_sane(call, _finite_model, (*NAMES, "step_size"), allowed)
+
+
+@pytest.mark.parametrize(
+    "name", [*CLASSIFIERS, "IncrementalRLSClassifier", "RebalancedRLSClassifier"]
+)
+@FUZZ
+@given(
+    weights=st.one_of(
+        st.dictionaries(st.sampled_from(["a", "b", "c"]), extreme, max_size=3),
+        st.dictionaries(st.sampled_from(["a", "b"]), st.one_of(st.text(max_size=2), st.none())),
+        st.sampled_from(["balanced", "even", 3, None]),
+    )
+)
+def test_class_weights(name, weights):
+    """Class weights of every kind for the batch and online classifiers (items 11, 21)."""
+    online = {
+        "IncrementalRLSClassifier": lambda: kp.IncrementalRLSClassifier(class_weight=weights),
+        "RebalancedRLSClassifier": lambda: kp.RebalancedRLSClassifier(class_weight=weights),
+    }
+    est = online[name]() if name in online else CLASSIFIERS[name]().set_params(class_weight=weights)
+    _refused_or_sane(lambda: est.fit(X0, L0), _finite_model)
+
+
+@pytest.mark.parametrize("name", ["IncrementalRLSClassifier", "RebalancedRLSClassifier"])
+@FUZZ
+@given(
+    first=st.lists(
+        st.one_of(st.text(max_size=2), st.integers(0, 3), floats), min_size=10, max_size=10
+    ),
+    second=st.lists(
+        st.one_of(st.text(max_size=2), st.integers(0, 3), floats, st.none()), min_size=3, max_size=3
+    ),
+)
+def test_streamed_labels(name, first, second):
+    """Two batches of labels of any mix of types (items 21, 27): refused naming the labels,
+    or a classifier whose classes are of one type."""
+    est = getattr(kp, name)()
+
+    def run():
+        est.partial_fit(X0[:10], np.asarray(first, dtype=object))
+        est.partial_fit(X0[10:13], np.asarray(second, dtype=object))
+        return est
+
+    def one_type(out):
+        kinds = {isinstance(c, (str, np.str_)) for c in out.classes_}
+        assert len(kinds) == 1
+
+    _refused_or_sane(run, one_type)

@@ -80,7 +80,9 @@ _SGM_DOC = """
         over step sizes, the grid of thesis §6.4.2); "auto": b / (κ² + (b - 1) λ_1) with
         κ² = max ||φ(x)||² and λ_1 the top eigenvalue of Φ^T Φ / n (the stable minibatch
         step for the square loss; 4x for the logistic loss); "grid": that step times 1/8,
-        1/4, 1/2, 1 and 2, side by side, the best chosen on the validation split.
+        1/4, 1/2, 1 and 2, side by side, the best chosen on the validation split. A fit
+        whose weights stop being finite raises ``FloatingPointError`` asking for a
+        smaller step_size.
     decay : float in [0, 1] or sequence of them, default=0.0
         θ; 0 gives constant steps. A sequence runs every θ (with every step size) on the
         same minibatches: a path over (θ, step size, passes), the thesis's Fig. 6.2b.

@@ -102,6 +102,12 @@ class FitProblem:
         rescales the training weights to mean 1 (the stochastic solvers weigh each point's
         gradient by them)."""
         wt = None if self.weights is None else self.weights[rows]
+        if wt is not None and not wt.sum() > 0:
+            raise ValueError(
+                f"sample_weight: the {len(rows)} rows this fit trains on have weight 0 "
+                "(every positive weight fell in the rows held out to validate): give more "
+                "rows a positive weight, or validation_fraction=0 with a fixed penalty"
+            )
         if wt is not None and unit_mean_weights:
             wt = wt * (len(wt) / wt.sum())
         Ytr = self.Y[rows]
