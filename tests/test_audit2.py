@@ -598,3 +598,26 @@ def test_17_weights_held_only_by_validation_rows_are_named():
             break
     else:
         pytest.fail("no split put the weighted row in the hold-out")
+
+
+def test_17_eigenpro_steps_for_the_largest_weight():
+    """Found by the weights fuzz: the step rules assume unit weights, and one row holding
+    all the weight (w = n after the rescaling) diverged (FloatingPointError). The step now
+    shrinks for the largest weight, and integer weights still act as repeated rows."""
+    from kernelpath.solvers.eigenpro import EigenSystem, weighted_step
+
+    X, y = _data(40)
+    for i in range(40):
+        w = np.zeros(40)
+        w[i] = 1.0
+        try:
+            est = kp.EigenProRegressor(n_epochs=2, random_state=0).fit(X, y, sample_weight=w)
+        except ValueError as exc:  # the weighted row held out: named (test_17 above)
+            assert "weight 0" in str(exc)
+            continue
+        assert np.all(np.isfinite(est.coef_))
+    # the bound m / (w_max beta + (m - 1) lam), and nothing changes for unit weights
+    es = EigenSystem(np.zeros(0), np.zeros((4, 0)), tail=0.5, damping=1.0, beta=2.0)
+    eta = 8 / (2.0 + 7 * 0.5)
+    assert weighted_step(es, 8, eta, 1.0) == eta
+    assert weighted_step(es, 8, eta, 4.0) == pytest.approx(8 / (4 * 2.0 + 7 * 0.5))

@@ -84,9 +84,10 @@ _EP_DOC = """
         ``rule="paper"``, √(2 m / λ_{q+1}) (the seed paper's η ~ √(m / λ_{k+1}) in this
         solver's scaling, ``solvers.eigenpro.paper_step_rule``); with ``rule="reference"``,
         1.5 / λ_{q+1} (its released code, ``solvers.eigenpro.reference_step_rule``).
-        The step is sized for unit weights: a fit whose iterates stop being finite (a
-        step too large, or ``sample_weight`` concentrated on a few rows) raises
-        ``FloatingPointError`` asking for a smaller step_size.
+        With ``sample_weight`` (or class weights) the rule's step shrinks for the largest
+        weight (``solvers.eigenpro.weighted_step``). A fit whose iterates stop being
+        finite (a given step too large) raises ``FloatingPointError`` asking for a smaller
+        step_size.
     rule : {"eigenpro2", "paper", "reference"}, default="eigenpro2"
         Which paper's step, batch size and damping "auto" means: EigenPro 2's (measured
         better, the default), the seed paper's as printed (Ma & Belkin 2017, Sec. 4 and 6)

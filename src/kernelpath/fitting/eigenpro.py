@@ -28,6 +28,7 @@ from ..solvers.eigenpro import (
     reference_step_rule,
     sgd_path,
     step_rule,
+    weighted_step,
 )
 from ..solvers.random_features import indexed_features, rff_operator
 from .family import Family, check_loss, in_memory, validation
@@ -210,6 +211,8 @@ class EigenProFamily(Family):
             m, eta = reference_step_rule(es, n, opts.batch_size)
         else:  # the rule's step for the rule's or the given batch size
             m, eta = step_rule(es, n, max_batch, opts.batch_size)
+        if wt is not None:  # the rules assume unit weights
+            eta = weighted_step(es, m, eta, float(wt.max()))
         if opts.step_size is not None:
             eta = opts.step_size
         selecting = settings.n_iter is None

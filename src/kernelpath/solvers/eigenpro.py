@@ -55,6 +55,7 @@ __all__ = [
     "kernel_eigensystem",
     "feature_eigensystem",
     "step_rule",
+    "weighted_step",
     "paper_step_rule",
     "reference_step_rule",
     "PAPER_SUBSAMPLE_SIZE",
@@ -230,6 +231,18 @@ def step_rule(
     else:
         m = int(min(batch_size, n))
     return m, m / (es.beta + (m - 1) * lam)
+
+
+def weighted_step(es: EigenSystem, m: int, eta: float, w_max: float) -> float:
+    """The step ``eta`` of a rule for unit weights, for weights (mean 1) up to ``w_max``: a
+    sample's gradient is multiplied by its weight, so the one-sample term β of EigenPro 2's
+    bound m / (β + (m-1) λ_{q+1}) becomes w_max β; the step shrinks by that bound's ratio
+    (unchanged for w_max <= 1). Without it, one row holding all the weight (w = n)
+    diverged."""
+    if not w_max > 1.0:
+        return eta
+    lam = max(es.tail, 1e-12 * es.beta)
+    return eta * (es.beta + (m - 1) * lam) / (w_max * es.beta + (m - 1) * lam)
 
 
 def sgd_path(
