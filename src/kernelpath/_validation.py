@@ -8,7 +8,7 @@ from typing import Any, Literal, overload
 
 import numpy as np
 
-from ._backend import is_dask, is_tensor, to_numpy
+from ._backend import check_real, is_dask, is_tensor, to_numpy
 from .data.sources import as_source, is_lazy_array, magnitude_limit
 
 
@@ -348,8 +348,7 @@ def check_weights(weights: Any, n: int, name: str = "sample_weight") -> np.ndarr
     if is_tensor(weights):
         weights = to_numpy(weights)
     a = np.asarray(weights)
-    if a.dtype.kind == "c":
-        raise TypeError(f"{name} must be real numbers, got dtype {a.dtype} (the imaginary part)")
+    check_real(a, name)
     if a.dtype.kind not in "biuf" or a.dtype == bool:
         check_numeric(a, name)
         if a.dtype == bool:
@@ -380,16 +379,22 @@ def check_class_weight(class_weight: Any, balanced: bool = True) -> Any:
         kinds = "None, 'balanced' or a dict" if balanced else "None or a dict"
         raise ValueError(f"class_weight must be {kinds}, got {class_weight!r}")
     for label, value in class_weight.items():
-        if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating)):
-            raise TypeError(f"class_weight[{label!r}] must be a real number, got {value!r}")
-        if not (math.isfinite(float(value)) and 0 <= float(value) <= MAX_CLASS_WEIGHT):
-            raise ValueError(
-                f"class_weight[{label!r}] must be >= 0, finite and at most "
-                f"{MAX_CLASS_WEIGHT:g}, got {value!r}"
-            )
+        class_weight_value(label, value)
     if class_weight and not any(v > 0 for v in class_weight.values()):
         raise ValueError("class_weight: every weight given is 0 (their samples would not count)")
     return class_weight
+
+
+def class_weight_value(label: Any, value: Any) -> float:
+    """One class's weight, checked: a real number in [0, ``MAX_CLASS_WEIGHT``]."""
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, np.floating)):
+        raise TypeError(f"class_weight[{label!r}] must be a real number, got {value!r}")
+    if not (math.isfinite(float(value)) and 0 <= float(value) <= MAX_CLASS_WEIGHT):
+        raise ValueError(
+            f"class_weight[{label!r}] must be >= 0, finite and at most "
+            f"{MAX_CLASS_WEIGHT:g}, got {value!r}"
+        )
+    return float(value)
 
 
 #: The largest class weight: an online learner adds c z z^T for each sample, which must stay

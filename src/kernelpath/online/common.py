@@ -13,7 +13,13 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from .. import _backend as B
-from .._validation import check_class_weight, check_labels, check_magnitude, check_rows
+from .._validation import (
+    check_class_weight,
+    check_labels,
+    check_magnitude,
+    check_rows,
+    class_weight_value,
+)
 from ..calibration import fit_calibration, log_probabilities
 
 __all__ = ["FeatureMap", "as_feature_map", "fitted_features", "StreamClassifier"]
@@ -146,21 +152,28 @@ class StreamClassifier:
     #: What the learner does itself in place of ``class_weight="balanced"`` (for messages).
     _balanced_by = ""
 
-    def _class_weight(self, label: Any) -> float:
-        """The weight of ``label``'s samples: ``class_weight`` (a dict; classes it does not
-        name weigh 1). "balanced" needs the class counts of all the data, which a stream
-        learns as it goes: the learner's own rebalancing (``_balanced_by``) is that."""
+    def _checked_class_weight(self) -> Any:
+        """``class_weight``, checked as a whole (once per batch: ``check_class_weight``).
+        "balanced" needs the class counts of all the data, which a stream learns as it
+        goes: the learner's own rebalancing (``_balanced_by``) is that."""
         cw = getattr(self, "class_weight", None)
-        if cw is None:
-            return 1.0
         if isinstance(cw, str) and cw == "balanced":
             raise ValueError(
                 f"class_weight='balanced' needs every class count before the first sample; "
                 f"{type(self).__name__} {self._balanced_by}: give a dict of class weights "
                 "or None"
             )
-        check_class_weight(cw, balanced=False)
-        return float(cw.get(label, 1.0))
+        return check_class_weight(cw, balanced=False)
+
+    def _class_weight(self, label: Any) -> float:
+        """The weight of ``label``'s samples: ``class_weight`` (a dict; classes it does not
+        name weigh 1), that value checked (the dict as a whole is checked per batch)."""
+        cw = getattr(self, "class_weight", None)
+        if cw is None:
+            return 1.0
+        if not isinstance(cw, dict):
+            self._checked_class_weight()  # raises, naming what it is
+        return class_weight_value(label, cw.get(label, 1.0))
 
     def _check_width(self, X2: np.ndarray) -> np.ndarray:
         """X2, or a ValueError when its number of features is not the fitted one."""
@@ -176,6 +189,7 @@ class StreamClassifier:
             raise ValueError(
                 f"X and y have different numbers of samples: {len(X2)} and {np.shape(y)}"
             )
+        self._checked_class_weight()
         known = getattr(self, "classes_", None) if self.__sklearn_is_fitted__() else None
         check_labels(labels, "y", np.empty(0, dtype=object) if known is None else known)
         if not self.__sklearn_is_fitted__():
