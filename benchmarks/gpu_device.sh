@@ -16,6 +16,11 @@ mkdir -p "$OUT"
 nvidia-smi > "$OUT/nvidia-smi.txt" 2>&1
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .gpu/whl/*.whl
 export PYTHONPATH=/tmp/site:$PWD/src:/tmp/falkon-site
+# FALKON's extension finds torch's libraries (libtorch_cuda_linalg.so) by an rpath relative to
+# a site-packages install; installed with --target it needs them on the loader's path
+torch_lib=$(python3 -c "import os, torch; print(os.path.join(os.path.dirname(torch.__file__), 'lib'))")
+export LD_LIBRARY_PATH=$torch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+ls "$torch_lib" | grep -i linalg
 rm -f /tmp/falkon_status
 if ls .gpu/falkon-wheel/falkon*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-deps --target /tmp/falkon-site .gpu/falkon-wheel/falkon*.whl \
