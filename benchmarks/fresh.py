@@ -101,7 +101,7 @@ def fit_kernelpath(a: argparse.Namespace, X: Any, y: Any, Xt: Any) -> tuple[floa
     est.fit(X, y)
     _sync(a.device)
     sec = time.perf_counter() - t
-    extra = {"n_iter": est.n_iter_, "best_params": est.best_params_}
+    extra = {"n_iter": est.n_iter_, "best_params": est.best_params_, **_fused_state()}
     return sec, est.predict(Xt), extra
 
 
@@ -153,6 +153,15 @@ def fit_sklearn(a: argparse.Namespace, X: Any, y: Any, Xt: Any) -> tuple[float, 
 
 
 FITS = {"kernelpath": fit_kernelpath, "falkon": fit_falkon, "sklearn": fit_sklearn}
+
+
+def _fused_state() -> dict[str, Any]:
+    """Whether kernelpath's fused Triton kernel was on, and the dtypes it fell back for."""
+    try:
+        from kernelpath import _fused
+    except ImportError:  # a version without it
+        return {}
+    return {"fused_kernel": _fused.enabled(), "fused_failed": sorted(map(str, _fused._failed))}
 
 
 def _sync(device: str | None) -> None:
@@ -213,6 +222,7 @@ def run_pass(a: argparse.Namespace) -> dict[str, Any]:
         "m": a.m,
         "dtype": a.dtype,
         "block_rows": op.block_rows,
+        **_fused_state(),
     }
     if cuda and a.profile:
         from torch.profiler import ProfilerActivity, profile

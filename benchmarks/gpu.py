@@ -270,6 +270,17 @@ def run(a: argparse.Namespace) -> int:
     def fk(dtype: str, m: int = 20_000) -> list[str]:
         return [*fit, "--lib", "falkon", "--m", str(m), "--dtype", dtype, *dev]
 
+    if a.plan == "peer":
+        plan_peer(r, a, p10, kp, fk)
+    else:
+        plan_full(r, a, data, p10, kp, fk)
+    print(json.dumps(json.loads((out / "gpu.json").read_text())["rows"], indent=1))
+    return 0
+
+
+def plan_full(r: Runner, a: argparse.Namespace, data: FsPath, p10: str, kp: Any, fk: Any) -> None:
+    """Every measurement of the issue, most important first (the first device session)."""
+    dev = ["--tensors", "--device", "cuda"]
     kp32 = "kernelpath float32, X on the GPU, n=10^7, m=20,000"
     fk32 = "FALKON 0.9 float32 (InCoreFalkon), X on the GPU, n=10^7, m=20,000"
     r.job(kp32, kp("float32"), 150)
@@ -348,8 +359,25 @@ def run(a: argparse.Namespace) -> int:
             ["mnist", "--root", a.mnist_root, "--m", "50000", "--device", "cuda"],
             200,
         )
-    print(json.dumps(json.loads((out / "gpu.json").read_text())["rows"], indent=1))
-    return 0
+
+
+def plan_peer(r: Runner, a: argparse.Namespace, p10: str, kp: Any, fk: Any) -> None:
+    """The fused kernel against the unfused pass, then kernelpath alternating with FALKON
+    (its wheel carried, so no build), float32, n = 10^7, m = 20,000."""
+    pass_args = ["pass", "--data", p10, "--m", "20000", "--dtype", "float32", "--device", "cuda"]
+    pass_args += ["--budget", "16GB", "--repeats", "3"]
+    os.environ["KERNELPATH_TRITON"] = "0"
+    r.job("pass K_nm^T (K_nm v), float32, n=10^7, m=20,000, unfused", pass_args, 60)
+    os.environ.pop("KERNELPATH_TRITON")
+    r.job("pass K_nm^T (K_nm v), float32, n=10^7, m=20,000, fused", [*pass_args, "--profile"], 60)
+    kp32 = "kernelpath float32, X on the GPU, n=10^7, m=20,000, fused kernel"
+    fk32 = "FALKON 0.9 float32 (InCoreFalkon), X on the GPU, n=10^7, m=20,000"
+    falkon = r.wait_for_falkon(a.falkon_status, 30)
+    for _ in range(2):
+        r.job(kp32, kp("float32"), 120)
+        if falkon:
+            r.job(fk32, fk("float32"), 150, a.falkon_python)
+    r.job("kernelpath float64, X on the GPU, n=10^7, m=20,000, fused kernel", kp("float64"), 120)
 
 
 def table(path: FsPath) -> list[str]:
@@ -389,6 +417,7 @@ def main() -> int:
     r.add_argument("--falkon-python", default=sys.executable)
     r.add_argument("--falkon-status", default=None, help="file the FALKON build writes at its end")
     r.add_argument("--falkon-wait", type=float, default=150.0)
+    r.add_argument("--plan", choices=["full", "peer"], default="full")
     r.add_argument("--mnist-root", default=None, help="the folder holding mnist/mnist.npz")
     t = sub.add_parser("table")
     t.add_argument("--path", default=str(RESULTS / "gpu.json"))

@@ -40,5 +40,5 @@ else
 fi
 python3 -c "import kernelpath, torch; print('kernelpath', kernelpath.__version__, 'torch', torch.__version__)"
 PYTHONUNBUFFERED=1 python3 benchmarks/gpu.py run --out "$OUT" --deadline "${DEADLINE:-540}" \
-  --mnist-root .gpu/data --falkon-status /tmp/falkon_status 2>&1 | tee "$OUT/gpu_stdout.log"
+  --mnist-root .gpu/data --falkon-status /tmp/falkon_status --plan "${PLAN:-full}" 2>&1 | tee "$OUT/gpu_stdout.log"
 tail -5 "$OUT/falkon_build.log" 2>/dev/null

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from . import _backend as B
+from . import _fused
 
 __all__ = [
     "Kernel",
@@ -291,6 +292,9 @@ class _RadialKernel(Kernel):
     #: Largest rounding error of s ||x - z||^2 left unclipped (kernel values at most this
     #: far above 1).
     CLIP_TOLERANCE = 1e-12
+    #: Whether ``_transform`` is exactly exp (exp2 with ``base2``) of the scaled squared
+    #: distances, so that ``_fused.exp_block`` may compute a block in one pass.
+    _fused_exp = False
     #: No metric: the default of kernels restored from model files written before it existed.
     metric: Any = None
 
@@ -668,7 +672,6 @@ class _RadialKernel(Kernel):
         Xa[:, :-2] = Xw
         Xa[:, -2] = x_sq
         Xa[:, -1] = 1.0
-        D = B.matmul(Xa, prepared.T, out=out if wdt == in_dtype else None)
         # a squared distance is never negative: clip the rounding of the Gram trick where it
         # matters (a square root, or a pole); exp(s d^2) of a rounding-level positive s d^2
         # is 1 + 1e-15, harmless, so the Gaussian skips this pass over the block
@@ -676,12 +679,19 @@ class _RadialKernel(Kernel):
             zmax = float(B.to_numpy(self.sq_norms(B.astype(Z, wdt))).max()) if len(Z) else 0.0
             xmax = float(B.to_numpy(x_sq).max()) if len(X) else 0.0
             clip = self.clip_needed(xmax, zmax, r, wdt)
-        if clip:
-            if self._scale() < 0:
+        sign = 0 if not clip else (-1 if self._scale() < 0 else 1)
+        D = None
+        if self._fused_exp and B.is_tensor(Xa):  # on CUDA: product, clip and exp in one pass
+            D = _fused.exp_block(
+                Xa, prepared, sign, B.base2_exp(Xa), out=out if wdt == in_dtype else None
+            )
+        if D is None:
+            D = B.matmul(Xa, prepared.T, out=out if wdt == in_dtype else None)
+            if sign < 0:
                 B.clamp_(D, high=0.0)
-            else:
+            elif sign > 0:
                 B.clamp_(D, low=0.0)
-        D = self._transform(D, B.base2_exp(D))
+            D = self._transform(D, B.base2_exp(D))
         if B.dtype_of(D) != in_dtype:
             if out is None:
                 return B.astype(D, in_dtype)
@@ -733,6 +743,7 @@ class Gaussian(_RadialKernel):
     """
 
     _needs_clip = False  # exp of a rounding-level positive exponent is 1 + 1e-15
+    _fused_exp = True  # phi = exp: the fused kernel of ``_fused`` computes its blocks on CUDA
 
     def _scale(self, base2: bool = False) -> float:
         return -0.5 / self._sigma() ** 2 * (_LOG2E if base2 else 1.0)
