@@ -1,7 +1,8 @@
 """The GPU benchmark (issue 48): problem P at scale and MNIST on one CUDA device, against
 FALKON on the same GPU, every fit in a fresh process, inside a fixed time budget.
 
-    python benchmarks/gpu.py run --out DIR [--deadline 540] [--mnist-root ROOT]
+    python benchmarks/gpu.py run --out DIR [--deadline 540] [--mnist-root ROOT] [--plan peer]
+        [--save]
     python benchmarks/gpu.py table          # the markdown table of results/gpu.json
 
 ``run`` is written for a lent device machine with minutes to spend: it measures the GPU's
@@ -274,7 +275,12 @@ def run(a: argparse.Namespace) -> int:
         plan_peer(r, a, p10, kp, fk)
     else:
         plan_full(r, a, data, p10, kp, fk)
-    print(json.dumps(json.loads((out / "gpu.json").read_text())["rows"], indent=1))
+    doc = json.loads((out / "gpu.json").read_text())
+    print(json.dumps(doc["rows"], indent=1))
+    if a.save:  # appended to the saved runs, oldest first
+        saved = RESULTS / "gpu.json"
+        runs = json.loads(saved.read_text())["runs"] if saved.is_file() else []
+        saved.write_text(json.dumps({"runs": [*runs, doc]}, indent=1, default=float))
     return 0
 
 
@@ -381,29 +387,52 @@ def plan_peer(r: Runner, a: argparse.Namespace, p10: str, kp: Any, fk: Any) -> N
 
 
 def table(path: FsPath) -> list[str]:
-    """The markdown table of a saved GPU run."""
+    """The markdown tables of the saved GPU runs (``results/gpu.json``: ``{"runs": [...]}``,
+    one document per device session, oldest first)."""
     doc = json.loads(path.read_text())
-    g = doc.get("result", doc)
-    lines = [
-        f"On one {g['machine']['gpu']} (PyTorch {g['machine']['torch']}, CUDA "
-        f"{g['machine']['cuda']}), {g['date']}; {g['protocol']}.",
-        "",
-        "| run | fit (s) | test error | peak device memory (GB) | rounds |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for label, row in g["rows"].items():
-        err = (
-            f"{row['test_error_pct']:.2f}%"
-            if "test_error_pct" in row
-            else f"RMSE {row['test_rmse']:.4f}"
-        )
-        lines.append(
-            f"| {label} | {row['fit_s']:.1f} | {err} | {row['peak_device_mb'] / 1e3:.1f} | "
-            f"{row['runs']} |"
-        )
-    for label, why in g.get("not_measured", {}).items():
-        first = str(why).strip().splitlines()[-1][:160] if why else "?"
-        lines.append(f"| {label} | not measured: {first} | | | |")
+    lines: list[str] = []
+    for g in doc.get("runs", [doc]):
+        mach, lim = g["machine"], g.get("ceilings", {})
+        lines += [
+            f"**{g['date']}, one {mach['gpu']}** (PyTorch {mach['torch']}, CUDA {mach['cuda']}; "
+            f"measured in the same run: device copy {lim.get('copy_GBps', 0) / 1e3:.2f} TB/s, "
+            f"float32 GEMM {lim.get('gemm_tflops_float32', 0):.1f} TFLOP/s without TF32, "
+            f"float64 {lim.get('gemm_tflops_float64', 0):.1f}). {g.get('session', '')}.",
+            "",
+            "| run | fit (s) | test error | peak device memory (GB) | rounds |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for label, row in g["rows"].items():
+            err = (
+                f"{row['test_error_pct']:.2f}%"
+                if "test_error_pct" in row
+                else f"RMSE {row['test_rmse']:.4f}"
+            )
+            runs = ", ".join(f"{t:.1f}" for t in row["fit_s_runs"])
+            lines.append(
+                f"| {label} | {row['fit_s']:.1f} ({runs}) | {err} | "
+                f"{row['peak_device_mb'] / 1e3:.1f} | {row['runs']} |"
+            )
+        cut = []
+        for label, why in g.get("not_measured", {}).items():
+            last = str(why).strip().splitlines()[-1][:200] if why else "?"
+            if label in g["rows"]:  # a later round of a measured configuration
+                cut.append(f"{label}: a round not measured ({last})")
+            else:
+                lines.append(f"| {label} | not measured: {last} | | | |")
+        lines += [f"\n{c}" for c in cut]
+        for label, p in g.get("passes", {}).items():
+            top = ", ".join(
+                f"{e['name'][:40]} {e['device_ms']:.0f} ms"
+                for e in p.get("profile", [])
+                if not e["name"].startswith(("aten::", "cuda", "cuLaunch", "Command"))
+            )
+            lines.append(
+                f"\n{label}: {p['pass_s']:.3f} s (median of {len(p['passes_s'])})"
+                + (f"; its CUDA kernels: {top}" if top else "")
+            )
+        lines.append("")
+    lines.append(f"Protocol: {doc['runs'][-1]['protocol']}.")
     return lines
 
 
@@ -418,6 +447,7 @@ def main() -> int:
     r.add_argument("--falkon-status", default=None, help="file the FALKON build writes at its end")
     r.add_argument("--falkon-wait", type=float, default=150.0)
     r.add_argument("--plan", choices=["full", "peer"], default="full")
+    r.add_argument("--save", action="store_true", help="append the run to results/gpu.json")
     r.add_argument("--mnist-root", default=None, help="the folder holding mnist/mnist.npz")
     t = sub.add_parser("table")
     t.add_argument("--path", default=str(RESULTS / "gpu.json"))

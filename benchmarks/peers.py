@@ -1,5 +1,5 @@
 """Problem P against the peers, every fit in a fresh process (``python benchmarks/run.py
---suite peers``; ``--suite gpu`` on a machine with CUDA).
+--suite peers``; the GPU's runner is ``benchmarks/gpu.py``).
 
 Problem P (the foundation benchmark): x ~ N(0, I_20), y = sin<w, x> + 0.1 eps, ||w|| = 1,
 50,000 test points, Gaussian sigma = 5, λ = 1e-6, m = 2000 uniform centers, 20 CG iterations,
@@ -186,29 +186,3 @@ def suite_peers(quick: bool, info: dict[str, Any], runs: int = 3, sizes: str = "
         print(f"  streamed pass ({label}) at n={pass_n:,}: {r['pass_s']:.3f} s", flush=True)
     result["streamed_pass"] = passes
     return result
-
-
-def suite_gpu(quick: bool, info: dict[str, Any]) -> dict:
-    """P at n = 10^7 (d = 20) with m = 20,000 on CUDA (float32 and float64), beside the same
-    code on this machine's CPU at n = 200,000."""
-    try:
-        import torch
-    except ImportError:
-        return {"not_run": "PyTorch is not installed"}
-    if not torch.cuda.is_available():
-        return {"not_run": "no CUDA device on this machine"}
-    threads = int(info.get("cores", os.cpu_count() or 1))
-    py = sys.executable
-    n, m = (1_000_000, 5000) if quick else (10_000_000, 20_000)
-    data = problem(n)
-    common = ["--m", str(m), "--sigma", "5", "--penalty", "1e-6", "--iters", "20"]
-    out: dict[str, Any] = {"gpu": torch.cuda.get_device_name(), "rows": {}}
-    for dtype in ("float32", "float64"):
-        args = ["fit", "--data", data, *common, "--lib", "kernelpath", "--dtype", dtype]
-        r = fresh(py, [*args, "--tensors", "--device", "cuda"], threads)
-        out["rows"][f"CUDA {dtype}, n={n:,}, m={m:,}"] = r
-        print(f"  {dtype}: {r['fit_s']:.1f} s, RMSE {r['test_rmse']:.5f}", flush=True)
-    small = problem(200_000)
-    r = fresh(py, ["fit", "--data", small, *common, "--lib", "kernelpath"], threads)
-    out["rows"][f"CPU float64, n=200,000, m={m:,}"] = r
-    return out

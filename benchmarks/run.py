@@ -3,7 +3,7 @@
     python benchmarks/run.py                      # every suite (about 2 hours here)
     python benchmarks/run.py --suite peers        # problem P against FALKON, fresh processes
     python benchmarks/run.py --suite peers --sizes 200k,1M --runs 3
-    python benchmarks/run.py --suite gpu          # P at n = 1e7, m = 20,000 on CUDA
+    python benchmarks/run.py --suite gpu          # benchmarks/gpu.py run --save (CUDA)
     python benchmarks/run.py --suite real --datasets cpusmall,pumadyn32nh
     python benchmarks/run.py --suite centers      # leverage scores, d_eff, the (m, λ) path
     python benchmarks/run.py --quick              # small sizes, to check the runner
@@ -21,7 +21,8 @@ peers
     scikit-learn, every fit in a fresh process, alternating, median of 3:
     ``benchmarks/peers.py``.
 gpu
-    P at n = 10^7 with m = 20,000 on CUDA (float32 and float64) beside the CPU.
+    ``benchmarks/gpu.py``: P at n = 10^7 with m = 20,000 and 50,000, 10^6 with m = 100,000,
+    MNIST, against FALKON on the same GPU (skips without CUDA).
 real
     cpusmall, pumadyn32nh, protein (80/20 random split), ijcnn1, adult (their own splits):
     exact KRLS (n <= 10,000), Nyström direct, NYTRO (ν-method) and CG, all choosing λ (and t)
@@ -328,19 +329,6 @@ def _peers_table() -> list[str]:
                 f"{lim.get('gemm_gflops_float64')} GFLOP/s plus nm exponentials at "
                 f"{lim.get('exp_gelem_allcores_float64')} G/s, both measured in the same run)."
             )
-    gpu = RESULTS / "gpu.json"
-    if gpu.is_file():
-        g = json.loads(gpu.read_text())["result"]
-        if "rows" in g:
-            out.append(f"\nOn {g['gpu']}:\n")
-            out.append("| run | fit (s) | test RMSE | peak device memory (MB) |")
-            out.append("|---|---:|---:|---:|")
-            for label, r in g["rows"].items():
-                dev_mb = r.get("peak_device_mb")
-                out.append(
-                    f"| {label} | {r['fit_s']:.1f} | {r['test_rmse']:.4f} | "
-                    f"{'-' if dev_mb is None else f'{dev_mb:.0f}'} |"
-                )
     return out
 
 
@@ -534,10 +522,13 @@ def main() -> int:
                 sorted(res["problems"].items(), key=lambda kv: order.index(kv[0]))
             )
         save("peers" + suffix, {"machine": info, "result": res})
-    if args.suite in ("gpu", "all"):
-        from peers import suite_gpu
+    if args.suite in ("gpu", "all"):  # benchmarks/gpu.py: its own runner, fresh processes
+        import subprocess
+        import tempfile
 
-        save("gpu" + suffix, {"machine": info, "result": suite_gpu(args.quick, info)})
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [sys.executable, str(HERE / "gpu.py"), "run", "--out", tmp, "--save"]
+            subprocess.run(cmd, check=False)
     if args.suite in ("real", "all"):
         from kernelpath.datasets import shared_data_dir
 

@@ -29,6 +29,7 @@ TABLES: dict[str, list[str]] = {
     "startup": ["benchmarks/startup.py", "table"],
     "accuracy": ["benchmarks/accuracy.py", "table"],
     "max_iter_memory": ["benchmarks/max_iter_memory.py", "table"],
+    "gpu": ["benchmarks/gpu.py", "table"],
 }
 
 
