@@ -37,7 +37,14 @@ from ._backend import (
     to_device,
     to_numpy,
 )
-from ._kernels import givens_downdate_rows, givens_update_rows
+from ._kernels import (
+    LAPACK_IN_THREAD_MIN,
+    cholesky_lower,
+    eigh_lower,
+    givens_downdate_rows,
+    givens_update_rows,
+    interruptible,
+)
 from ._threads import dense_threads
 
 __all__ = [
@@ -46,6 +53,7 @@ __all__ = [
     "regularized_factor",
     "factor_on_device",
     "eigh_in_place",
+    "cholesky_in_place",
     "DEVICE_FACTOR_MIN_CENTERS",
     "NystromFactor",
     "spectral_filter",
@@ -209,10 +217,24 @@ def eigh_in_place(H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     against 0.096 s, docs/design.md "BLAS threads during a fit")."""
     if len(H) == 1:  # SciPy < 1.13 refuses dsyevd's workspace for one row
         return H[0].copy(), np.ones((1, 1), dtype=H.dtype)
-    A = H.T if H.flags.c_contiguous and not H.flags.f_contiguous else H
     with dense_threads(EIGH_FLOPS * len(H) ** 3):
+        if len(H) >= LAPACK_IN_THREAD_MIN and H.dtype == np.float64:  # Ctrl-C stops it
+            return interruptible(eigh_lower, H)
+        A = H.T if H.flags.c_contiguous and not H.flags.f_contiguous else H
         s, V = scipy.linalg.eigh(A, driver="evd", overwrite_a=True, check_finite=False)
     return s, V
+
+
+def cholesky_in_place(K: np.ndarray) -> np.ndarray:
+    """The lower Cholesky factor of a symmetric positive definite float64 matrix, written
+    over K (returned as a Fortran-ordered view; read its lower triangle only); from
+    ``LAPACK_IN_THREAD_MIN`` rows on computed without holding Python's lock, so that
+    Ctrl-C stops it. Raises ``numpy.linalg.LinAlgError`` when K is not positive definite."""
+    with dense_threads(len(K) ** 3 / 3):
+        if len(K) >= LAPACK_IN_THREAD_MIN:
+            return interruptible(cholesky_lower, K)
+        A = K.T if K.flags.c_contiguous and not K.flags.f_contiguous else K
+        return scipy.linalg.cholesky(A, lower=True, overwrite_a=True, check_finite=False)
 
 
 def factor_on_device(device: Device, m: int) -> bool:

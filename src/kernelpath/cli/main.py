@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 import threading
@@ -210,6 +211,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(getattr(module, args.func)(args))
     except _Terminated:
         print(f"kernelpath {args.command}: terminated", file=sys.stderr)
+        _exit_if_lapack_runs(143)
         return 143
     # a model file's errors and scikit-learn's NotFittedError are ValueErrors
     except (UserError, ValueError, TypeError, OSError) as exc:
@@ -218,10 +220,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         print(f"kernelpath {args.command}: interrupted", file=sys.stderr)
+        _exit_if_lapack_runs(130)
         return 130
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_if_lapack_runs(code: int) -> None:
+    """After an interrupt (the writers' temporary files already removed on the way out):
+    when a factorization the interrupt left is still running in its helper thread, end the
+    process now rather than wait for it (the interpreter's exit would: it must not tear
+    OpenBLAS down under a running call, ``_kernels.interruptible``)."""
+    kernels = sys.modules.get("kernelpath._kernels")
+    if kernels is not None and kernels.helpers_running():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 class _Terminated(BaseException):

@@ -18,8 +18,7 @@ import numpy as np
 import scipy.linalg
 
 from .._backend import FACTOR_DTYPE
-from .._threads import dense_threads
-from ..linalg import EIGH_FLOPS, spectral_filter
+from ..linalg import cholesky_in_place, eigh_in_place, spectral_filter
 from ..operators.protocol import KernelProducts
 from ..path import Path
 from ..selection import penalty_grid
@@ -89,8 +88,7 @@ def exact_path(
                 # positive definite in floating point; the eigendecomposition below floors
                 # the rounding's negative eigenvalues at 0. The factor overwrote K.
                 K = _scaled_gram(op, d if weights is not None else None)
-    with dense_threads(EIGH_FLOPS * n**3):
-        s, Q = scipy.linalg.eigh(K, driver="evd", check_finite=False, overwrite_a=True)
+    s, Q = eigh_in_place(K)  # Q over K's memory; interruptible by Ctrl-C
     del K
     s = np.maximum(s, 0.0)
     c = Q.T @ (d[:, None] * Y)  # (n, k)
@@ -161,10 +159,9 @@ def _tikhonov_cholesky(
     n, k = Y.shape
     rhs = d[:, None] * Y
     Kw[np.diag_indices(n)] += lam
-    with dense_threads(n**3 / 3):
-        cf = scipy.linalg.cho_factor(Kw, lower=True, overwrite_a=True, check_finite=False)
-    z = scipy.linalg.cho_solve(cf, rhs, check_finite=False)  # (DKD/n + λ)^-1 D y
-    del Kw, cf
+    L = cholesky_in_place(Kw)  # over Kw; interruptible by Ctrl-C
+    z = scipy.linalg.cho_solve((L, True), rhs, check_finite=False)  # (DKD/n + λ)^-1 D y
+    del Kw, L
     alpha = d[:, None] * z / n
     # D f = (DKD / n) z = D y - λ z, so the weighted residual is -λ z
     train_err = np.array([np.sum((lam * z) ** 2) / (np.sum(d * d) * k)])  # λ z: the residual
