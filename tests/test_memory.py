@@ -36,12 +36,6 @@ def _problem(n: int = 3000, m: int = 400, n_val: int = 800, d: int = 8):
     return op, y, Validation(vop, yv[:, None], "mse")
 
 
-def _lapack():
-    from kernelpath._kernels import _lapack
-
-    _lapack()
-
-
 def _traced(fn):
     tracemalloc.start()
     try:
@@ -269,7 +263,6 @@ def test_every_family_stays_within_its_budget(make, budget):
     it is refused."""
     n = 1500 if isinstance(make(1e9), kp.KRLSRegressor) else 12_000
     X, y = _fit_data(n)
-    _lapack()  # Numba's import and compiled LAPACK calls are modules, not the fit's arrays
     _, peak = _traced(lambda: make(int(budget)).fit(X, y))
     assert peak <= 1.1 * budget, (peak / 1e6, budget / 1e6)
     with pytest.raises(ValueError, match=r"memory_budget=\d+ MB is too small"):

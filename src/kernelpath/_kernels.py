@@ -1,4 +1,5 @@
-"""Compiled inner loops (Numba), with NumPy / SciPy fallbacks when Numba is not importable.
+"""Compiled inner loops (Numba, with NumPy fallbacks) and LAPACK calls that release Python's
+lock.
 
 The rank-one Cholesky update and downdate are sequences of Givens rotations: each row
 depends on the previous one, so a NumPy version costs k array operations per call (about
@@ -7,8 +8,8 @@ Compiled, a k = 500 update takes about 0.2 ms. ``HAVE_NUMBA`` tells whether Numb
 installed; it is imported and the loops compiled at the first update.
 
 The dense symmetric eigendecomposition and Cholesky factor of large matrices
-(``eigh_lower``, ``cholesky_lower``) call LAPACK in place through Numba without holding
-Python's lock (SciPy's wrappers hold it for the whole call: measured, a 2,500 x 2,500
+(``eigh_lower``, ``cholesky_lower``) call SciPy's LAPACK in place through ctypes without
+holding Python's lock (SciPy's wrappers hold it for the whole call: measured, a 2,500 x 2,500
 ``scipy.linalg.eigh`` let another thread run 12 times in 4.3 s), and ``interruptible`` runs
 them in a helper thread while the calling thread waits in short steps, so that Ctrl-C stops
 a fit within a fraction of a second instead of after the factorization (item 25 of the
@@ -125,32 +126,34 @@ def givens_downdate_rows(R: np.ndarray, c: np.ndarray, s: np.ndarray) -> None:
     _compiled()[1](R, c, s)
 
 
+_INT_MAX = 2**31 - 1
+
+
 @functools.cache
-def _lapack() -> tuple[Callable[..., int], Callable[..., int]] | None:
-    """(syevd, potrf) on float64 matrices in place, compiled without Python's lock; None
-    without Numba or its LAPACK bindings (then SciPy computes, holding the lock)."""
+def _lapack() -> tuple[Callable[..., None], Callable[..., None]] | None:
+    """(dsyevd, dpotrf) of SciPy's own LAPACK (``scipy.linalg.cython_lapack``), called
+    through ctypes, which releases Python's lock for a foreign call; None where SciPy does
+    not export them (then SciPy's wrappers compute, holding the lock). No Numba here: its
+    import and compiled code cost 107 MB and 0.9 s a process (measured)."""
     try:
-        import numba
-        from numba import types
-        from numba.np.linalg import _LAPACK, ensure_lapack
+        import ctypes
 
-        ensure_lapack()
-        syevd = _LAPACK().numba_ez_xxxevd(types.float64)
-        potrf = _LAPACK().numba_xxpotrf(types.float64)
-    except Exception:  # noqa: BLE001 - no Numba, or bindings it no longer has: SciPy's
+        import scipy.linalg.cython_lapack as cython_lapack
+
+        api = cython_lapack.__pyx_capi__
+        name_of = ctypes.pythonapi.PyCapsule_GetName
+        name_of.restype, name_of.argtypes = ctypes.c_char_p, [ctypes.py_object]
+        pointer = ctypes.pythonapi.PyCapsule_GetPointer
+        pointer.restype, pointer.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+
+        def function(name: str, n_args: int) -> Callable[..., None]:
+            capsule = api[name]
+            address = pointer(capsule, name_of(capsule))
+            return ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * n_args))(address)
+
+        return function("dsyevd", 11), function("dpotrf", 5)
+    except Exception:  # noqa: BLE001 - a SciPy without these exports: its wrappers
         return None
-
-    @numba.njit(nogil=True, cache=True)
-    def _syevd(a: Any, w: Any) -> int:  # pragma: no cover - compiled
-        n = a.shape[0]
-        return syevd(ord("d"), ord("V"), ord("L"), n, a.ctypes, n, w.ctypes)
-
-    @numba.njit(nogil=True, cache=True)
-    def _potrf(a: Any) -> int:  # pragma: no cover - compiled
-        n = a.shape[0]
-        return potrf(ord("d"), ord("L"), n, a.ctypes, n)
-
-    return _syevd, _potrf
 
 
 def _fortran_view(H: np.ndarray) -> np.ndarray:
@@ -168,32 +171,55 @@ def _fortran_view(H: np.ndarray) -> np.ndarray:
 def eigh_lower(H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(eigenvalues ascending, eigenvectors) of a symmetric float64 matrix by LAPACK's
     divide and conquer (dsyevd) on its lower triangle, the vectors written over H (which
-    is not usable afterwards). Without Numba, SciPy's ``eigh`` (the same driver)."""
+    is not usable afterwards), without holding Python's lock. Where SciPy's LAPACK is not
+    reachable, or dsyevd's workspace (2 n^2 + 6 n + 1) exceeds its 32-bit sizes (n above
+    32,766), SciPy's ``eigh`` computes (dsyevd, or dsyevr for the largest)."""
+    import ctypes
+
     A = _fortran_view(H)
+    n = len(A)
     compiled = _lapack()
-    if compiled is None or len(A) < 2:
-        return scipy.linalg.eigh(A, driver="evd", overwrite_a=True, check_finite=False)
-    w = np.empty(len(A))
-    info = compiled[0](A, w)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"the eigendecomposition did not converge (dsyevd {info})")
+    if compiled is None or n < 2 or 2 * n * n + 6 * n + 1 > _INT_MAX:
+        driver = "evd" if 2 * n * n + 6 * n + 1 <= _INT_MAX else "evr"
+        return scipy.linalg.eigh(A, driver=driver, overwrite_a=True, check_finite=False)
+    ref = ctypes.byref
+    jobz, uplo = ctypes.c_char(b"V"), ctypes.c_char(b"L")
+    size, info = ctypes.c_int(n), ctypes.c_int(0)
+    lwork, liwork = ctypes.c_int(-1), ctypes.c_int(-1)
+    work_q, iwork_q = ctypes.c_double(0.0), ctypes.c_int(0)
+    w = np.empty(n)
+    args = (ref(jobz), ref(uplo), ref(size), A.ctypes.data, ref(size), w.ctypes.data)
+    compiled[0](*args, ref(work_q), ref(lwork), ref(iwork_q), ref(liwork), ref(info))
+    work = np.empty(max(1, int(work_q.value)))
+    iwork = np.empty(max(1, int(iwork_q.value)), dtype=np.intc)
+    lwork.value, liwork.value = len(work), len(iwork)
+    compiled[0](*args, work.ctypes.data, ref(lwork), iwork.ctypes.data, ref(liwork), ref(info))
+    if info.value != 0:
+        raise np.linalg.LinAlgError(
+            f"the eigendecomposition did not converge (dsyevd info {info.value})"
+        )
     return w, A
 
 
 def cholesky_lower(K: np.ndarray) -> np.ndarray:
     """The lower Cholesky factor L of a symmetric positive definite float64 matrix, written
-    over K (a Fortran-ordered view of it is returned; its upper triangle is left as it
-    was). Raises ``numpy.linalg.LinAlgError`` when K is not positive definite."""
+    over K without holding Python's lock (a Fortran-ordered view of it is returned; its
+    upper triangle is left as it was). Raises ``numpy.linalg.LinAlgError`` when K is not
+    positive definite."""
+    import ctypes
+
     A = _fortran_view(K)
     compiled = _lapack()
     if compiled is None:
         return scipy.linalg.cholesky(A, lower=True, overwrite_a=True, check_finite=False)
-    info = compiled[1](A)
-    if info != 0:
+    uplo, size, info = ctypes.c_char(b"L"), ctypes.c_int(len(A)), ctypes.c_int(0)
+    ref = ctypes.byref
+    compiled[1](ref(uplo), ref(size), A.ctypes.data, ref(size), ref(info))
+    if info.value != 0:
         raise np.linalg.LinAlgError(
-            f"the matrix is not positive definite (leading minor {info})"
-            if info > 0
-            else f"dpotrf: argument {-info} is invalid"
+            f"the matrix is not positive definite (leading minor {info.value})"
+            if info.value > 0
+            else f"dpotrf: argument {-info.value} is invalid"
         )
     return A
 
