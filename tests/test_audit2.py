@@ -752,3 +752,44 @@ def test_25_the_command_line_ends_at_once_on_ctrl_c_during_a_factorization(tmp_p
     assert "interrupted" in err
     assert ended < 1.0, ended  # the eigendecomposition of 3,200 rows takes seconds
     assert not (tmp_path / "m.kp").exists()
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda b: kp.NystromRegressor(memory_budget=b, random_state=0),
+        lambda b: kp.NystromRegressor(solver="direct", memory_budget=b, random_state=0),
+        lambda b: kp.NYTRORegressor(memory_budget=b, random_state=0),
+        lambda b: kp.NystromClassifier(loss="logistic", memory_budget=b, random_state=0),
+        lambda b: kp.KRLSRegressor(memory_budget=b),
+    ],
+    ids=["cg", "direct", "nytro", "logistic", "krls"],
+)
+def test_8_9_kernel_families_refuse_before_the_width_screen(make, monkeypatch):
+    """A budget the main fit cannot live in was refused only after the width screen (2-3.6
+    s and 45-68 MB into a 200,000-point fit): the kernel families check their largest fits,
+    with the centers they will draw, before it (``Family.check_memory``)."""
+    from kernelpath.fitting import plan
+
+    def screen(*args, **kwargs):
+        raise AssertionError("the width screen ran before the budget was refused")
+
+    monkeypatch.setattr(plan, "choose_width", screen)
+    X, y = _data(n=3000, d=5)
+    with pytest.raises(ValueError, match=r"memory_budget=2 MB is too small"):
+        make("2MB").fit(X, (y > 0).astype(int) if "Classifier" in type(make(1)).__name__ else y)
+
+
+def test_8_9_the_advised_budget_is_enough_for_the_refit():
+    """The refit on every row draws more centers than the hold-out's fit (sqrt(n) log n):
+    the refusal names the budget of the largest fit, which then fits."""
+    import re
+
+    X, y = _data(n=20_000, d=5)
+    est = kp.NystromRegressor(kp.Gaussian(2.0), solver="direct", random_state=0)
+    with pytest.raises(ValueError, match="too small") as info:
+        est.set_params(memory_budget="20MB").fit(X, y)
+    assert "with 1400 centers" in str(info.value)  # the refit's m, not the hold-out's 1224
+    need = re.search(r"at least (\d+)MB", str(info.value)).group(1)
+    est.set_params(memory_budget=f"{need}MB").fit(X, y)
+    assert len(est.centers_) == 1400

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -33,7 +34,14 @@ from ..solvers.eigenpro import (
 from ..solvers.random_features import indexed_features, rff_operator
 from .family import Family, check_loss, in_memory, validation
 from .kernel_models import center_decision
-from .memory import MIN_OPERATOR_BYTES, fit_rows, main_fits, operator_budget, row_copy_bytes
+from .memory import (
+    MIN_OPERATOR_BYTES,
+    fit_rows,
+    main_fits,
+    operator_budget,
+    refuse_largest,
+    row_copy_bytes,
+)
 from .problem import CandidateFit, FitProblem, FitSettings
 from .random_features import rff_decision
 
@@ -146,10 +154,17 @@ class EigenProFamily(Family):
         )
 
     def check_memory(self, problem: FitProblem, plan: Any, settings: FitSettings) -> None:
-        for n, n_va in main_fits(problem, plan):
-            self._operator_budget(
-                problem, row_copy_bytes(problem, n + n_va), n, n_va, settings.options
+        refuse_largest(
+            functools.partial(
+                self._operator_budget,
+                problem,
+                row_copy_bytes(problem, n + n_va),
+                n,
+                n_va,
+                settings.options,
             )
+            for n, n_va in main_fits(problem, plan)
+        )
 
     def solve(
         self,

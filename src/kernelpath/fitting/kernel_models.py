@@ -3,6 +3,7 @@ point a center), Nyström (direct, CG and the (m, λ) path) and NYTRO."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -34,7 +35,10 @@ from .memory import (
     SOLVER_SHARE,
     copied_bytes,
     fit_rows,
+    main_fits,
     operator_budget,
+    refuse_largest,
+    row_copy_bytes,
     vector_bytes,
 )
 from .problem import CandidateFit, FitProblem, FitSettings
@@ -187,6 +191,34 @@ class _KernelModel(Family):
     def operator_floor(self, m: int, n_tr: int, n_val: int) -> int:
         """The least the fit's operators may be given (``memory.operator_budget``)."""
         return MIN_OPERATOR_BYTES
+
+    def planned_centers(self, settings: FitSettings, n_rows: int) -> int | None:
+        """How many centers a fit on ``n_rows`` rows will have, known before it draws them
+        (None where the fit decides: a path over m, a strategy that sizes its dictionary)."""
+        raise NotImplementedError
+
+    def check_memory(self, problem: FitProblem, plan: Any, settings: FitSettings) -> None:
+        """The budget check of ``solve`` on the plan's largest fits with the centers they
+        will draw, before the width screen (it refused only after the screen's fits: 2-3.6
+        s and 45-68 MB into a 200,000-point fit that could never run)."""
+        d = int(problem.X.shape[1])
+        itemsize = np.dtype(B.numpy_dtype(B.dtype_of(problem.X))).itemsize
+
+        def check(n: int, n_va: int, m: int) -> None:
+            copies = row_copy_bytes(problem, n + n_va) + m * d * itemsize  # rows, centers
+            aside = copies + vector_bytes(problem, n + n_va)
+            solver = self.solver_memory(problem, settings, m, n_va, None, aside)
+            how = self.describe(settings, settings.options.method)
+            what = f"{problem.estimator} with {m} centers ({how})"
+            floor = self.operator_floor(m, n, n_va)
+            operator_budget(problem, copies, n + n_va, solver, what, floor)
+
+        fits = [
+            (n, n_va, self.planned_centers(settings, n)) for n, n_va in main_fits(problem, plan)
+        ]
+        refuse_largest(
+            functools.partial(check, n, n_va, min(m, n)) for n, n_va, m in fits if m is not None
+        )
 
     def solver_memory(
         self,
@@ -342,6 +374,9 @@ class ExactFamily(_KernelModel):
         self, Xtr: Any, kernel: Kernel, settings: FitSettings, budget: int
     ) -> tuple[CenterSelection, np.ndarray | None]:
         return CenterSelection(Xtr, np.arange(len(Xtr)), "all"), None
+
+    def planned_centers(self, settings: FitSettings, n_rows: int) -> int | None:
+        return n_rows
 
     def cost(self, problem: FitProblem, plan: Any) -> FitCost:
         """One eigendecomposition of K per training set the search fits (the hold-out's
@@ -507,6 +542,14 @@ class NystromFamily(_KernelModel):
             return None
         nc = settings.size
         return default_n_centers(n_rows) if nc is None else int(nc)
+
+    def planned_centers(self, settings: FitSettings, n_rows: int) -> int | None:
+        m = self.drawn_centers(settings, n_rows)
+        centers = settings.options.centers
+        if m is None and not self.size_path(settings) and hasattr(centers, "__len__"):
+            if not isinstance(centers, str):
+                m = len(centers)  # given centers
+        return m
 
     def screen(self, settings: FitSettings, fraction: float, n_rows: int) -> FitSettings:
         """A Nyström screening round with a number of centers m drawn by the estimator

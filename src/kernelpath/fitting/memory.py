@@ -14,6 +14,8 @@ from .. import _backend as B
 from .problem import FitProblem
 
 __all__ = [
+    "BudgetError",
+    "refuse_largest",
     "MIN_OPERATOR_BYTES",
     "N_VECTORS",
     "SOLVER_SHARE",
@@ -148,10 +150,34 @@ def operator_budget(
         if copies + problem.held:
             parts.append(f"copies of the data {(copies + problem.held) / 1e6:.0f} MB")
         parts.append(f"n-sized vectors {vectors / 1e6:.0f} MB")
-        raise ValueError(
+        raise BudgetError(
             f"memory_budget={problem.budget / 1e6:.0f} MB is too small for {what}: "
             f"{', '.join(parts)}"
             + (f" and at least {floor / 1e6:.0f} MB for the kernel operators" if floor else "")
-            + f"; give memory_budget of at least {np.ceil(need / 1e6):.0f}MB, or fewer {fewer}"
+            + f"; give memory_budget of at least {np.ceil(need / 1e6):.0f}MB, or fewer {fewer}",
+            need,
         )
     return int(left)
+
+
+class BudgetError(ValueError):
+    """A ``memory_budget`` too small for a fit; ``need`` is the budget it asks for."""
+
+    def __init__(self, message: str, need: int) -> None:
+        super().__init__(message)
+        self.need = int(need)
+
+
+def refuse_largest(checks: Any) -> None:
+    """Run every fit's budget check (callables); where some refuse, raise the refusal that
+    asks for the most, so that the budget it names is enough for every one of them (the
+    refit on all rows draws more centers than the hold-out's fit: advice from the first
+    refusal was refused again at the refit)."""
+    refused = []
+    for check in checks:
+        try:
+            check()
+        except BudgetError as exc:
+            refused.append(exc)
+    if refused:
+        raise max(refused, key=lambda exc: exc.need)

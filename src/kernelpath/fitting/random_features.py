@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -24,7 +25,7 @@ from ..solvers.random_features import (
 )
 from .family import Family, check_loss, newton_intercept, validation
 from .kernel_models import AUTO_GRID_SIZE, newton_settings
-from .memory import fit_rows, main_fits, operator_budget, row_copy_bytes
+from .memory import fit_rows, main_fits, operator_budget, refuse_largest, row_copy_bytes
 from .problem import CandidateFit, FitProblem, FitSettings
 
 __all__ = ["RandomFeaturesFamily", "AUTO_MAX_FEATURES", "rff_decision"]
@@ -111,8 +112,12 @@ class RandomFeaturesFamily(Family):
         return operator_budget(problem, copies, n + n_va, solver, what, 0, "features")
 
     def check_memory(self, problem: FitProblem, plan: Any, settings: FitSettings) -> None:
-        for n, n_va in main_fits(problem, plan):
-            self._operator_budget(problem, row_copy_bytes(problem, n + n_va), n, n_va, settings)
+        refuse_largest(
+            functools.partial(
+                self._operator_budget, problem, row_copy_bytes(problem, n + n_va), n, n_va, settings
+            )
+            for n, n_va in main_fits(problem, plan)
+        )
 
     def solve(
         self,
