@@ -450,6 +450,41 @@ def available_memory(device: Device | None = None) -> int:
         return _FALLBACK_AVAILABLE
 
 
+#: glibc's mallopt parameter of the size from which allocations are mmapped
+_M_MMAP_THRESHOLD = -3
+#: Allocations from this size on are mapped and unmapped (returned to the system at free)
+#: once a fit is given a memory budget (``hold_to_budget``).
+MMAP_THRESHOLD_BYTES = 1 << 20
+_mmap_fixed = False
+
+
+def hold_to_budget() -> None:
+    """Have the C allocator return large freed blocks to the system, once per process (on
+    glibc; nothing elsewhere). glibc raises its mmap threshold each time a mapped block is
+    freed (up to 32 MB), after which arrays of that size come from heaps that keep the
+    memory when they are freed, fragmented and per thread: a 120,000-point direct fit at
+    memory_budget=80MB peaked 40-65 MB above the arrays it held; with the threshold fixed at
+    ``MMAP_THRESHOLD_BYTES``, 3 MB above (measured). Fits given an explicit memory_budget
+    call this: it changes the allocator of the whole process, as ``MALLOC_MMAP_THRESHOLD_``
+    in the environment would, which costs a page fault per page of each new large array
+    (the fits reuse their large buffers; measured within the noise of their time)."""
+    global _mmap_fixed
+    if _mmap_fixed or not sys.platform.startswith("linux"):
+        return
+    _mmap_fixed = True
+    import ctypes
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        return
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt.argtypes, libc.mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+        libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+    except (OSError, AttributeError):  # pragma: no cover - a libc without mallopt
+        pass
+
+
 def resolve_memory_budget(memory_budget: Any, device: Device | None = None) -> int:
     """Turn a user-supplied ``memory_budget`` into bytes.
 

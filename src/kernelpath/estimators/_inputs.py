@@ -14,7 +14,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from .. import _backend as B
-from .._backend import resolve_memory_budget
+from .._backend import hold_to_budget, resolve_memory_budget
 from .._validation import (
     check_class_weight,
     check_labels,
@@ -186,6 +186,8 @@ def fit_problem(
     )
     settings = family.settings(params)
     budget = resolve_memory_budget(est.memory_budget, dev)
+    if est.memory_budget is not None:  # resident memory too, not only the arrays
+        hold_to_budget()
     name = type(est).__name__
     if family.in_memory is not None:  # the n x n kernel matrix is in memory anyway
         X = in_memory(X, budget, name, family.in_memory)
