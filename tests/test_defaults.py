@@ -151,7 +151,12 @@ def test_the_default_fit_is_the_fit_at_its_width_plus_the_search():
     for Est in (kp.NystromRegressor, kp.RandomFeaturesRegressor, kp.NYTRORegressor):
         a = Est(random_state=0).fit(X, y)
         b = Est(kernel=a.kernel_, random_state=0).fit(X, y)
-        np.testing.assert_array_equal(a.predict(X), b.predict(X), err_msg=Est.__name__)
+        # equal up to the summation order of the dense factorizations, whose BLAS threads
+        # follow the cores other processes leave free when each fit starts (issue 43): the
+        # random-features fit differed by 2e-10 between a loaded and a quiet start
+        np.testing.assert_allclose(
+            a.predict(X), b.predict(X), rtol=1e-9, atol=1e-12, err_msg=Est.__name__
+        )
         info = a.path_.info["width_search"][0]
         assert info["sigma"] == pytest.approx(info["median"] * info["factor"])
 

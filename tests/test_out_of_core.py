@@ -219,7 +219,7 @@ def test_a_file_that_changes_during_the_fit_is_an_error(tmp_path, monkeypatch):
         return original(self, start, stop)
 
     monkeypatch.setattr(ArraySource, "_read_raw", read_then_change)
-    est = kp.NystromRegressor(n_centers=100, random_state=0, max_iter=30, memory_budget="2MB")
+    est = kp.NystromRegressor(n_centers=100, random_state=0, max_iter=30, memory_budget="4MB")
     with pytest.raises(DataChangedError, match="changed while it was being read"):
         est.fit(Xs, y)
 

@@ -158,7 +158,7 @@ class EigenProFamily(Family):
             functools.partial(
                 self._operator_budget,
                 problem,
-                row_copy_bytes(problem, n + n_va),
+                row_copy_bytes(problem, n, n_va),
                 n,
                 n_va,
                 settings.options,

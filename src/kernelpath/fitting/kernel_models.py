@@ -205,7 +205,7 @@ class _KernelModel(Family):
         itemsize = np.dtype(B.numpy_dtype(B.dtype_of(problem.X))).itemsize
 
         def check(n: int, n_va: int, m: int) -> None:
-            copies = row_copy_bytes(problem, n + n_va) + m * d * itemsize  # rows, centers
+            copies = row_copy_bytes(problem, n, n_va) + m * d * itemsize  # rows, centers
             aside = copies + vector_bytes(problem, n + n_va)
             solver = self.solver_memory(problem, settings, m, n_va, None, aside)
             how = self.describe(settings, settings.options.method)

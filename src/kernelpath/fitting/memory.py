@@ -54,13 +54,14 @@ def copied_bytes(original: Any, made: Any) -> int:
     return int(getattr(made, "nbytes", 0))
 
 
-def row_copy_bytes(problem: FitProblem, n_rows: int) -> int:
-    """Bytes of the copy ``fit_rows`` makes of ``n_rows`` rows of X held in memory (none
-    for rows read lazily), before it is made."""
-    if B.is_lazy(problem.X):
+def row_copy_bytes(problem: FitProblem, n_rows: int, n_val: int = 0) -> int:
+    """Bytes of the copies ``fit_rows`` makes of a fit's ``n_rows`` training and ``n_val``
+    validation rows of X held in memory, before they are made: none for rows read lazily,
+    and none for a fit on every row (``take_rows`` returns X itself)."""
+    if B.is_lazy(problem.X) or (n_val == 0 and n_rows == problem.n):
         return 0
     itemsize = np.dtype(B.numpy_dtype(B.dtype_of(problem.X))).itemsize
-    return int(n_rows) * int(problem.X.shape[1]) * itemsize
+    return (int(n_rows) + int(n_val)) * int(problem.X.shape[1]) * itemsize
 
 
 def main_fits(problem: FitProblem, plan: Any) -> list[tuple[int, int]]:

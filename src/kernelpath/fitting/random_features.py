@@ -114,7 +114,7 @@ class RandomFeaturesFamily(Family):
     def check_memory(self, problem: FitProblem, plan: Any, settings: FitSettings) -> None:
         refuse_largest(
             functools.partial(
-                self._operator_budget, problem, row_copy_bytes(problem, n + n_va), n, n_va, settings
+                self._operator_budget, problem, row_copy_bytes(problem, n, n_va), n, n_va, settings
             )
             for n, n_va in main_fits(problem, plan)
         )
