@@ -465,3 +465,106 @@ def test_streamed_labels(name, first, second):
         assert len(kinds) == 1
 
     _refused_or_sane(run, one_type)
+
+
+# ------------------------------------------------------------------ issue 47's new classes
+_json = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-(2**70), 2**70),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(max_size=8),
+        st.sampled_from(["NaN", "Infinity", "$float", "$array", "$class", "kernelpath.Gaussian"]),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+def _paths(node, prefix=()):
+    """Every path of keys into a JSON tree (dict keys and list positions)."""
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _paths(v, (*prefix, i))
+
+
+_MODEL_PATHS = None
+
+
+@FUZZ
+@given(data=st.data(), value=_json)
+def test_load_resigned_headers(tmp_path_factory, data, value):
+    """A re-signed file (the checksum is not keyed) whose header tree has any value at any
+    place: ``load`` raises ``ModelFileError`` or gives a model whose predictions are
+    finite or refused with a ValueError / TypeError; nothing else escapes."""
+    import json
+
+    from kernelpath import model_files as mf
+
+    path = tmp_path_factory.mktemp("h") / "m.kp"
+    kp.save(_MODEL, path)
+    raw = path.read_bytes()
+    tree = json.loads(mf._header(raw)["model"])
+    paths = [p for p in _paths(tree) if p]
+    where = data.draw(st.sampled_from(paths))
+
+    def edit(header, tree, tensors):
+        node = tree
+        for key in where[:-1]:
+            node = node[key]
+        node[where[-1]] = value
+
+    path.write_bytes(resigned(raw, edit))
+    try:
+        model = kp.load(path)
+    except kp.ModelFileError:
+        return
+    try:
+        pred = model.predict(X0)
+    except (ValueError, TypeError):
+        return
+    assert np.all(np.isfinite(np.asarray(pred, dtype=float)))
+
+
+@FUZZ
+@given(
+    command=st.sampled_from(["fit", "predict"]),
+    target=st.sampled_from(["data", "model", "folder", "link", "fifo", "fresh"]),
+)
+def test_cli_outputs_refuse_inputs_and_special_files(tmp_path_factory, command, target):
+    """``-o`` is refused, before any work and with one error line, when it names an input
+    of the same command, a folder, a symbolic link or a FIFO; the input is left as it was."""
+    from kernelpath.cli import main
+
+    folder = tmp_path_factory.mktemp("o")
+    data = folder / "d.csv"
+    data.write_text("a,b,y\n" + "\n".join(f"{i % 7},{i % 5},{i % 3}" for i in range(60)) + "\n")
+    model = folder / "m.kp"
+    assert main(["fit", str(data), "--target", "y", "-o", str(model), "--quiet"]) == 0
+    fresh = folder / ("new.kp" if command == "fit" else "new.csv")
+    places = {"data": data, "model": model, "folder": folder / "sub", "fresh": fresh}
+    (folder / "sub").mkdir()
+    places["link"] = folder / "link"
+    places["link"].symlink_to(folder / "elsewhere")
+    places["fifo"] = folder / "fifo"
+    os.mkfifo(places["fifo"])
+    before = {p: p.read_bytes() for p in (data, model)}
+    out = places[target]
+    if command == "fit":
+        argv = ["fit", str(data), "--target", "y", "-o", str(out), "--quiet"]
+    else:
+        argv = ["predict", str(model), str(data), "-o", str(out)]
+    code = main(argv)
+    refused = target != "fresh" and not (target == "model" and command == "fit")
+    assert code == (1 if refused else 0), (command, target, code)
+    for p, content in before.items():
+        if p != out or refused:
+            assert p.read_bytes() == content  # an input is never written over
+    assert not (folder / "elsewhere").exists()  # a link is not followed
