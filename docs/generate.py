@@ -30,6 +30,7 @@ TABLES: dict[str, list[str]] = {
     "accuracy": ["benchmarks/accuracy.py", "table"],
     "max_iter_memory": ["benchmarks/max_iter_memory.py", "table"],
     "gpu": ["benchmarks/gpu.py", "table"],
+    "dask_kills": ["benchmarks/dask_kills.py", "table"],
 }
 
 

@@ -10,7 +10,10 @@ or m x m matrices (``SPLIT_EVERY`` at a time), or the chunks' n-vectors gathered
 
 What travels where:
 
-- the centers (m x d), scattered once per operator to every worker (``broadcast``);
+- the centers (m x d), scattered once per operator to one worker, from which the tasks'
+  workers fetch them (not ``broadcast=True``: its replication loops forever when a worker
+  dies during it, dask/distributed#5704; measured here, a fit hung for 9 minutes after one
+  worker of two was killed; and the active memory manager drops the replicas anyway);
 - per product, the small state: an m x k block of coefficients, embedded in the tasks;
   n-sized inputs (targets, weights) are cut into the chunks' pieces, the weights persisted
   on the workers once and reused by every product;
@@ -22,7 +25,7 @@ of all the workers (and half their memory limits), each chunk's block is compute
 kept on its worker (persisted); otherwise every product recomputes the blocks from the
 chunks (read again from their source). A lost worker's chunks are recomputed from the graph;
 a product whose graph names data the cluster lost for good (the scattered centers, when
-every worker that held them is gone) is cancelled by the scheduler, and the operator then
+the workers that held them are gone) is cancelled by the scheduler, and the operator then
 scatters the centers again and builds the product anew (``LOST_DATA_RETRIES`` times).
 
 No ``distributed.Client``: dask's local scheduler (threads of this process) runs the tasks.
@@ -276,7 +279,7 @@ class DaskKernelOperator:
         self.client = active_client()
         if self.client is not None:
             check_workers(self.client)
-            self._centers_ref: Any = self.client.scatter(self.centers, broadcast=True, hash=False)
+            self._centers_ref: Any = self.client.scatter(self.centers, hash=False)
         else:
             self._centers_ref = dask.delayed(self.centers, pure=True)
         self._ops: list[Any] | None = None
@@ -356,7 +359,7 @@ class DaskKernelOperator:
             except CancelledError:
                 if self.client is None or attempt == LOST_DATA_RETRIES:
                     raise
-                self._centers_ref = self.client.scatter(self.centers, broadcast=True, hash=False)
+                self._centers_ref = self.client.scatter(self.centers, hash=False)
                 self._ops = None
         raise AssertionError("unreachable")  # pragma: no cover
 
