@@ -568,3 +568,29 @@ def test_cli_outputs_refuse_inputs_and_special_files(tmp_path_factory, command, 
         if p != out or refused:
             assert p.read_bytes() == content  # an input is never written over
     assert not (folder / "elsewhere").exists()  # a link is not followed
+
+
+@pytest.mark.parametrize(
+    "state", [{}, {"sigma": "wide"}, {"sigma": -1.0}], ids=["empty", "word", "negative"]
+)
+def test_load_refuses_a_kernel_without_valid_parameters(tmp_path, state):
+    """Found by ``test_load_resigned_headers``: a re-signed file whose fitted kernel's state
+    is ``{}`` loaded (no constructor runs) and its ``predict`` raised AttributeError. A
+    restored kernel must have every parameter, valid, else ``ModelFileError`` at load."""
+    import json
+
+    from kernelpath import model_files as mf
+
+    path = tmp_path / "m.kp"
+    kp.save(_MODEL, path)
+    raw = path.read_bytes()
+
+    def edit(header, tree, tensors):
+        tree["state"]["kernel_"]["state"] = dict(state)
+
+    assert json.loads(mf._header(raw)["model"])["state"]["kernel_"]["$object"] == (
+        "kernelpath.Gaussian"
+    )
+    path.write_bytes(resigned(raw, edit))
+    with pytest.raises(kp.ModelFileError, match="kernelpath.Gaussian"):
+        kp.load(path)

@@ -445,11 +445,26 @@ class _Decoder:
             state[attr] = self.user_code.get(attr)
             self.used_code.add(attr)
         out.__dict__.update(state)
+        if isinstance(out, Kernel):
+            _check_kernel(out, name)
         if "_map" in _rebuilt_by(cls) and "features" in state and "n_features_in_" in state:
             # the fitted map (features_); files written before it: the parameter, fitted
             fmap = state.get("features_", state["features"])
             out._map = as_feature_map(fmap, None)  # type: ignore[arg-type]
         return out
+
+
+def _check_kernel(kernel: Kernel, name: str) -> None:
+    """A kernel restored without its constructor: every parameter present and valid (the
+    checks ``__init__`` would run), else ``ModelFileError``."""
+    # a parameter added later has a class-level default (``metric``) for older files
+    missing = [p for p in kernel._param_names() if not hasattr(kernel, p)]  # noqa: SLF001
+    if missing:
+        raise ModelFileError(f"the model file's {name} lacks its parameter(s) {missing}")
+    try:
+        kernel._check()  # noqa: SLF001
+    except (TypeError, ValueError) as exc:
+        raise ModelFileError(f"the model file's {name} has a bad parameter: {exc}") from None
 
 
 def _decode_type(v: dict[str, Any]) -> Any:
