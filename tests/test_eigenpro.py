@@ -123,6 +123,7 @@ def test_check_estimator(Est, n_features):
             Est(n_features=n_features, n_epochs=3),  # fewer epochs: the contract, not accuracy
             expected_failed_checks={
                 "check_sample_weight_equivalence_on_dense_data": "random batches and split",
+                "check_sample_weight_equivalence_on_sparse_data": "random batches and split",
                 # class weights 1000 : 1e-4 (: 1e-4) on the check's blobs: 94% / 72% of the
                 # test rows predicted class 0 for 2 / 3 classes, the check asks > 87% (issue
                 # 26 stop 33 note; weighted SGD steps with a step rule that ignores weights)

@@ -148,7 +148,10 @@ def test_bad_arguments_are_named(rng):
 @pytest.mark.parametrize("Est", [RandomFeaturesRegressor, RandomFeaturesClassifier])
 @pytest.mark.parametrize("n_features", [50, "auto"])
 def test_check_estimator(Est, n_features):
-    expected = {"check_sample_weight_equivalence_on_dense_data": "random hold-out split"}
+    expected = {
+        "check_sample_weight_equivalence_on_dense_data": "random hold-out split",
+        "check_sample_weight_equivalence_on_sparse_data": "random hold-out split",
+    }
     if n_features == "auto":
         # the path over D at class weights 1000 : 1e-4: under the check's 87% of test rows
         # predicted class 0 (not investigated; D = 50 passes)

@@ -149,7 +149,8 @@ def test_check_estimator(Est):
         check_estimator(
             Est(n_features=50),
             expected_failed_checks={
-                "check_sample_weight_equivalence_on_dense_data": "random batches and split"
+                "check_sample_weight_equivalence_on_dense_data": "random batches and split",
+                "check_sample_weight_equivalence_on_sparse_data": "random batches and split",
             },
         )
 

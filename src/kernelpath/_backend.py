@@ -79,7 +79,6 @@ __all__ = [
     "to_numpy",
     "to_device",
     "like_input",
-    "take_rows",
     "compute_dtype",
     "numpy_dtype",
     "resolve_memory_budget",
@@ -338,43 +337,6 @@ def is_lazy(a: Any) -> bool:
     (``kernelpath.data``) or a dask array."""
 
     return is_source(a) or is_dask(a)
-
-
-def take_rows(X: Any, idx: Any) -> Any:
-    """Rows ``idx`` (an integer array) of a NumPy array or a tensor, on its device; X itself
-    when ``idx`` is every row in order (no copy). Of a row source or a dask array:
-    increasing indices give a lazy view (the hold-out split's parts), others the rows in
-    memory (centers, subsamples)."""
-    idx = np.asarray(idx)
-    if (
-        idx.ndim == 1
-        and len(idx) == len(X)
-        and (
-            len(idx) == 0
-            or (idx[0] == 0 and idx[-1] == len(X) - 1 and bool(np.all(np.diff(idx) == 1)))
-        )
-    ):
-        return X
-    if is_tensor(X):
-        torch = _torch()
-        index = torch.as_tensor(np.asarray(idx, dtype=np.int64), device=X.device)
-        return X.index_select(0, index)
-    if is_lazy(X):
-        increasing = idx.ndim == 1 and bool(np.all(np.diff(idx) > 0))
-        if is_dask(X):
-            return X[idx] if increasing else np.asarray(X[idx])
-        return X.subset(idx) if increasing else X.take(idx)
-    return X[idx]
-
-
-def rows_in_memory(X: Any, idx: Any) -> Any:
-    """Rows ``idx`` of X as an array in memory (NumPy, or a tensor on X's device), read from
-    a row source or gathered from a dask array: centers, subsamples, minibatches."""
-    if is_dask(X):
-        return np.asarray(X[np.asarray(idx)])
-    if is_lazy(X):
-        return X.take(idx)
-    return take_rows(X, idx)
 
 
 def compute_dtype(*arrays: Any) -> np.dtype:

@@ -10,6 +10,7 @@ import numpy as np
 
 from ._backend import check_real, is_dask, is_tensor, to_numpy
 from .data.sources import as_source, is_lazy_array, magnitude_limit
+from .inputs import is_sparse
 
 
 def check_penalty(penalty: Any, name: str = "penalty") -> float | np.ndarray | str:
@@ -114,6 +115,8 @@ def check_rows(X: Any, name: str = "X", one_sample: bool = False) -> np.ndarray:
 
     if is_tensor(X):
         return check_tensor_rows(X[None, :] if one_sample and X.ndim == 1 else X, name)
+    if is_sparse(X):
+        return _check_sparse(X, name)
     try:
         A = np.asarray(X)
         if A.dtype.kind == "c":
@@ -134,6 +137,21 @@ def check_rows(X: Any, name: str = "X", one_sample: bool = False) -> np.ndarray:
         raise ValueError(f"{name} contains NaN or infinity")
     check_magnitude(A, name)
     return np.ascontiguousarray(A)
+
+
+def _check_sparse(X: Any, name: str) -> Any:
+    """``check_rows`` of a scipy.sparse matrix: CSR of real numbers (float32 kept, others
+    float64), finite stored entries, not empty, within the magnitude rule."""
+    check_real(X, name)
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must contain numbers only: dtype {X.dtype}")
+    A = X.tocsr().astype(np.float32 if X.dtype == np.float32 else np.float64, copy=False)
+    if A.shape[0] == 0 or A.shape[1] == 0:
+        raise ValueError(f"{name} must be a non-empty 2-D array, got shape {A.shape}")
+    if not np.all(np.isfinite(A.data)):
+        raise ValueError(f"{name} contains NaN or infinity")
+    check_magnitude(A, name)
+    return A
 
 
 def check_labels(y: Any, name: str = "y", known: Any = None) -> None:
@@ -192,7 +210,10 @@ def check_magnitude(A: Any, name: str = "X") -> None:
 
     if A.shape[0] == 0 or A.shape[1] == 0:
         return
-    big = float(to_numpy(abs(A).max())) if is_tensor(A) else float(np.abs(A).max())
+    if is_sparse(A):
+        big = float(np.abs(A.data).max(initial=0.0))
+    else:
+        big = float(to_numpy(abs(A).max())) if is_tensor(A) else float(np.abs(A).max())
     dtype = np.dtype(str(A.dtype).replace("torch.", ""))
     limit = magnitude_limit(A.shape[1], dtype)
     if big > limit:
@@ -234,6 +255,11 @@ def check_tensor_rows(X: Any, name: str = "X") -> Any:
 
     if X.is_complex():
         raise TypeError(f"{name} must contain real numbers, got a {X.dtype} tensor")
+    if X.layout != torch.strided:
+        raise TypeError(
+            f"{name}: a torch sparse tensor ({X.layout}) is not taken; pass {name}.to_dense(), "
+            "or the rows as a scipy.sparse CSR matrix (computed on the host)"
+        )
     X = X.detach()
     if not X.is_floating_point():
         X = X.to(torch.float64)
@@ -269,6 +295,8 @@ def validate_X(estimator: Any, X: Any, reset: bool) -> Any:
         if names is not None:
             _record_names(estimator, names, reset)
         return X
+    if is_sparse(X):
+        return check_sparse_rows(estimator, X, reset)
     if not is_tensor(X):
         check_numeric(X, "X")
         X = validate_data(estimator, X, reset=reset, dtype=[np.float64, np.float32])
@@ -278,6 +306,49 @@ def validate_X(estimator: Any, X: Any, reset: bool) -> Any:
     check_magnitude(X)
     _record_features(estimator, int(X.shape[1]), reset)
     return X
+
+
+def check_sparse_rows(estimator: Any, X: Any, reset: bool, y: Any = None) -> Any:
+    """A ``scipy.sparse`` X checked for ``estimator`` (its tag ``input_tags.sparse`` says
+    whether it takes one): real numbers, finite stored entries, converted to CSR in float64
+    or float32 (COO, CSC, LIL, ... are converted; indices of 64 bits are kept). With ``y``
+    (fit) returns (X, y) checked together, as ``validate_data`` does."""
+    from sklearn.utils.validation import validate_data
+
+    if not estimator.__sklearn_tags__().input_tags.sparse:
+        device = getattr(estimator, "device", None)
+        why = (
+            f"with device={device!r}: sparse rows are computed with NumPy on the host"
+            if device is not None
+            else "does not take them"
+        )
+        raise TypeError(
+            f"X: a scipy.sparse matrix ({type(X).__name__}) is not taken by "
+            f"{type(estimator).__name__} {why}; pass X.toarray(), or leave device unset"
+            if device is not None
+            else f"X: a scipy.sparse matrix ({type(X).__name__}) is not taken by "
+            f"{type(estimator).__name__}: it {why}; pass X.toarray()"
+        )
+    check_real(X, "X")
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"X: a sparse matrix of numbers is needed, got dtype {X.dtype}")
+    kw: dict[str, Any] = {
+        "accept_sparse": "csr",
+        "accept_large_sparse": True,
+        "dtype": [np.float64, np.float32],
+    }
+    if y is None:
+        X = validate_data(estimator, X, reset=reset, **kw)
+    else:
+        X, y = validate_data(estimator, X, y, **kw, **_xy_options(estimator))
+    check_magnitude(X)
+    return X if y is None else (X, y)
+
+
+def _xy_options(estimator: Any) -> dict[str, Any]:
+    from sklearn.base import is_classifier
+
+    return {"multi_output": not is_classifier(estimator), "y_numeric": not is_classifier(estimator)}
 
 
 def _record_features(estimator: Any, d: int, reset: bool) -> None:
@@ -311,6 +382,12 @@ def check_dask_rows(X: Any, name: str = "X") -> Any:
     rows: the kernel blocks need every feature of a row)."""
     if X.ndim != 2:
         raise ValueError(f"{name} must be a 2-D dask array, got {X.ndim} dimensions")
+    if is_sparse(getattr(X, "_meta", None)):
+        raise TypeError(
+            f"{name}: a dask array of scipy.sparse chunks is not taken (the cluster's products "
+            f"use dense chunks); pass {name}.map_blocks(lambda b: b.toarray()) or compute it "
+            "into one scipy.sparse matrix"
+        )
     if np.dtype(X.dtype).kind not in "biuf":
         raise TypeError(f"{name} must contain numbers only, got dtype {X.dtype}")
     if len(X.chunks[1]) != 1:

@@ -36,6 +36,7 @@ import scipy.sparse
 from . import _backend as B
 from ._threads import dense_threads
 from ._validation import check_int, check_weights
+from .inputs import rows_in_memory
 from .kernels import AUTO_WIDTH_FACTORS, Kernel, make_kernel, median_distance
 from .operators import KernelOperator
 from .selection import holdout_split
@@ -309,7 +310,7 @@ def learn_widths(
     w = np.ones(n) if sample_weight is None else check_weights(sample_weight, n)
     rng = np.random.default_rng(random_state)
     idx = np.arange(n) if n <= n_subsample else np.sort(rng.choice(n, n_subsample, False))
-    rows = B.to_numpy(B.rows_in_memory(X, idx))
+    rows = B.to_numpy(rows_in_memory(X, idx))
     if np.asarray(rows).dtype.kind not in "biuf":
         raise TypeError(f"X must contain real numbers, got dtype {np.asarray(rows).dtype}")
     Xs = np.ascontiguousarray(rows, dtype=np.float64)

@@ -30,6 +30,7 @@ import numpy as np
 from . import _backend as B
 from ._backend import resolve_memory_budget
 from ._validation import check_choice, check_float, check_int
+from .inputs import center_rows, first_of_each_row, rows_in_memory, take_rows
 from .kernels import Kernel
 from .leverage import (
     SQUEAK_VARIANTS,
@@ -93,15 +94,13 @@ def without_repeats(sel: CenterSelection) -> CenterSelection:
     eigendecomposition instead of a Cholesky factor (adult's one-hot rows repeat: 7 of 643
     uniform centers; its default fit 6.06 s -> 5.79 s at the same width and test error).
     For uniform draws (no weights)."""
-    P = B.to_numpy(sel.points, np.float64)
-    keep = np.zeros(len(P), dtype=bool)
-    if len(P):
-        keep[np.unique(P, axis=0, return_index=True)[1]] = True
+    keep = np.zeros(sel.points.shape[0], dtype=bool)
+    keep[first_of_each_row(sel.points)] = True
     if keep.all():
         return sel
     kept = np.flatnonzero(keep)
     indices = None if sel.indices is None else sel.indices[kept]
-    return replace(sel, points=B.take_rows(sel.points, kept), indices=indices)
+    return replace(sel, points=take_rows(sel.points, kept), indices=indices)
 
 
 class UniformCenters:
@@ -118,8 +117,8 @@ class UniformCenters:
         penalty: float | None = None,
         memory_budget: Any = None,
     ) -> CenterSelection:
-        idx = rng.choice(len(X), size=n_centers, replace=False)
-        return CenterSelection(B.rows_in_memory(X, idx), idx, self.name)
+        idx = rng.choice(X.shape[0], size=n_centers, replace=False)
+        return CenterSelection(center_rows(X, idx), idx, self.name)
 
     def __repr__(self) -> str:
         return "UniformCenters()"
@@ -131,7 +130,7 @@ def _score_penalty(own: float | None, given: float | None, kernel: Kernel, X: np
     if given is not None and given > 0:
         return float(given)
     scale = float(
-        np.max(B.to_numpy(kernel.diag(B.rows_in_memory(X, np.arange(min(len(X), 1000))))))
+        np.max(B.to_numpy(kernel.diag(rows_in_memory(X, np.arange(min(X.shape[0], 1000))))))
     )
     return DEFAULT_SCORE_PENALTY * (scale if scale > 0 else 1.0)
 
@@ -195,11 +194,15 @@ class LeverageCenters:
         if self.method == "exact":
             scores = _exact_scores(X, kernel, lam, budget)
         else:
-            p = samples_within(budget, len(X)) if self.n_samples is None else int(self.n_samples)
+            p = (
+                samples_within(budget, X.shape[0])
+                if self.n_samples is None
+                else int(self.n_samples)
+            )
             scores = _approximate_scores(X, kernel, lam, p, rng, budget)
         idx, w = _draw_by_scores(scores, n_centers, rng)
         return CenterSelection(
-            B.rows_in_memory(X, idx), idx, self.name, scores, w, lam, {"d_eff": float(scores.sum())}
+            center_rows(X, idx), idx, self.name, scores, w, lam, {"d_eff": float(scores.sum())}
         )
 
     def __repr__(self) -> str:
@@ -304,7 +307,7 @@ class SqueakCenters:
             q = d.multiplicities.astype(float)
             order = rng.choice(len(d), size=m, replace=False, p=q / q.sum())
         idx = d.indices[order]
-        points = B.take_rows(X, idx)
+        points = center_rows(X, idx)
         return CenterSelection(points, idx, self.name, scores, d.weights[order], lam, info)
 
     def __repr__(self) -> str:
@@ -379,9 +382,9 @@ def select_centers(
         if n_centers is None and not chooses_size(centers):
             raise ValueError("n_centers is needed by this center strategy")
         sel: CenterSelection = centers.select(X, n_centers, rng, kernel, penalty, memory_budget)
-        if n_centers is not None and len(sel.points) < n_centers:
+        if n_centers is not None and sel.points.shape[0] < n_centers:
             warnings.warn(
-                f"the {sel.strategy} strategy found {len(sel.points)} centers, fewer than "
+                f"the {sel.strategy} strategy found {sel.points.shape[0]} centers, fewer than "
                 f"n_centers={n_centers}",
                 UserWarning,
                 stacklevel=3,

@@ -1,8 +1,8 @@
 """Data loaders and the synthetic problems of the papers.
 
-Loaders return ``(X, y)`` as float64 NumPy arrays:
+Loaders return ``(X, y)`` as float64 NumPy arrays (X of a LIBSVM file as CSR):
 
-- ``load_libsvm``: LIBSVM / svmlight text (plain, .gz or .bz2), densified;
+- ``load_libsvm``: LIBSVM / svmlight text (plain, .gz or .bz2), as a CSR matrix (or dense);
 - ``load_csv``: delimited text with or without a header, choosing the target column(s);
 - ``load_arff``: ARFF files (SciPy's reader), numeric attributes;
 - ``load_mat``: MATLAB v5 .mat files with named train/test arrays;
@@ -49,39 +49,48 @@ def _open_text(path: str | os.PathLike[str]) -> io.TextIOBase:
 
 
 def load_libsvm(
-    path: str | os.PathLike[str], n_features: int | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Read a LIBSVM / svmlight file (optionally .gz / .bz2) into dense arrays.
+    path: str | os.PathLike[str], n_features: int | None = None, dense: bool = False
+) -> tuple[Any, np.ndarray]:
+    """Read a LIBSVM / svmlight file (optionally .gz / .bz2): X as a CSR matrix (every
+    estimator takes one), or dense.
 
     Parameters
     ----------
     path : path-like
     n_features : int or None
         Number of columns (default: the largest feature index seen).
+    dense : bool, default=False
+        Return X as a dense float64 array instead (refused when it would not fit the
+        default memory budget).
 
     Returns
     -------
-    X : ndarray of shape (n, d)
+    X : scipy.sparse.csr_matrix of shape (n, d), float64 (ndarray with ``dense=True``)
     y : ndarray of shape (n,)
 
     Raises
     ------
     ValueError
-        The dense X would not fit the default memory budget (a feature index of 2·10⁹ in a
-        two-line file asks for n × 2·10⁹ × 8 bytes): refused before it is allocated.
+        With ``dense=True``, the dense X would not fit the default memory budget (a feature
+        index of 2·10⁹ in a two-line file asks for n × 2·10⁹ × 8 bytes): refused before it is
+        allocated.
     """
     from sklearn.datasets import load_svmlight_file
 
     X, y = load_svmlight_file(str(path), n_features=n_features)
+    y = np.asarray(y, dtype=np.float64)
+    if not dense:
+        return X.tocsr().astype(np.float64), y
     n, d = X.shape
     need, budget = n * d * 8, resolve_memory_budget(None)
     if need > budget:
         raise ValueError(
             f"path: {path} densified is {n} rows x {d} features ({need / 2**30:.3g} GiB: the "
             f"largest feature index sets d), more than the memory at hand "
-            f"({budget / 2**30:.3g} GiB); kernelpath reads LIBSVM files into dense arrays"
+            f"({budget / 2**30:.3g} GiB); read it sparse (dense=False): every estimator "
+            "takes a CSR matrix"
         )
-    return np.asarray(X.toarray(), dtype=np.float64), np.asarray(y, dtype=np.float64)
+    return np.asarray(X.toarray(), dtype=np.float64), y
 
 
 def load_csv(
@@ -275,15 +284,15 @@ def load_shared(name: str, root: str | os.PathLike[str] | None = None) -> dict[s
         te = np.loadtxt(base / spec["test"], ndmin=2)
         return {"X_train": tr[:, 1:], "y_train": tr[:, 0], "X_test": te[:, 1:], "y_test": te[:, 0]}
     if kind == "libsvm" and "train" in spec:
-        Xtr, ytr = load_libsvm(base / spec["train"])
-        Xte, yte = load_libsvm(base / spec["test"], n_features=Xtr.shape[1])
+        Xtr, ytr = load_libsvm(base / spec["train"], dense=True)
+        Xte, yte = load_libsvm(base / spec["test"], n_features=Xtr.shape[1], dense=True)
         d = max(Xtr.shape[1], Xte.shape[1])
         if Xtr.shape[1] < d:
             Xtr = np.hstack([Xtr, np.zeros((len(Xtr), d - Xtr.shape[1]))])
         return {"X_train": Xtr, "y_train": ytr, "X_test": Xte, "y_test": yte}
     path = base / spec["file"]
     if kind == "libsvm":
-        X, y = load_libsvm(path)
+        X, y = load_libsvm(path, dense=True)
     elif kind == "arff":
         X, y = load_arff(path)
     else:

@@ -46,6 +46,7 @@ from threadpoolctl import threadpool_limits
 from . import _backend as B
 from ._validation import check_dask_rows, check_int
 from ._version import __version__
+from .inputs import dense_block
 from .kernels import Kernel
 from .operators.features import FeatureOperator, feature_moments
 from .operators.kernel import CACHE_FRACTION, KernelOperator
@@ -261,7 +262,7 @@ class DaskKernelOperator:
             raise ValueError(f"cache must be 'auto', True or False, got {cache!r}")
         self.dtype = B.compute_dtype(X, centers)
         self.X = X.astype(self.dtype) if X.dtype != self.dtype else X
-        self.centers = np.ascontiguousarray(B.to_numpy(centers), dtype=self.dtype)
+        self.centers = np.ascontiguousarray(B.to_numpy(dense_block(centers)), dtype=self.dtype)
         if self.centers.ndim != 2 or self.centers.shape[1] != X.shape[1]:
             raise ValueError(
                 f"X and centers must be 2-D with the same number of columns, got shapes "

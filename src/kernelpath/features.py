@@ -36,6 +36,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _backend as B
 from ._backend import resolve_memory_budget
 from ._validation import check_int, make_rng, validate_X
+from .inputs import as_rows, column_means, product, take_rows
 from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Matern, make_kernel
 from .linalg import nystrom_factor
 from .operators import KernelOperator
@@ -137,11 +138,11 @@ def _check_center(center: Any, d: int) -> np.ndarray | None:
 
 
 class _DenseTransformer(TransformerMixin, BaseEstimator):
-    """Dense input only; float32 and float64 kept."""
+    """Dense output (sparse input taken); float32 and float64 kept."""
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = True
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
@@ -239,7 +240,7 @@ class RandomFourierFeatures(_DenseTransformer):
         self.kernel_ = kernel.resolve(X, med_rng)
         given = self.center
         if isinstance(given, str) and given == "mean":
-            given = B.to_numpy(X, np.float64).mean(axis=0)
+            given = column_means(X)
         center = _check_center(given, X.shape[1])
         self.frequencies_, self.offsets_ = sample_frequencies(
             self.kernel_, D, X.shape[1], freq_rng, bool(self.orthogonal)
@@ -264,7 +265,7 @@ class RandomFourierFeatures(_DenseTransformer):
         check_is_fitted(self, "frequencies_")
         dev = B.resolve_device(self.device, {"X": X})
         Xv = validate_X(self, X, reset=False)
-        out = self.transform_first(B.to_device(Xv, dev, B.dtype_of(Xv)), len(self.offsets_))
+        out = self.transform_first(as_rows(Xv).to(dev, B.dtype_of(Xv)), len(self.offsets_))
         return B.like_input(out, X)
 
     def _parameters_like(self, X: Any) -> tuple[Any, Any]:
@@ -312,21 +313,22 @@ class RandomFourierFeatures(_DenseTransformer):
         scale = float(np.sqrt(2.0 / (n_features if normalize else 1)))
         budget = resolve_memory_budget(self.memory_budget, B.array_device(X))
         itemsize = B.dtype_of(X).itemsize
-        need = len(X) * n_features * itemsize
+        need = X.shape[0] * n_features * itemsize
         if out is None and need > budget:
             raise ValueError(
-                f"the {len(X)} x {n_features} feature matrix needs {need / 1e9:.2f} GB, more "
+                f"the {X.shape[0]} x {n_features} feature matrix needs {need / 1e9:.2f} GB, more "
                 f"than memory_budget={budget / 1e9:.2f} GB: transform fewer rows at a time"
             )
         if out is None:
-            out = B.empty((len(X), n_features), X)
+            out = B.empty((X.shape[0], n_features), X)
         # blocks of ~4 MB: the product, the phase, the cosine and the scaling stay in cache
         # (on CUDA, large blocks)
         target = 512 * 1024**2 if B.array_device(X).is_cuda else 4 * 1024**2
-        rows = int(max(1, min(len(X), target // max(1, n_features * itemsize))))
-        for s in range(0, len(X), rows):
+        rows = int(max(1, min(X.shape[0], target // max(1, n_features * itemsize))))
+        source = as_rows(X)  # sparse rows: densified blocks, or CSR x dense products
+        for s in range(0, X.shape[0], rows):
             blk = out[s : s + rows]
-            B.matmul(X[s : s + rows], W.T, out=blk)
+            product(source.read(s, s + rows), W.T, out=blk)
             blk += b
             B.cos_(blk)
             blk *= scale
@@ -386,13 +388,13 @@ class NystromFeatures(_DenseTransformer):
 
         dev = B.resolve_device(self.device, {"X": X})
         X = validate_X(self, X, reset=True)
-        X = B.to_device(X, dev, B.dtype_of(X))
+        X = as_rows(X).to(dev, B.dtype_of(X))
         m = check_int(self.n_components, "n_components", 1)
         assert m is not None
         rng = make_rng(self.random_state)
         self.kernel_ = make_kernel(self.kernel).resolve(X, rng)
-        idx = rng.choice(len(X), size=min(m, len(X)), replace=False)
-        self.centers_ = B.take_rows(X, idx)
+        idx = rng.choice(X.shape[0], size=min(m, X.shape[0]), replace=False)
+        self.centers_ = take_rows(X, idx)
         budget = resolve_memory_budget(self.memory_budget, dev)
         op = KernelOperator(self.centers_, self.centers_, self.kernel_, budget)
         eps = float(np.finfo(B.dtype_of(X)).eps)
@@ -417,7 +419,7 @@ class NystromFeatures(_DenseTransformer):
         Xv = validate_X(self, X, reset=False)
         dt = B.dtype_of(Xv)
         op = KernelOperator(
-            B.to_device(Xv, dev, dt),
+            as_rows(Xv).to(dev, dt),
             B.to_device(self.centers_, dev, dt),
             self.kernel_,
             resolve_memory_budget(self.memory_budget, dev),

@@ -35,6 +35,7 @@ import numpy as np
 
 from . import _backend as B
 from . import _fused
+from .inputs import as_rows, dense_block, is_sparse, product, row_sq_norms, rows_in_memory
 
 __all__ = [
     "Kernel",
@@ -84,27 +85,41 @@ def squared_distances(
 
 
 def median_distance(
-    X: np.ndarray, random_state: Any = None, scales: Any = None, metric: Any = None
+    X: Any, random_state: Any = None, scales: Any = None, metric: Any = None
 ) -> float:
     """Median pairwise Euclidean distance of ``X`` (on a subsample of at most 1000 rows), of
     its columns divided by ``scales`` (shape (n_features,)) when given, or of the rows
     ``X @ metric`` (a kernel's ``metric``, shape (n_features, r)) when given."""
     rng = np.random.default_rng(random_state)
-    if len(X) > _MEDIAN_SUBSAMPLE:
-        X = B.rows_in_memory(X, rng.choice(len(X), _MEDIAN_SUBSAMPLE, replace=False))
-    elif B.is_lazy(X):
-        X = B.rows_in_memory(X, np.arange(len(X)))
-    X = B.to_numpy(X)  # the same numbers whatever the backend of the data
-    if scales is not None:
-        X = X / np.asarray(scales, dtype=np.float64)
-    if metric is not None:
-        X = np.asarray(X, dtype=np.float64) @ np.asarray(metric, dtype=np.float64)
-    D = squared_distances(X, X)
-    iu = np.triu_indices(len(X), k=1)
+    n = int(X.shape[0])
+    idx = rng.choice(n, _MEDIAN_SUBSAMPLE, replace=False) if n > _MEDIAN_SUBSAMPLE else None
+    if is_sparse(X) and not as_rows(X).dense_blocks:  # stays sparse (its dense form may not fit)
+        X = (X if idx is None else X[idx]).astype(np.float64)
+        if scales is not None:
+            X = X.multiply(1.0 / np.asarray(scales, dtype=np.float64)[None, :]).tocsr()
+        if metric is not None:
+            X = np.asarray(X @ np.asarray(metric, dtype=np.float64))
+    else:
+        X = dense_block(rows_in_memory(X, np.arange(n) if idx is None else idx))
+        X = B.to_numpy(X)  # the same numbers whatever the backend of the data
+        if scales is not None:
+            X = X / np.asarray(scales, dtype=np.float64)
+        if metric is not None:
+            X = np.asarray(X, dtype=np.float64) @ np.asarray(metric, dtype=np.float64)
+    sq = np.asarray(row_sq_norms(X), dtype=np.float64)
+    if is_sparse(X):
+        D = np.asarray((X @ X.T).toarray(), dtype=np.float64)
+        D *= -2.0
+        D += sq[:, None]
+        D += sq[None, :]
+        np.maximum(D, 0.0, out=D)
+    else:
+        D = squared_distances(X, X, sq, sq)
+    iu = np.triu_indices(X.shape[0], k=1)
     d = np.sqrt(D[iu])
     # distances at the rounding level of the norms they are expanded from are 0: identical
     # rows whose mean is inexact (0.3 in three columns) gave widths of 7e-10 (check_data)
-    top = float(np.sqrt(np.max(np.sum(np.asarray(X, dtype=np.float64) ** 2, axis=1))))
+    top = float(np.sqrt(sq.max(initial=0.0)))
     d = d[d > top / width_units_limit(X.shape[1])]
     return float(np.median(d)) if d.size else 1.0
 
@@ -121,6 +136,15 @@ def width_units_limit(d: int, dtype: Any = np.float64) -> float:
     feature, 840 for one float32 feature."""
     eps = float(np.finfo(np.dtype(dtype)).eps)
     return float(1.0 / np.sqrt(4 * (max(int(d), 1) + 2) * eps))
+
+
+class SparseFactor:
+    """A radial kernel's centers prepared for sparse rows (``_RadialKernel.prepare``): the
+    scaled squared distances of a CSR block X are ``X @ lin + scale ||x||^2 +
+    center_terms``."""
+
+    def __init__(self, lin: Any, scale: float, center_terms: np.ndarray) -> None:
+        self.lin, self.scale, self.center_terms = lin, scale, center_terms
 
 
 class Kernel:
@@ -195,8 +219,7 @@ class Kernel:
         """
         for name, A in (("X", X), ("Z", Z)):
             B.check_real(A, name)
-            if not bool(B.isfinite_all(A)):
-                raise ValueError(f"{name} contains NaN or infinity")
+            as_rows(A).check_finite(name)
         return self.block(X, Z)
 
     def block(
@@ -217,8 +240,11 @@ class Kernel:
         backend and device of X."""
         raise NotImplementedError
 
-    def prepare(self, Z: np.ndarray, z_sq: np.ndarray | None = None) -> Any:
-        """Precompute what depends on Z alone (reused for every block against Z)."""
+    def prepare(
+        self, Z: np.ndarray, z_sq: np.ndarray | None = None, sparse_rows: bool = False
+    ) -> Any:
+        """Precompute what depends on Z alone (reused for every block against Z; with
+        ``sparse_rows``, for blocks of sparse rows)."""
         return None
 
     def clip_needed(self, x_sq_max: float, z_sq_max: float, d: int, dtype: Any) -> bool:
@@ -246,7 +272,7 @@ class Kernel:
     def sq_norms(self, X: Any) -> Any:
         """The squared row norms a block of X needs (weighted by 1 / sigma_l^2 for a radial
         kernel with one width per feature), shape ``(len(X),)``."""
-        return B.sq_norms(X)
+        return row_sq_norms(X)
 
     def max_feature_weight(self) -> float:
         """The largest weight ``sq_norms`` gives a feature (a bound of the weighted norms by
@@ -524,8 +550,15 @@ class _RadialKernel(Kernel):
             return B.sq_norms(self.coordinates(X))
         w = self._feature_weights(X)
         if w is None:
-            return B.sq_norms(X)
-        return (X * X) @ w
+            return row_sq_norms(X)
+        if is_sparse(X):
+            return np.asarray(X.multiply(X) @ w).ravel()
+        if B.is_tensor(X):
+            return (X * X) @ w
+        # row by row in one order, whatever the rows around it (a matrix-vector product
+        # rounds a row by where it falls in the kernel's groups of rows): blocks of rows
+        # get the norms the whole array gets
+        return np.einsum("ij,j->i", X * X, w)
 
     def max_feature_weight(self) -> float:
         L = self._L
@@ -606,7 +639,7 @@ class _RadialKernel(Kernel):
         return type(self)(**params)
 
     def diag(self, X: np.ndarray) -> np.ndarray:
-        out = B.empty((len(X),), X)
+        out = B.empty((int(X.shape[0]),), X)
         out[:] = 1.0
         return out
 
@@ -615,16 +648,24 @@ class _RadialKernel(Kernel):
         transform that takes exponentials in base 2, see ``_backend.base2_exp``)."""
         return 1.0
 
-    def prepare(self, Z: np.ndarray, z_sq: np.ndarray | None = None) -> np.ndarray:
-        if len(Z):
-            top = Z.abs().amax(dim=0) if B.is_tensor(Z) else np.abs(Z).max(axis=0)  # type: ignore[attr-defined]
+    def prepare(self, Z: Any, z_sq: np.ndarray | None = None, sparse_rows: bool = False) -> Any:
+        """The centers' part of the augmented product, (m, r + 2): [-2 s W z, s, s ||z||^2]
+        (W the per-feature weights, s the transform's scale); with ``sparse_rows`` (the
+        blocks will be sparse rows) a ``SparseFactor`` instead, whose linear part is laid out
+        for the sparse x dense product."""
+        if sparse_rows and self.metric is None:
+            return self._sparse_factor(Z, z_sq)
+        if Z.shape[0]:
+            if is_sparse(Z):
+                Z = Z.toarray()
+            top = Z.abs().amax(dim=0) if B.is_tensor(Z) else np.abs(Z).max(axis=0)
             self.check_data(B.to_numpy(top), "the centers", B.dtype_of(Z))
         dtype = np.float64 if self._uses_distance else B.dtype_of(Z)
         Z = B.astype(Z, dtype)
         keep = z_sq is not None and B.dtype_of(z_sq) == dtype
         Z, z_sq = self._coordinates_and_norms(Z, z_sq if keep else None)
         s = self._scale(B.base2_exp(Z))
-        out = B.empty((len(Z), Z.shape[1] + 2), Z, dtype)
+        out = B.empty((Z.shape[0], Z.shape[1] + 2), Z, dtype)
         out[:, :-2] = Z
         w = self._feature_weights(Z)
         if w is not None:  # -2 <x, z>_W = -2 <x, W z>
@@ -633,6 +674,29 @@ class _RadialKernel(Kernel):
         out[:, -2] = s
         out[:, -1] = s * z_sq
         return out
+
+    def _sparse_factor(self, Z: Any, z_sq: Any) -> SparseFactor:
+        """``prepare`` for sparse rows: (-2 s W Z^T as a (d, m) C-contiguous array, or sparse
+        for sparse centers, s, s ||z||^2)."""
+        dtype = np.dtype(np.float64) if self._uses_distance else B.dtype_of(Z)
+        if Z.shape[0]:
+            top = abs(Z).max(axis=0)
+            top = top.toarray() if is_sparse(top) else top
+            self.check_data(np.asarray(top).ravel(), "the centers", B.dtype_of(Z))
+        Z = Z.astype(dtype)
+        if z_sq is None or B.dtype_of(z_sq) != dtype:
+            z_sq = self.sq_norms(Z)
+        s = self._scale(False)
+        w = self._feature_weights(Z)
+        if is_sparse(Z):
+            lin = Z.multiply(w[None, :]) if w is not None else Z
+            lin = (lin * (-2.0 * s)).T.tocsr()
+        else:
+            lin = np.array(Z.T, dtype=dtype, order="C")
+            if w is not None:
+                lin *= w[:, None]
+            lin *= -2.0 * s
+        return SparseFactor(lin, s, s * np.asarray(z_sq, dtype=dtype))
 
     def clip_needed(self, x_sq_max: float, z_sq_max: float, d: int, dtype: Any) -> bool:
         """Whether clipping s d^2 to its sign can change a block by more than
@@ -652,6 +716,14 @@ class _RadialKernel(Kernel):
         to clip the scaled squared distances to their sign (None: ``clip_needed``)."""
         if self.per_feature:
             self.widths(int(X.shape[1]))  # one per feature
+        if is_sparse(X) and self.metric is None:
+            return self._sparse_block(X, Z, x_sq, z_sq, prepared, out, clip)
+        if is_sparse(X):  # with a metric the block's rows are densified (x L is dense)
+            X, x_sq, work = X.toarray(), None, None
+        if isinstance(prepared, SparseFactor):  # prepared for sparse rows: dense ones here
+            prepared = None
+        if is_sparse(Z):
+            Z = Z.toarray()
         if prepared is None:
             prepared = self.prepare(Z, z_sq)
         # sqrt(d^2) turns the Gram trick's float32 rounding (~1e-7 ||x||^2) into distance
@@ -664,11 +736,11 @@ class _RadialKernel(Kernel):
         if (
             work is None
             or B.dtype_of(work) != wdt
-            or work.shape[0] < len(X)
+            or work.shape[0] < X.shape[0]
             or work.shape[1] < r + 2
         ):
-            work = B.empty((len(X), r + 2), Xw, wdt)
-        Xa = work[: len(X), : r + 2]
+            work = B.empty((X.shape[0], r + 2), Xw, wdt)
+        Xa = work[: X.shape[0], : r + 2]
         Xa[:, :-2] = Xw
         Xa[:, -2] = x_sq
         Xa[:, -1] = 1.0
@@ -676,8 +748,8 @@ class _RadialKernel(Kernel):
         # matters (a square root, or a pole); exp(s d^2) of a rounding-level positive s d^2
         # is 1 + 1e-15, harmless, so the Gaussian skips this pass over the block
         if clip is None:
-            zmax = float(B.to_numpy(self.sq_norms(B.astype(Z, wdt))).max()) if len(Z) else 0.0
-            xmax = float(B.to_numpy(x_sq).max()) if len(X) else 0.0
+            zmax = float(B.to_numpy(self.sq_norms(B.astype(Z, wdt))).max()) if Z.shape[0] else 0.0
+            xmax = float(B.to_numpy(x_sq).max()) if X.shape[0] else 0.0
             clip = self.clip_needed(xmax, zmax, r, wdt)
         sign = 0 if not clip else (-1 if self._scale() < 0 else 1)
         D = None
@@ -698,6 +770,34 @@ class _RadialKernel(Kernel):
             out[...] = D
             return out
         return D
+
+    def _sparse_block(self, X, Z, x_sq, z_sq, prepared, out, clip):
+        """The block of sparse rows X (CSR): s d^2 = X (-2 s W Z^T) + s ||x||^2 + s ||z||^2,
+        one sparse x dense product (a sparse x sparse one for sparse centers), then the
+        transform in place."""
+        if not isinstance(prepared, SparseFactor):
+            prepared = self._sparse_factor(Z, z_sq)
+        wdt = np.dtype(np.float64) if self._uses_distance else B.dtype_of(X)
+        Xw = X.astype(wdt, copy=False)
+        if x_sq is None or B.dtype_of(x_sq) != wdt:
+            x_sq = self.sq_norms(Xw)
+        D = Xw @ prepared.lin
+        D = D.toarray() if is_sparse(D) else np.asarray(D)
+        D = D.astype(wdt, copy=False)
+        D += (prepared.scale * x_sq)[:, None]
+        D += prepared.center_terms[None, :]
+        if clip is None:
+            xmax = float(x_sq.max()) if X.shape[0] else 0.0
+            zmax = float(prepared.center_terms.max() / prepared.scale) if Z.shape[0] else 0.0
+            clip = self.clip_needed(xmax, zmax, int(X.shape[1]), wdt)
+        if clip:
+            B.clamp_(D, high=0.0) if self._scale() < 0 else B.clamp_(D, low=0.0)
+        D = self._transform(D, False)
+        in_dtype = B.dtype_of(X)
+        if out is not None:
+            out[...] = D
+            return out
+        return D if B.dtype_of(D) == in_dtype else D.astype(in_dtype)
 
     def _transform(self, D: np.ndarray, base2: bool) -> np.ndarray:
         """phi of the scaled squared distances, in place (``base2``: ``prepare`` scaled them
@@ -917,13 +1017,13 @@ class Polynomial(Kernel):
         return 1.0 / X.shape[1] if self.gamma is None else float(self.gamma)
 
     def block(self, X, Z, x_sq=None, z_sq=None, prepared=None, out=None, work=None, clip=None):
-        K = B.matmul(X, Z.T, out=out)
+        K = _product(X, Z, out)
         K *= self._gamma(X)
         K += self.coef0
         return B.pow_(K, self.degree)
 
     def diag(self, X: np.ndarray) -> np.ndarray:
-        return (self._gamma(X) * B.sq_norms(X) + self.coef0) ** self.degree
+        return (self._gamma(X) * row_sq_norms(X) + self.coef0) ** self.degree
 
 
 class Linear(Kernel):
@@ -933,10 +1033,16 @@ class Linear(Kernel):
         pass
 
     def block(self, X, Z, x_sq=None, z_sq=None, prepared=None, out=None, work=None, clip=None):
-        return B.matmul(X, Z.T, out=out)
+        return _product(X, Z, out)
 
     def diag(self, X: np.ndarray) -> np.ndarray:
-        return B.sq_norms(X)
+        return row_sq_norms(X)
+
+
+def _product(X: Any, Z: Any, out: Any = None) -> Any:
+    """X Z^T into ``out`` (when given): dense arrays or tensors, or sparse rows X and/or
+    sparse centers Z (the result is dense)."""
+    return product(X, Z.T, out)
 
 
 #: the widths a radial kernel takes by name (``sigma=...``): the median distance, chosen by

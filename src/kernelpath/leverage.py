@@ -55,6 +55,7 @@ from ._backend import FACTOR_DTYPE, resolve_memory_budget
 from ._validation import check_choice, check_dask_rows, check_float, check_int, check_rows, make_rng
 from .data.sources import as_source, is_lazy_array
 from .dispatch import make_operator
+from .inputs import as_rows, rows_in_memory, take_rows
 from .kernels import Kernel, make_kernel
 from .linalg import eigh_in_place, nystrom_factor
 from .operators import KernelOperator
@@ -110,7 +111,7 @@ def _check_lambda(penalty: Any) -> float:
 
 # --------------------------------------------------------------------------- exact
 def _exact_scores(X: np.ndarray, kernel: Kernel, lam: float, budget: int) -> np.ndarray:
-    n = len(X)
+    n = X.shape[0]
     need = n * n * np.dtype(FACTOR_DTYPE).itemsize
     if need > budget:
         raise ValueError(
@@ -118,7 +119,7 @@ def _exact_scores(X: np.ndarray, kernel: Kernel, lam: float, budget: int) -> np.
             f"({need / 1e9:.2f} GB), more than memory_budget={budget / 1e9:.2f} GB: "
             "use method='approximate' or 'squeak'"
         )
-    X = B.rows_in_memory(X, np.arange(n)) if B.is_lazy(X) else X  # n^2 fits: so does X
+    X = rows_in_memory(X, np.arange(n)) if B.is_lazy(X) else X  # n^2 fits: so does X
     op = KernelOperator(X, X, kernel, max(budget, 2**20), cache=False)
     K = np.asarray(op.center_gram(), dtype=FACTOR_DTYPE)
     shift = lam * n
@@ -144,7 +145,7 @@ def _approximate_scores(
     rng: np.random.Generator,
     budget: int,
 ) -> np.ndarray:
-    n = len(X)
+    n = X.shape[0]
     need = approximate_memory(min(n_samples, n))
     if need > budget // 2:
         raise ValueError(
@@ -152,7 +153,7 @@ def _approximate_scores(
             f"{need / 1e6:.0f} MB for their {n_samples} x {n_samples} algebra, more than half "
             f"of memory_budget={budget / 1e6:.0f} MB: give fewer n_samples or a larger budget"
         )
-    first = B.rows_in_memory(X, np.arange(1))
+    first = rows_in_memory(X, np.arange(1))
     diag = B.to_numpy(make_operator(X, first, kernel, budget).diag(), FACTOR_DTYPE)
     total = float(diag.sum())
     if not total > 0:
@@ -160,7 +161,7 @@ def _approximate_scores(
     cols = rng.choice(n, size=n_samples, replace=True, p=diag / total)
     # repeated columns add nothing to L = C W^+ C^T (nor does the rescaling of the columns)
     cols = np.unique(cols)
-    op = make_operator(X, B.rows_in_memory(X, cols), kernel, budget - need)
+    op = make_operator(X, rows_in_memory(X, cols), kernel, budget - need)
     eps = float(np.finfo(op.dtype).eps)
     fac = nystrom_factor(op.center_gram(), dtype_eps=eps, preconditioned=False)
     R = fac.R
@@ -290,7 +291,7 @@ def squeak(
     SqueakDictionary
     """
     X = check_rows(X)
-    n = len(X)
+    n = X.shape[0]
     lam = _check_lambda(penalty)
     eps = check_float(eps, "eps", 0.0, 1.0, low_open=True, high_open=True)
     if q_bar is None:
@@ -323,7 +324,7 @@ def squeak(
         start += len(new)
         cand = np.concatenate([idx, new])
         # EXPAND: kernel values of the new points against the candidate dictionary
-        op = KernelOperator(B.take_rows(X, new), B.take_rows(X, cand), kern, budget, cache=False)
+        op = KernelOperator(take_rows(X, new), take_rows(X, cand), kern, budget, cache=False)
         K_new = np.asarray(op.dense(), dtype=FACTOR_DTYPE)
         d = len(idx)
         K_c = np.empty((len(cand), len(cand)))
@@ -350,7 +351,7 @@ def _squeak_scores(
     X: np.ndarray, kernel: Kernel, dictionary: SqueakDictionary, budget: int
 ) -> np.ndarray:
     """Eq. 5 with the final dictionary for every point of X."""
-    op = KernelOperator(X, B.take_rows(X, dictionary.indices), kernel, budget)
+    op = KernelOperator(X, take_rows(X, dictionary.indices), kernel, budget)
     K_dd = np.asarray(op.center_gram(), dtype=FACTOR_DTYPE)
     T = _eq5_factor(K_dd, dictionary.weights, dictionary.shift)
     quad = np.asarray(op.row_sq_norms(T), dtype=FACTOR_DTYPE)
@@ -413,12 +414,12 @@ def leverage_scores(
         Xc = as_source(X) if is_lazy_array(X) else check_dask_rows(X)
     else:
         Xc = check_rows(X)
-    Xc = B.to_device(Xc, dev, B.dtype_of(Xc))
+    Xc = as_rows(Xc).to(dev, B.dtype_of(Xc))
     lam = _check_lambda(penalty)
     method = check_choice(method, "method", METHODS)
     rng = make_rng(random_state)
     kern = make_kernel(kernel).resolve(Xc, rng)
-    n = len(Xc)
+    n = Xc.shape[0]
     if method == "exact":
         tau = _exact_scores(Xc, kern, lam, resolve_memory_budget(memory_budget))
         return B.like_input(tau, X)

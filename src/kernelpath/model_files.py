@@ -79,6 +79,7 @@ from .estimators import (
     SGMRegressor,
 )
 from .features import NystromFeatures, RandomFourierFeatures
+from .inputs import is_sparse
 from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Linear, Matern, Polynomial
 from .online import (
     IncrementalRLSClassifier,
@@ -265,6 +266,10 @@ class _Encoder:
             return {"$scalar": v.dtype.str, "value": self.value(v.item(), where)}
         if isinstance(v, np.ndarray):
             return self.array(v, where)
+        if is_sparse(v):  # sparse centers: CSR's three arrays and its shape
+            C = v.tocsr()
+            parts = [self.array(a, where) for a in (C.data, C.indices, C.indptr)]
+            return {"$csr": parts, "shape": [int(C.shape[0]), int(C.shape[1])]}
         if B.is_tensor(v):
             return self.array(B.to_numpy(v), where)
         if isinstance(v, (list, UserList)):  # scikit-learn 1.6 keeps a remainder's columns
@@ -363,6 +368,8 @@ class _Decoder:
             if not self.lenient and a.dtype.kind == "f" and not np.all(np.isfinite(a)):
                 raise ModelFileError(f"array {key!r} of the model holds NaN or infinity")
             return a
+        if "$csr" in v:
+            return self.csr(v)
         if "$float" in v:
             if v["$float"] not in ("nan", "inf", "-inf"):
                 raise ModelFileError(f"bad float {v['$float']!r} in the model header")
@@ -412,6 +419,30 @@ class _Decoder:
         if "$object" in v:
             return self.obj(v)
         raise ModelFileError(f"unexpected entry in the model header: {str(v)[:80]}")
+
+    def csr(self, v: dict[str, Any]) -> Any:
+        """A CSR matrix from its three arrays and shape, checked as scipy checks a matrix
+        it did not build (``check_format(full_check=True)``: sorted, in-range indices)."""
+        import scipy.sparse
+
+        parts, shape = v["$csr"], v.get("shape")
+        if not (isinstance(parts, list) and len(parts) == 3 and isinstance(shape, list)):
+            raise ModelFileError("a sparse matrix of the model header lacks its parts")
+        data, indices, indptr = (self.value(x) for x in parts)
+        if not all(isinstance(a, np.ndarray) and a.ndim == 1 for a in (data, indices, indptr)):
+            raise ModelFileError("a sparse matrix of the model header has parts that are not 1-D")
+        if indices.dtype.kind not in "iu" or indptr.dtype.kind not in "iu":
+            raise ModelFileError("a sparse matrix of the model header has non-integer indices")
+        if len(shape) != 2 or not all(isinstance(x, int) and 0 <= x < 2**62 for x in shape):
+            raise ModelFileError(f"bad sparse matrix shape {shape!r} in the model header")
+        try:
+            C = scipy.sparse.csr_matrix((data, indices, indptr), shape=tuple(shape))
+            C.check_format(full_check=True)
+        except (ValueError, TypeError, IndexError) as exc:
+            raise ModelFileError(
+                f"a sparse matrix of the model header is malformed: {exc}"
+            ) from None
+        return C
 
     def obj(self, v: dict[str, Any]) -> Any:
         name = v["$object"]

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _backend as B
+from .inputs import as_rows
 
 __all__ = [
     "SCALE_ROWS",
@@ -106,26 +106,16 @@ def feature_statistics(
     read of the same rows (the spreads as ``feature_scales``; with ``common_units``, one
     spread for every column where the columns share one unit, ``shares_unit``)."""
     n = int(X.shape[0])
-    if n > SCALE_ROWS:
-        rows = np.sort(rng.choice(n, SCALE_ROWS, replace=False))
-        sample = B.rows_in_memory(X, rows)
-    elif B.is_lazy(X):
-        sample = B.rows_in_memory(X, np.arange(n))
-    else:
-        sample = X
-    S = B.to_numpy(sample, np.float64)
-    s = S.std(axis=0)
+    rows = np.sort(rng.choice(n, SCALE_ROWS, replace=False)) if n > SCALE_ROWS else None
+    center, s, lo, hi, two_valued = as_rows(X).column_moments(rows)
     # constant up to rounding: a spread below sqrt(eps) of the column's magnitude cannot be
     # resolved by the fold (its squared differences are below the rounding of the squared
     # norms the kernel blocks expand; naval has columns of 0.998 with a spread of 2e-13)
-    empty = np.zeros(S.shape[1])
-    lo, hi = (S.min(axis=0), S.max(axis=0)) if len(S) else (empty, empty)
     size = np.maximum(np.abs(lo), np.abs(hi))
     varies = np.isfinite(s) & (s > np.sqrt(np.finfo(np.float64).eps) * size)
     # two values: at least half their gap (an indicator; see the module's rule)
-    two = varies & np.all((S == lo) | (S == hi), axis=0)
+    two = varies & two_valued
     s = np.where(two, np.maximum(s, (hi - lo) / 2), s)
-    center = S.mean(axis=0) if len(S) else empty
     if common_units and shares_unit(lo, hi, varies):
         return center, np.full(len(s), float(np.sqrt(np.mean(s[varies] ** 2))))
     return center, np.where(varies, s, 1.0)

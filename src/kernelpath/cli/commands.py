@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend as B
+from .._backend import resolve_memory_budget
 from .._version import __version__
 from ..data import default_mode, write_predictions
 from ..data.files import check_destination, temporary
@@ -21,6 +22,7 @@ from ..estimators import (
     NystromRegressor,
     NYTRORegressor,
 )
+from ..inputs import check_feature_count, dense_block
 from ..kernels import Gaussian
 from ..leverage import effective_dimension
 from ..model_files import load, save
@@ -120,6 +122,10 @@ def _fit(args: argparse.Namespace) -> int:
     est = _estimator(args, task)
     out = args.output or str(FsPath(args.data).with_suffix(".kp").name)
     _check_output(out, data=args.data, target_file=args.target_file)
+    try:  # before the first line of progress: a refusal is the command's one line
+        check_feature_count(int(X.shape[1]), resolve_memory_budget(est.memory_budget))
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     _say(args, f"fitting {type(est).__name__} ({task}) on {_rows_x_cols(X)}")
     t0 = time.perf_counter()
     with _progress(args, "fit"):
@@ -260,7 +266,7 @@ def _inspect(args: argparse.Namespace) -> int:
             if attr == "classes_":
                 value = ", ".join(str(c) for c in value)
             if attr == "center_strategy_" and hasattr(model, "centers_"):
-                value = f"{len(model.centers_)} ({value})"
+                value = f"{model.centers_.shape[0]} ({value})"
             lines.append(f"{label}: {value}")
     names = _predict_columns(model)
     if names:
@@ -310,7 +316,7 @@ def _effective_dimension(model: Any) -> float | None:
     if centers is None or kernel is None or not lam or not np.isfinite(lam):
         return None
 
-    return effective_dimension(np.asarray(B.to_numpy(centers)), kernel, float(lam))[0]
+    return effective_dimension(B.to_numpy(dense_block(centers)), kernel, float(lam))[0]
 
 
 def _plot(model: Any, out: str) -> None:

@@ -108,8 +108,8 @@ def _read_data(
         )
     if target_file is not None:
         y = _read_target_file(target_file, target, delimiter)
-    if y is not None and len(y) != len(X):
-        raise UserError(f"the target has {len(y)} rows, the data {len(X)}")
+    if y is not None and len(y) != X.shape[0]:
+        raise UserError(f"the target has {len(y)} rows, the data {X.shape[0]}")
     if need_target and y is None:
         raise UserError(f"{path}: no target: name it with --target or --target-file")
     if y is not None and not hasattr(y, "dtype"):

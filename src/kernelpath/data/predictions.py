@@ -14,6 +14,7 @@ from pathlib import Path as FsPath
 from typing import Any
 
 import numpy as np
+import scipy.sparse
 
 from .files import check_destination, replace_into, temporary
 from .sources import RowSource, as_source, is_lazy_array
@@ -77,13 +78,15 @@ def write_predictions(
         if suffix != ".csv":
             raise ValueError(f"header: only a .csv output has a header line, got {out!r}")
     src = as_source(X) if is_lazy_array(X) or isinstance(X, np.memmap) else None
-    arr = None if src is not None else np.asarray(X)
+    sparse = scipy.sparse.issparse(X)  # scipy.sparse rows: predicted block by block as CSR
+    arr = None if src is not None else (X if sparse else np.asarray(X))
     shape = src.shape if src is not None else arr.shape  # type: ignore[union-attr]
     if len(shape) != 2:
         raise ValueError(f"X must be 2-D (n_samples, n_features), got shape {tuple(shape)}")
     n, d = int(shape[0]), int(shape[1])
-    if block_rows is None:
-        block_rows = max(1, (64 * 1024**2) // max(1, 8 * d))
+    if block_rows is None:  # rows of 64 MB (a sparse row: its stored entries)
+        per_row = 12 * arr.nnz // max(n, 1) if sparse else 8 * d  # type: ignore[union-attr]
+        block_rows = max(1, (64 * 1024**2) // max(8, per_row))
     elif isinstance(block_rows, bool) or not isinstance(block_rows, numbers.Integral):
         raise TypeError(f"block_rows must be a positive integer or None, got {block_rows!r}")
     block_rows = int(block_rows)

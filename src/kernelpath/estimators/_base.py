@@ -23,6 +23,7 @@ from ..distributed import dask_predict
 from ..fitting import Family, NystromFamily, Selection, select
 from ..fitting.agop import metric_summary
 from ..fitting.problem import FitProblem
+from ..inputs import as_rows, is_sparse
 from ..kernels import AGOP_NAMES
 from ..progress import verbose_reporter
 from ._inputs import fit_problem
@@ -59,7 +60,7 @@ class _KernelPathEstimator(BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like, sparse matrix, tensor or row source of shape (n_samples, n_features)
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets (class labels for classifiers).
         sample_weight : array-like of shape (n_samples,), default=None
@@ -175,9 +176,12 @@ class _KernelPathEstimator(BaseEstimator):
         """X validated and on the device predictions compute on: ``device`` when it is
         set, else where X lives (a model fitted on a GPU predicts NumPy inputs with NumPy
         unless ``device`` says otherwise)."""
-        dev = B.resolve_device(getattr(self, "device", None), {"X": X})
+        device = getattr(self, "device", None)
+        if is_sparse(X) and isinstance(device, str) and device == "auto":
+            device = None  # sparse rows are computed with NumPy on the host
+        dev = B.resolve_device(device, {"X": X})
         Xv = validate_X(self, X, reset=False)
-        return B.to_device(Xv, dev, B.dtype_of(Xv))
+        return as_rows(Xv).to(dev, B.dtype_of(Xv))
 
     def _decision(self, X: Any) -> Any:
         """f(X) on the prediction device (NumPy or a tensor there)."""
@@ -191,8 +195,17 @@ class _KernelPathEstimator(BaseEstimator):
         validate_X(self, X, reset=False)
         return dask_predict(self, X, method, None)
 
+    def _on_host(self) -> bool:
+        """Whether the fit computes with NumPy (no torch ``device`` given)."""
+        try:
+            dev = B.check_device(getattr(self, "device", None))
+        except (TypeError, ValueError):
+            return True  # a bad device is named at fit
+        return dev is None or dev == "auto" or (isinstance(dev, B.Device) and not dev.is_torch)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = False
+        # sparse rows are computed with NumPy on the host: not with a torch device
+        tags.input_tags.sparse = self._family.takes_sparse and self._on_host()
         tags.target_tags.required = True
         return tags

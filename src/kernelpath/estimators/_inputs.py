@@ -20,6 +20,7 @@ from .._validation import (
     check_labels,
     check_magnitude,
     check_numeric,
+    check_sparse_rows,
     check_weights,
     validate_X,
 )
@@ -27,6 +28,7 @@ from ..data.sources import is_lazy_array
 from ..fitting.family import Family, in_memory
 from ..fitting.memory import copied_bytes
 from ..fitting.problem import FitProblem
+from ..inputs import as_rows, check_feature_count, is_sparse
 
 __all__ = ["fit_problem", "gathered"]
 
@@ -52,15 +54,25 @@ def check_fit_input(
     inputs go through scikit-learn's ``validate_data`` (which sets ``n_features_in_`` and
     ``feature_names_in_`` on ``est``); a tensor X is checked where it lives (its targets and
     weights may be tensors on the same device or NumPy arrays when it is on the CPU)."""
-    dev = B.resolve_device(
-        getattr(est, "device", None), {"X": X, "y": y, "sample_weight": sample_weight}
-    )
+    device = getattr(est, "device", None)
+    if is_sparse(X) and isinstance(device, str) and device == "auto":
+        device = None  # sparse rows are computed with NumPy on the host
+    dev = B.resolve_device(device, {"X": X, "y": y, "sample_weight": sample_weight})
     y, sample_weight = gathered(y), gathered(sample_weight)
     if not classifier:
         check_numeric(y, "y")
     elif y is not None and not B.is_tensor(y):
         check_labels(y)  # before scikit-learn's check, which fails on pandas' NA
-    if B.is_tensor(X) or is_lazy_array(X) or B.is_dask(X):
+    if is_sparse(y) or is_sparse(sample_weight):
+        name = "y" if is_sparse(y) else "sample_weight"
+        raise TypeError(
+            f"{name} must be a dense 1-D array (or 2-D for several regression targets), got "
+            f"a sparse {type(y if name == 'y' else sample_weight).__name__}: pass "
+            f"{name}.toarray()"
+        )
+    if is_sparse(X):
+        X, y = check_sparse_rows(est, X, True, y)
+    elif B.is_tensor(X) or is_lazy_array(X) or B.is_dask(X):
         X = validate_X(est, X, reset=True)
         if B.is_dask(X) and not takes_dask:
             raise TypeError(
@@ -106,7 +118,7 @@ def check_fit_input(
                 f"{Y_MAX:.3g}; rescale the targets (e.g. divide by {2.0 ** round(np.log2(top)):.3g}"
                 " and multiply the predictions back)"
             )
-    return B.to_device(X, dev, B.dtype_of(X)), y, sample_weight, dev
+    return as_rows(X).to(dev, B.dtype_of(X)), y, sample_weight, dev
 
 
 #: The largest |y| of a regression fit: the screen's tie rule sums squared per-row squared
@@ -189,6 +201,7 @@ def fit_problem(
     if est.memory_budget is not None:  # resident memory too, not only the arrays
         hold_to_budget()
     name = type(est).__name__
+    check_feature_count(int(X.shape[1]), budget)
     if family.in_memory is not None:  # the n x n kernel matrix is in memory anyway
         X = in_memory(X, budget, name, family.in_memory)
     if classifier:

@@ -127,7 +127,7 @@ class _RegressorMixin(RegressorMixin):
 
         Parameters
         ----------
-        X : array-like or tensor of shape (n_samples, n_features)
+        X : array-like, sparse matrix or tensor of shape (n_samples, n_features)
 
         Returns
         -------
@@ -143,7 +143,7 @@ class _RegressorMixin(RegressorMixin):
 
         Parameters
         ----------
-        X : array-like or tensor of shape (n_samples, n_features)
+        X : array-like, sparse matrix or tensor of shape (n_samples, n_features)
             Rows.
         y : array-like or tensor of shape (n_samples,) or (n_samples, n_outputs)
             Their targets.
@@ -226,7 +226,7 @@ class _ClassifierMixin(ClassifierMixin):
 
         Parameters
         ----------
-        X : array-like or tensor of shape (n_samples, n_features)
+        X : array-like, sparse matrix or tensor of shape (n_samples, n_features)
 
         Returns
         -------
@@ -243,7 +243,7 @@ class _ClassifierMixin(ClassifierMixin):
 
         Parameters
         ----------
-        X : array-like or tensor of shape (n_samples, n_features)
+        X : array-like, sparse matrix or tensor of shape (n_samples, n_features)
             Rows to label.
 
         Returns
@@ -279,7 +279,7 @@ class _ClassifierMixin(ClassifierMixin):
 
         Parameters
         ----------
-        X : array-like or tensor of shape (n_samples, n_features)
+        X : array-like, sparse matrix or tensor of shape (n_samples, n_features)
 
         Returns
         -------
@@ -300,7 +300,7 @@ class _ClassifierMixin(ClassifierMixin):
 
         Parameters
         ----------
-        X : array-like or tensor of shape (n_samples, n_features)
+        X : array-like, sparse matrix or tensor of shape (n_samples, n_features)
 
         Returns
         -------
@@ -330,7 +330,7 @@ class _ClassifierMixin(ClassifierMixin):
 
         Parameters
         ----------
-        X : array-like or tensor of shape (n_samples, n_features)
+        X : array-like, sparse matrix or tensor of shape (n_samples, n_features)
             Rows.
         y : array-like or tensor of shape (n_samples,)
             Their labels.

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend as B
+from ..inputs import dense_block, rows_in_memory
 from ..kernels import Kernel, _RadialKernel
 from ..operators.kernel import KernelOperator
 from ..progress import note
@@ -104,8 +105,10 @@ def model_gradient_outer(
             f"over centers; {problem.estimator}'s model is not one (use the Nystrom, NYTRO, "
             "exact KRLS or EigenPro estimators, or sigma='ard')"
         )
-    X = B.to_numpy(B.rows_in_memory(problem.X, rows), np.float64)
-    op = KernelOperator(X, B.to_numpy(centers, np.float64), cand.kernel, problem.budget)
+    X = B.to_numpy(dense_block(rows_in_memory(problem.X, rows)), np.float64)
+    op = KernelOperator(
+        X, B.to_numpy(dense_block(centers), np.float64), cand.kernel, problem.budget
+    )
     return op.gradient_outer(np.asarray(attrs["coef"], dtype=np.float64))
 
 

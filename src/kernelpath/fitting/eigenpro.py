@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend as B
 from .._validation import check_choice, check_float, check_int
 from ..centers import CenterSelection
 from ..features import RandomFourierFeatures, check_rff_kernel
+from ..inputs import rows_in_memory, take_rows
 from ..kernels import Kernel
 from ..operators import KernelOperator, Operator
 from ..solvers.eigenpro import (
@@ -177,7 +177,7 @@ class EigenProFamily(Family):
         opts: EigenProOptions = settings.options
         rng = settings.rng
         Xtr, Xva, copies = fit_rows(problem, rows, val_rows)
-        n, n_va = len(Xtr), 0 if Xva is None else len(Xva)
+        n, n_va = Xtr.shape[0], 0 if Xva is None else Xva.shape[0]
         Ytr, wt, intercept = problem.targets(rows, unit_mean_weights=True)
         k = problem.n_outputs
         s, q = self._subsample(opts, n)
@@ -192,7 +192,7 @@ class EigenProFamily(Family):
             Xtr = in_memory(
                 Xtr, budget, problem.estimator, "(kernel mode) keeps every training point"
             )
-            Xs = B.take_rows(Xtr, sub)
+            Xs = take_rows(Xtr, sub)
             K_s = np.asarray(KernelOperator(Xs, Xs, kernel, budget).center_gram())
             es = kernel_eigensystem(K_s, q, self._damping(opts, features=False))
             batch_budget = int(BATCH_MEMORY_FRACTION * budget)
@@ -213,7 +213,7 @@ class EigenProFamily(Family):
                 random_state=settings.feature_seed,
                 memory_budget=budget,
                 center=problem.center,
-            ).fit(B.to_numpy(Xtr[:1]))
+            ).fit(rows_in_memory(Xtr, [0]))
             features = indexed_features(_first(fmap, D), Xtr, D, BATCH_MEMORY_FRACTION * budget)
             es = feature_eigensystem(features(sub), q, self._damping(opts, features=True))
             predict_batch, apply_step = feature_sgd_steps(features, es)

@@ -13,6 +13,7 @@ import numpy as np
 from .. import _backend as B
 from .._validation import check_choice, check_float, check_int, check_penalty, make_rng
 from ..dispatch import make_operator
+from ..inputs import rows_in_memory
 from ..kernels import Kernel
 from ..operators.protocol import KernelProducts, Operator
 from ..path import Path
@@ -69,6 +70,8 @@ class Family:
     size_param = "n_centers"
     #: Whether the family fits on dask arrays (its operator's products on the workers).
     takes_dask = False
+    #: Whether its fits take scipy.sparse rows (the kernels' sparse block products).
+    takes_sparse = True
     #: Why X must be in memory, or None when it is read in blocks.
     in_memory: str | None = None
     #: Whether a width search (``widths.choose_width``) scores widths with the family's
@@ -279,8 +282,8 @@ def kernel_operators(
 ) -> tuple[KernelProducts, KernelProducts | None]:
     """The training and validation operators against ``centers``, sharing ``budget`` (what
     ``memory.operator_budget`` left them) by rows."""
-    n_tr = len(Xtr)
-    n_va = 0 if Xva is None else len(Xva)
+    n_tr = Xtr.shape[0]
+    n_va = 0 if Xva is None else Xva.shape[0]
     share = n_tr / (n_tr + n_va)
     op = make_operator(Xtr, centers, kernel, max(int(budget * share), 2**20))
     vop = None
@@ -313,6 +316,6 @@ def candidate_scores(
         kernel_=cand.kernel,
         memory_budget=problem.budget,
     )
-    X = B.rows_in_memory(problem.X, rows)
+    X = rows_in_memory(problem.X, rows)
     F = np.asarray(B.to_numpy(family.decision(model, X)), dtype=np.float64)
     return F.reshape(len(rows), -1)

@@ -15,6 +15,7 @@ from .. import _backend as B
 from .._backend import resolve_memory_budget
 from .._validation import check_choice, check_float, check_int, check_size
 from ..centers import CenterSelection, chooses_size, select_centers, without_repeats
+from ..inputs import as_rows, center_rows
 from ..kernels import Kernel
 from ..linalg import FILTERS, regularized_factor
 from ..operators import KernelOperator
@@ -159,14 +160,14 @@ class _KernelModel(Family):
     ) -> CandidateFit:
         Ytr, wt, intercept = problem.targets(rows)
         Xtr, Xva, copies = fit_rows(problem, rows, val_rows)
-        n_va = 0 if Xva is None else len(Xva)
+        n_va = 0 if Xva is None else Xva.shape[0]
         vectors = vector_bytes(problem, len(rows) + n_va)
         # the center strategy (leverage scores: its own operators) gets what the copies and
         # vectors leave; it is done before the solver's matrices exist
         free = max(problem.budget - problem.held - copies - vectors, MIN_OPERATOR_BYTES)
         sel, grid = self.centers(Xtr, kernel, settings, free)
         copies += copied_bytes(Xtr, sel.points)
-        m = len(sel.points)
+        m = sel.points.shape[0]
         aside = copies + vectors
         solver = self.solver_memory(problem, settings, m, n_va, grid, aside)
         how = self.describe(settings, settings.options.method)
@@ -201,11 +202,10 @@ class _KernelModel(Family):
         """The budget check of ``solve`` on the plan's largest fits with the centers they
         will draw, before the width screen (it refused only after the screen's fits: 2-3.6
         s and 45-68 MB into a 200,000-point fit that could never run)."""
-        d = int(problem.X.shape[1])
-        itemsize = np.dtype(B.numpy_dtype(B.dtype_of(problem.X))).itemsize
+        rows = as_rows(problem.X)
 
         def check(n: int, n_va: int, m: int) -> None:
-            copies = row_copy_bytes(problem, n, n_va) + m * d * itemsize  # rows, centers
+            copies = row_copy_bytes(problem, n, n_va) + rows.center_bytes(m)  # rows, centers
             aside = copies + vector_bytes(problem, n + n_va)
             solver = self.solver_memory(problem, settings, m, n_va, None, aside)
             how = self.describe(settings, settings.options.method)
@@ -307,8 +307,8 @@ def center_decision(model: Any, X: Any, centers: Any) -> Any:
     dtype = np.result_type(B.dtype_of(X), B.dtype_of(model.coef_))
     dev = B.array_device(X)
     op = KernelOperator(
-        B.to_device(X, dev, dtype),
-        B.to_device(centers, dev, dtype),
+        as_rows(X).to(dev, dtype),
+        as_rows(centers).to(dev, dtype),
         model.kernel_,
         resolve_memory_budget(model.memory_budget, dev),
         cache=False,
@@ -373,7 +373,7 @@ class ExactFamily(_KernelModel):
     def centers(
         self, Xtr: Any, kernel: Kernel, settings: FitSettings, budget: int
     ) -> tuple[CenterSelection, np.ndarray | None]:
-        return CenterSelection(Xtr, np.arange(len(Xtr)), "all"), None
+        return CenterSelection(Xtr, np.arange(Xtr.shape[0]), "all"), None
 
     def planned_centers(self, settings: FitSettings, n_rows: int) -> int | None:
         return n_rows
@@ -577,7 +577,7 @@ class NystromFamily(_KernelModel):
         self, Xtr: Any, kernel: Kernel, settings: FitSettings, budget: int
     ) -> tuple[CenterSelection, np.ndarray | None]:
         strategy = settings.options.centers
-        m, grid = check_n_centers(settings.size, len(Xtr), strategy)
+        m, grid = check_n_centers(settings.size, Xtr.shape[0], strategy)
         if grid is not None and isinstance(self, NYTROFamily):
             raise ValueError(
                 "n_centers as a path ('auto' or a sequence) needs the Nyström closed form: "
@@ -589,7 +589,7 @@ class NystromFamily(_KernelModel):
         )
         if grid is None and sel.strategy == "uniform" and sel.weights is None:
             sel = without_repeats(sel)  # the same span, K_mm no longer singular
-        M = len(sel.points)
+        M = sel.points.shape[0]
         if grid is not None:
             if grid.size == 0:  # "auto"
                 grid = np.unique(np.geomspace(1, M, AUTO_GRID_SIZE).round().astype(np.int64))
@@ -706,7 +706,7 @@ class NystromFamily(_KernelModel):
         free = np.setdiff1d(np.arange(problem.n), taken)
         new = settings.rng.choice(free, min(extra, len(free)), replace=False)
         every = np.concatenate([taken, new])
-        return replace(sel, points=B.rows_in_memory(problem.X, every), indices=every)
+        return replace(sel, points=center_rows(problem.X, every), indices=every)
 
     def refit(self, problem: FitProblem, cand: CandidateFit) -> tuple[CandidateFit, np.ndarray]:
         """Fit again on all the rows at the chosen point of the path; with the default m,

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend as B
+from ..inputs import as_rows, nbytes
 from .problem import FitProblem
 
 __all__ = [
@@ -44,24 +44,21 @@ SOLVER_SHARE = 0.5
 def copied_bytes(original: Any, made: Any) -> int:
     """Bytes of ``made`` when it is a copy of (part of) ``original`` in memory: 0 when it is
     ``original`` itself, a view of it, or rows read lazily (a row source, a dask array)."""
-    if made is None or made is original or B.is_lazy(made):
+    if made is None or made is original:
         return 0
     if isinstance(made, np.ndarray) and isinstance(original, np.ndarray):
         if np.shares_memory(made, original):
             return 0
-    if B.is_tensor(made):
-        return int(made.element_size() * made.nelement())
-    return int(getattr(made, "nbytes", 0))
+    return nbytes(made)
 
 
 def row_copy_bytes(problem: FitProblem, n_rows: int, n_val: int = 0) -> int:
     """Bytes of the copies ``fit_rows`` makes of a fit's ``n_rows`` training and ``n_val``
     validation rows of X held in memory, before they are made: none for rows read lazily,
     and none for a fit on every row (``take_rows`` returns X itself)."""
-    if B.is_lazy(problem.X) or (n_val == 0 and n_rows == problem.n):
+    if n_val == 0 and n_rows == problem.n:
         return 0
-    itemsize = np.dtype(B.numpy_dtype(B.dtype_of(problem.X))).itemsize
-    return (int(n_rows) + int(n_val)) * int(problem.X.shape[1]) * itemsize
+    return int(np.ceil((int(n_rows) + int(n_val)) * as_rows(problem.X).row_bytes()))
 
 
 def main_fits(problem: FitProblem, plan: Any) -> list[tuple[int, int]]:

@@ -14,6 +14,7 @@ import numpy as np
 from .. import _backend as B
 from .. import ard
 from ..calibration import fit_calibration
+from ..inputs import dense_block, rows_in_memory
 from ..kernels import AGOP_NAMES, Kernel, _RadialKernel, kernel_candidates, kernel_items
 from ..path import Path
 from ..progress import note
@@ -95,12 +96,13 @@ def learned_kernel(
     if len(pool) > ard.N_SUBSAMPLE:
         pool = np.sort(sub_rng.choice(pool, ard.N_SUBSAMPLE, replace=False))
     if len(pool) < n:  # only these rows are read (X may be a row source)
-        Xs, Ys = B.rows_in_memory(problem.X, pool), problem.Y[pool]
+        Xs, Ys = rows_in_memory(problem.X, pool), problem.Y[pool]
         ws = None if problem.weights is None else problem.weights[pool]
     else:
         Xs, Ys, ws = problem.X, problem.Y, problem.weights
+    Xs = dense_block(Xs)  # the widths' gradients take dense rows (sparse ones densified)
     if scales is not None:  # a copy of the subsample (at most ard.N_SUBSAMPLE rows)
-        Xs = B.to_numpy(B.rows_in_memory(Xs, np.arange(len(Xs))), np.float64) / scales
+        Xs = B.to_numpy(rows_in_memory(Xs, np.arange(Xs.shape[0])), np.float64) / scales
     learned, info = ard.learn_widths(
         kernel,
         Xs,

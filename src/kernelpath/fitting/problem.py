@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import _backend as B
 from .._backend import Device
 from ..centers import CenterSelection
+from ..inputs import take_rows
 from ..kernels import Kernel
 from ..path import Path
 
@@ -84,7 +84,7 @@ class FitProblem:
 
     def rows(self, idx: np.ndarray) -> Any:
         """X[idx] (a lazy subset for a row source or a dask array)."""
-        return B.take_rows(self.X, idx)
+        return take_rows(self.X, idx)
 
     def scoring_weights(self, rows: np.ndarray) -> np.ndarray | None:
         """The weights that score ``rows`` (a hold-out, out-of-fold rows): None where the

@@ -13,6 +13,7 @@ import numpy as np
 from .. import _backend as B
 from .._validation import check_size
 from ..features import RandomFourierFeatures, check_rff_kernel
+from ..inputs import as_rows, rows_in_memory
 from ..kernels import Kernel
 from ..solvers._loo import SmootherCV
 from ..solvers.newton import newton_memory, newton_path
@@ -60,7 +61,7 @@ def rff_decision(model: Any, X: Any, n_features: int) -> Any:
     in the higher of the model's and X's precision."""
     dtype = np.result_type(B.dtype_of(X), B.dtype_of(model.coef_))
     dev = B.array_device(X)
-    op = rff_operator(model.features_, B.to_device(X, dev, dtype), n_features)
+    op = rff_operator(model.features_, as_rows(X).to(dev, dtype), n_features)
     F = op.matvec(model.coef_, native=True)
     return F + B.to_device(np.asarray(model.intercept_, dtype=dtype), dev)
 
@@ -134,7 +135,7 @@ class RandomFeaturesFamily(Family):
         Ytr, wt, intercept = problem.targets(rows)
         Dmax, grid = feature_grid(settings.size, len(rows))
         Xtr, vX, copies = fit_rows(problem, rows, val_rows)
-        n_va = 0 if vX is None else len(vX)
+        n_va = 0 if vX is None else vX.shape[0]
         pen, loss = settings.penalty, settings.options.loss
         if loss != "square":
             if grid is not None:
@@ -156,7 +157,7 @@ class RandomFeaturesFamily(Family):
             settings.feature_seed,
             problem.budget,
             center=problem.center,
-        ).fit(B.to_numpy(Xtr[:1]))
+        ).fit(rows_in_memory(Xtr, [0]))
         if loss != "square":
             vop = None if vX is None else rff_operator(fmap, vX, Dmax)
             val = validation(problem, vop, val_rows, intercept)

@@ -13,6 +13,7 @@ from .. import _backend as B
 from .._backend import FACTOR_DTYPE
 from .._validation import check_choice, check_float, check_int
 from ..features import NystromFeatures, RandomFourierFeatures, check_rff_kernel
+from ..inputs import rows_in_memory
 from ..kernels import Kernel
 from ..operators import FeatureOperator
 from ..solvers.random_features import indexed_features
@@ -125,7 +126,7 @@ class SGMFamily(Family):
             check_rff_kernel(kernel, " (or use features='nystrom')")
             return RandomFourierFeatures(
                 kernel, D, random_state=seed, memory_budget=budget, center=center
-            ).fit(B.to_numpy(Xtr[:1]))
+            ).fit(rows_in_memory(Xtr, [0]))
         return NystromFeatures(kernel, D, seed, budget).fit(Xtr)
 
     def solve(
@@ -138,11 +139,11 @@ class SGMFamily(Family):
     ) -> CandidateFit:
         opts: SGMOptions = settings.options
         Xtr, Xva, copies = fit_rows(problem, rows, val_rows)
-        n = len(Xtr)
+        n = Xtr.shape[0]
         Ytr, wt, intercept = problem.targets(rows, unit_mean_weights=True)
         seed = settings.seed()
         settings = replace(settings, feature_seed=seed)  # the refit reuses the map
-        n_va = 0 if Xva is None else len(Xva)
+        n_va = 0 if Xva is None else Xva.shape[0]
         n_steps = len(STEP_GRID) if isinstance(opts.steps, str) else np.size(opts.steps)
         D = opts.n_features + opts.fit_intercept
         d = int(Xtr.shape[1])

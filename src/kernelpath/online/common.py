@@ -21,6 +21,7 @@ from .._validation import (
     class_weight_value,
 )
 from ..calibration import fit_calibration, log_probabilities
+from ..inputs import dense_block
 
 __all__ = ["FeatureMap", "as_feature_map", "fitted_features", "StreamClassifier"]
 
@@ -29,8 +30,9 @@ FeatureMap = Callable[[np.ndarray], np.ndarray]
 
 def identity(A: np.ndarray) -> np.ndarray:
     """The map of ``features=None``: the inputs themselves (a module-level function, so a
-    learner that holds it pickles)."""
-    return A
+    learner that holds it pickles); a batch of sparse rows densified (the learner's
+    factor is d x d: its rows are narrow enough)."""
+    return dense_block(A)
 
 
 def fitted_features(features: Any, X: np.ndarray) -> Any:
@@ -76,7 +78,15 @@ def _rows(X: Any, name: str = "X") -> np.ndarray:
         X = np.asarray(X)
         if X.ndim == 1:
             X = X[None, :]
-    A = check_array(X, dtype=np.float64, input_name=name)
+    elif name != "X":
+        raise TypeError(f"{name} must be dense, got a sparse {type(X).__name__}")
+    else:
+        B.check_real(X, name)
+    # sparse rows stay CSR: the feature maps take them (RandomFourierFeatures,
+    # NystromFeatures: sparse x dense products)
+    A = check_array(
+        X, dtype=np.float64, input_name=name, accept_sparse="csr", accept_large_sparse=True
+    )
     check_magnitude(A, name)
     return A
 
@@ -122,6 +132,16 @@ class StreamClassifier:
     """What the online classifiers share: ``fit`` is a fresh ``partial_fit``, the checks of
     a batch, labels from scores, accuracy. A subclass sets ``_fitted_attr`` (the attribute
     that exists once it has started) and defines ``_start`` and ``_class_index``."""
+
+    def __sklearn_tags__(self) -> Any:
+        from sklearn.utils import ClassifierTags
+
+        tags = super().__sklearn_tags__()  # type: ignore[misc]
+        # multi-class (scikit-learn's sparse checks read it); estimator_type stays unset:
+        # the stream classifiers' decision_function has one column per class seen so far
+        tags.classifier_tags = ClassifierTags()
+        tags.input_tags.sparse = True  # sparse rows go through the feature map
+        return tags
 
     _fitted_attr = ""
 
@@ -185,9 +205,9 @@ class StreamClassifier:
         require_y(self, y)
         X2 = _rows(X)
         labels = np.atleast_1d(np.asarray(_host(y), dtype=object))
-        if labels.ndim != 1 or len(labels) != len(X2):
+        if labels.ndim != 1 or len(labels) != X2.shape[0]:
             raise ValueError(
-                f"X and y have different numbers of samples: {len(X2)} and {np.shape(y)}"
+                f"X and y have different numbers of samples: {X2.shape[0]} and {np.shape(y)}"
             )
         self._checked_class_weight()
         known = getattr(self, "classes_", None) if self.__sklearn_is_fitted__() else None

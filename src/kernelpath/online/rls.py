@@ -82,6 +82,7 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True  # y of shape (n, k): k outputs, one factor
+        tags.input_tags.sparse = True  # sparse rows go through the feature map
         return tags
 
     def _reset(self) -> None:
@@ -130,9 +131,9 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
         else:
             vector = Y.ndim == 1
             Y = Y[:, None] if Y.ndim == 1 else Y
-        if Y.ndim != 2 or len(Y) != len(X2):
+        if Y.ndim != 2 or len(Y) != X2.shape[0]:
             raise ValueError(
-                f"X and y have different numbers of samples: {len(X2)} and {np.shape(y)}"
+                f"X and y have different numbers of samples: {X2.shape[0]} and {np.shape(y)}"
             )
         if not np.all(np.isfinite(Y)):
             raise ValueError("y contains NaN or infinity")
@@ -147,10 +148,10 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
                     f"{self.cross_.shape[1]}"
                 )
         Z = np.asarray(self._map(X2), dtype=np.float64)
-        if Z.ndim != 2 or Z.shape != (len(X2), self.factor_.shape[0]):
+        if Z.ndim != 2 or Z.shape != (X2.shape[0], self.factor_.shape[0]):
             raise ValueError(
                 f"the feature map returned shape {Z.shape}, expected "
-                f"({len(X2)}, {self.factor_.shape[0]})"
+                f"({X2.shape[0]}, {self.factor_.shape[0]})"
             )
         mu = self._mu
         R, B = self.factor_, self.cross_
@@ -160,7 +161,7 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
                 B *= mu
             cholesky_update(R, z, overwrite=True)
             B += np.outer(z, u)
-        self.n_samples_seen_ += len(X2)
+        self.n_samples_seen_ += X2.shape[0]
         self._W_cache.clear()
         return self
 

@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import _backend as B
 from .._validation import check_int
 from ..features import RandomFourierFeatures
+from ..inputs import dense_block
 from ..kernels import Gaussian
 from .common import _host, _rows, check_n_features
 from .rls import RecursiveRLS
@@ -61,6 +62,11 @@ class SemiparametricRegressor(BaseEstimator):
     input_mean_, input_scale_ : ndarray of shape (d + T,)
         Normalization of (x, ŷ), from the first batch given to ``fit`` / ``partial_fit``.
     """
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # densified batch by batch for the physical model
+        return tags
 
     def __init__(
         self,
@@ -135,14 +141,16 @@ class SemiparametricRegressor(BaseEstimator):
         self
         """
 
-        X2 = _rows(X)
+        X2 = dense_block(_rows(X))  # the physical model sees dense rows
         Yh = _host(y)
         B.check_real(Yh, "y")
         # a batch's 1-D y is one output per sample; one sample's 1-D y is its T outputs
         one_d = np.ndim(X) == 2 and np.ndim(Yh) == 1
         Y = _rows(np.reshape(np.asarray(Yh), (-1, 1)) if one_d else Yh, "y")
-        if len(Y) != len(X2):
-            raise ValueError(f"X and y have different numbers of samples: {len(X2)} and {len(Y)}")
+        if len(Y) != X2.shape[0]:
+            raise ValueError(
+                f"X and y have different numbers of samples: {X2.shape[0]} and {len(Y)}"
+            )
         if hasattr(self, "parametric_"):
             check_n_features(self, X2)
         P = self._phi(X2)
@@ -181,7 +189,7 @@ class SemiparametricRegressor(BaseEstimator):
             self._correct(X2[:1], Y[:1], P[:1])
         else:
             start = 0
-        for i in range(start, len(X2)):
+        for i in range(start, X2.shape[0]):
             self.parametric_.partial_fit(P[i], Y[i] - P[i] @ self._prior)
             self._correct(X2[i : i + 1], Y[i : i + 1], P[i : i + 1])
         return self
@@ -211,7 +219,7 @@ class SemiparametricRegressor(BaseEstimator):
         ndarray of shape (n_samples, T)
         """
         check_is_fitted(self)
-        X2 = check_n_features(self, _rows(X))
+        X2 = check_n_features(self, dense_block(_rows(X)))
         return B.like_input(np.einsum("ntp,p->nt", self._phi(X2), self.parameters_), X)
 
     def predict(self, X: Any) -> np.ndarray:
@@ -222,7 +230,7 @@ class SemiparametricRegressor(BaseEstimator):
         X : array-like of shape (d,) or (n_samples, d)
         """
         check_is_fitted(self)
-        X2 = check_n_features(self, _rows(X))
+        X2 = check_n_features(self, dense_block(_rows(X)))
         y_hat = self.predict_parametric(X2)
         delta = self.correction_.predict(self._normalized(X2, y_hat))
         out = y_hat + delta.reshape(y_hat.shape)
@@ -281,7 +289,7 @@ def semiparametric_protocol(
     n_parts = int(check_int(n_parts, "n_parts", 1))
     part_size = int(check_int(part_size, "part_size", 1))
     window = int(check_int(window, "window", 1))
-    Xa, Xs = _rows(X_train, "X_train"), _rows(X_stream, "X_stream")
+    Xa, Xs = dense_block(_rows(X_train, "X_train")), dense_block(_rows(X_stream, "X_stream"))
     Ya = np.asarray(_host(y_train), dtype=np.float64).reshape(len(Xa), -1)
     Ys = np.asarray(_host(y_stream), dtype=np.float64)
     Ys = Ys.reshape(len(Ys), -1)

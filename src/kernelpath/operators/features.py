@@ -44,7 +44,7 @@ class FeatureOperator:
     @property
     def shape(self) -> tuple[int, int]:
         """(n, D)."""
-        return (len(self.X), self.n_features)
+        return (self.X.shape[0], self.n_features)
 
     def matvec(self, M: Any, native: bool = False) -> Any:
         """F @ M for M of shape (D,) or (D, k) (NumPy or a tensor); NumPy out unless
@@ -52,8 +52,8 @@ class FeatureOperator:
         vec = M.ndim == 1
         dtype = np.result_type(self.dtype, B.dtype_of(M))
         M2 = B.to_device(M[:, None] if vec else M, self.device, dtype)
-        out = B.empty((len(self.X), M2.shape[1]), self.X, dtype)
-        for s, e in row_blocks(len(self.X), self.n_features):
+        out = B.empty((self.X.shape[0], M2.shape[1]), self.X, dtype)
+        for s, e in row_blocks(self.X.shape[0], self.n_features):
             F = self.transform(self.X[s:e])
             out[s:e] = F @ B.astype(M2, B.dtype_of(F))
         out = out[:, 0] if vec else out
@@ -66,20 +66,20 @@ class FeatureOperator:
         vec = A2.ndim == 1
         A2 = A2[:, None] if vec else A2
         out = np.zeros((self.n_features, A2.shape[1]))
-        for s, e in row_blocks(len(self.X), self.n_features):
+        for s, e in row_blocks(self.X.shape[0], self.n_features):
             F = B.to_numpy(B.astype(self.transform(self.X[s:e]), FACTOR_DTYPE))
             out += F.T @ A2[s:e]
         return out[:, 0] if vec else out
 
     def gram(self, weights: Any = None, native: bool = False) -> np.ndarray:
         """F^T diag(w) F, (D, D) float64 NumPy (``feature_moments``)."""
-        zero = np.zeros((len(self.X), 0))
+        zero = np.zeros((self.X.shape[0], 0))
         return feature_moments(self.transform, self.X, self.n_features, zero, weights)[0]
 
     def projected_rows(self, T: Any, quad: Any, lin: Any) -> tuple[np.ndarray, np.ndarray]:
         """With U = F T (never formed): ``(U * U) @ quad`` and ``U @ lin`` (float64 NumPy),
         as ``KernelOperator.projected_rows``."""
-        n = len(self.X)
+        n = self.X.shape[0]
         out_q = np.empty((n, quad.shape[1]))
         out_l = np.empty((n, lin.shape[1]))
         T2 = B.to_device(T, self.device, FACTOR_DTYPE)
@@ -115,7 +115,7 @@ def feature_moments(
     w = None if weights is None else B.to_device(weights, dev, FACTOR_DTYPE)
     root = None if w is None else w**0.5
     G = B.gram_zeros(n_features, X, FACTOR_DTYPE)
-    for s, e in row_blocks(len(X), n_features):
+    for s, e in row_blocks(X.shape[0], n_features):
         F64 = B.astype(transform(X[s:e]), FACTOR_DTYPE)
         # syrk on BLAS's threads at any size: the feature map that comes next runs on one
         # thread (NumPy's cosine), so the threads' spinning afterwards costs nothing

@@ -47,7 +47,8 @@ import numpy as np
 from .. import _backend as B
 from .._threads import blas_controller
 from .._validation import check_int
-from ..data.sources import RowSource, is_source
+from ..data.sources import RowSource
+from ..inputs import as_rows, dense_block
 from ..kernels import Kernel, squared_distances
 
 __all__ = ["KernelOperator", "CACHE_FRACTION"]
@@ -130,7 +131,7 @@ def _source_maxima(X: RowSource, budget: int) -> tuple[float, np.ndarray]:
         top, top_abs = 0.0, np.zeros(base.shape[1])
         for s in range(0, len(base), rows):
             Xb = base.read(s, s + rows).astype(np.float64, copy=False)
-            if len(Xb):
+            if Xb.shape[0]:
                 top = max(top, float(B.sq_norms(Xb).max()))
                 np.maximum(top_abs, np.abs(Xb).max(axis=0), out=top_abs)
         cached = (top, top_abs)
@@ -182,16 +183,22 @@ class KernelOperator:
             )
         B.check_real(X, "X")
         B.check_real(centers, "centers")
-        for name, A in (("X", X), ("centers", centers)):  # in memory: NaN makes NaN products
-            on_disk = is_source(A) or B.is_dask(A) or isinstance(A, np.memmap)  # one more pass
-            if not on_disk and not B.isfinite_all(A):
-                raise ValueError(f"{name} contains NaN or infinity")
+        rows, center_rows = as_rows(X), as_rows(centers)
+        if rows.kind == "dask":
+            raise TypeError("X: a dask array is computed by DaskKernelOperator (make_operator)")
+        # in memory: NaN makes NaN products (rows on disk are checked as they are read)
+        rows.check_finite("X")
+        center_rows.check_finite("centers")
         check_int(n_jobs, "n_jobs", 1, allow_none=True)
-        self.device = B.array_device(X)
+        self.device = rows.device
         self.dtype = B.compute_dtype(X, centers)
-        self.lazy = is_source(X)
-        self.X = B.to_device(X, self.device, self.dtype)
-        self.centers = B.to_device(centers, self.device, self.dtype)
+        self.lazy = rows.lazy
+        self.rows = as_rows(rows.to(self.device, self.dtype))
+        self.X = self.rows.X
+        # sparse x dense (or sparse) block products; rows sparse enough to be densified block
+        # by block compute as dense rows do (``inputs.SparseRows``)
+        self.sparse = not self.rows.dense_blocks
+        self.centers = as_rows(center_rows.to(self.device, self.dtype)).for_blocks()
         self.kernel = kernel
         self.n, self.m = int(X.shape[0]), int(centers.shape[0])
         self.budget = B.resolve_memory_budget(memory_budget, self.device)
@@ -221,11 +228,11 @@ class KernelOperator:
         self._filled = False
         if kernel.needs_norms:
             # a source's rows are read (and their norms computed) block by block
-            self._x_sq = None if self.lazy else kernel.sq_norms(self.X)
+            self._x_sq = self.rows.sq_norms(kernel.sq_norms)
             self._c_sq = kernel.sq_norms(self.centers)
         else:
             self._x_sq = self._c_sq = None
-        self._prepared = kernel.prepare(self.centers, self._c_sq)
+        self._prepared = kernel.prepare(self.centers, self._c_sq, self.sparse)
         # the dtype of the augmented left factor: float64 for the kernels of the distance
         # itself (see ``kernels``), else the data's
         uses_distance = getattr(kernel, "_uses_distance", False)
@@ -256,6 +263,8 @@ class KernelOperator:
         per_row = row_bytes * 2 + (X.shape[1] + 2) * 8
         if self.lazy:  # the rows read, their finiteness check and norms
             per_row += X.shape[1] * 9 + 8
+        if self.sparse:  # a block's stored entries; the product's dense result and its sum
+            per_row = row_bytes * 3 + 12 * max(1, self.X.nnz // max(self.n, 1)) + 16
         self.block_rows = int(max(1, min(max(16, target), work // (per_row * self.n_jobs))))
 
     # ------------------------------------------------------------------ the plan
@@ -291,9 +300,9 @@ class KernelOperator:
     def _rows(self, s: int, e: int) -> tuple[Any, Any]:
         """Rows ``s:e`` of X and their squared norms (None when the kernel needs none)."""
         if self.lazy:
-            Xb = self.X.read(s, e).astype(self.dtype, copy=False)
+            Xb = self.rows.read(s, e).astype(self.dtype, copy=False)
             return Xb, (self.kernel.sq_norms(Xb) if self.kernel.needs_norms else None)
-        return self.X[s:e], (None if self._x_sq is None else self._x_sq[s:e])
+        return self.rows.read(s, e), (None if self._x_sq is None else self._x_sq[s:e])
 
     def _kernel_block(self, s: int, e: int, out: Any, work: Any) -> Any:
         Xb, x_sq = self._rows(s, e)
@@ -304,8 +313,12 @@ class KernelOperator:
     def _buffers(self, worker: int) -> tuple[Any, Any]:
         """The worker's block buffer and augmented-factor buffer, reused block after block."""
         if worker not in self._scratch:
-            blk = B.empty((self.block_rows, self.m), self.X)
-            work = B.empty((self.block_rows, self.X.shape[1] + 2), self.X, self._work_dtype)
+            blk = B.empty((self.block_rows, self.m), self.centers, self.dtype)
+            work = (  # sparse rows are multiplied as they are (no augmented dense factor)
+                None
+                if self.sparse
+                else B.empty((self.block_rows, self.X.shape[1] + 2), self.X, self._work_dtype)
+            )
             self._scratch[worker] = (blk, work)
         return self._scratch[worker]
 
@@ -767,16 +780,14 @@ class KernelOperator:
         Rt = np.asarray(B.to_numpy(right), dtype=np.float64).reshape(self.m, -1)
         if L.shape[1] != Rt.shape[1]:
             raise ValueError(f"left and right need as many columns, got {L.shape}, {Rt.shape}")
-        Cs = B.to_numpy(self.centers, np.float64) * inv
+        Cs = B.to_numpy(dense_block(self.centers), np.float64) * inv
         c_sq = np.einsum("ij,ij->i", Cs, Cs)
         Cs2 = Cs * Cs
         rows = int(max(1, min(self.block_rows, self.budget // (8 * 3 * max(1, self.m)))))
         g = np.zeros(d)
         for s in range(0, self.n, rows):
             e = min(self.n, s + rows)
-            Xs = (self._rows(s, e)[0] if self.lazy else B.to_numpy(self.X[s:e])).astype(
-                np.float64
-            ) * inv
+            Xs = B.to_numpy(dense_block(self.rows.read(s, e)), np.float64) * inv
             x_sq = np.einsum("ij,ij->i", Xs, Xs)
             R2 = squared_distances(Xs, Cs, x_sq, c_sq)
             M = L[s:e] @ Rt.T
@@ -820,7 +831,7 @@ class KernelOperator:
             raise ValueError(f"coef must have shape ({self.m},) or ({self.m}, k), got {C.shape}")
         C = C.reshape(self.m, -1)
         k = C.shape[1]
-        V = B.to_numpy(self.centers, np.float64) @ A
+        V = B.to_numpy(dense_block(self.centers), np.float64) @ A
         v_sq = np.einsum("ij,ij->i", V, V)
         W = (C[:, :, None] * V[:, None, :]).reshape(self.m, k * r)  # coef_o T C, side by side
         per_row = 8 * (self.m + 2 * k * r + r + d)
@@ -828,7 +839,7 @@ class KernelOperator:
         H = np.zeros((r, r))
         for s in range(0, self.n, rows):
             e = min(self.n, s + rows)
-            Xs = (self._rows(s, e)[0] if self.lazy else B.to_numpy(self.X[s:e])).astype(np.float64)
+            Xs = B.to_numpy(dense_block(self.rows.read(s, e)), np.float64)
             U = Xs @ A
             Q = kernel.width_factor(squared_distances(U, V, np.einsum("ij,ij->i", U, U), v_sq))
             G = (Q @ W).reshape(e - s, k, r)

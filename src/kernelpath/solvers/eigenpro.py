@@ -38,9 +38,9 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
-from .. import _backend as B
 from .._backend import FACTOR_DTYPE
 from .._threads import dense_threads
+from ..inputs import take_rows
 from ..kernels import Kernel
 from ..linalg import EIGH_FLOPS
 from ..operators import KernelOperator
@@ -343,19 +343,19 @@ def kernel_sgd_steps(
     Callable[[np.ndarray, np.ndarray, np.ndarray, float], None],
 ]:
     """(predict_batch, apply_step) of kernel EigenPro on the training points X."""
-    Xs = B.take_rows(X, subsample)
+    Xs = take_rows(X, subsample)
     d_scale = es.scales() / (len(subsample) * es.values) if es.q else np.zeros(0)
     E = es.vectors
 
     def predict_batch(idx: np.ndarray, coef: np.ndarray) -> np.ndarray:
-        op = KernelOperator(B.take_rows(X, idx), X, kernel, budget, cache=False)
+        op = KernelOperator(take_rows(X, idx), X, kernel, budget, cache=False)
         return np.asarray(op.matvec(coef), dtype=FACTOR_DTYPE)
 
     def apply_step(idx: np.ndarray, g: np.ndarray, coef: np.ndarray, eta: float) -> None:
         m = len(idx)
         coef[idx] -= (eta / m) * g  # idx has no repeats (a slice of a permutation)
         if es.q:
-            K_bs = KernelOperator(B.take_rows(X, idx), Xs, kernel, budget, cache=False).dense()
+            K_bs = KernelOperator(take_rows(X, idx), Xs, kernel, budget, cache=False).dense()
             h = np.asarray(K_bs, dtype=FACTOR_DTYPE).T @ g  # K(X_S, X_B) g, (s, k)
             coef[subsample] += (eta / m) * (E @ (d_scale[:, None] * (E.T @ h)))
 

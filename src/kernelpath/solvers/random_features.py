@@ -32,6 +32,7 @@ from .._backend import FACTOR_DTYPE
 from ..dispatch import feature_moments as operator_moments
 from ..dispatch import feature_operator
 from ..features import RandomFourierFeatures
+from ..inputs import rows_in_memory
 from ..linalg import eigh_in_place, spectral_filter, top_eigenvalue
 from ..operators import FeatureOperator, Operator, row_blocks
 from ..operators.features import BLOCK_BYTES
@@ -87,12 +88,12 @@ def indexed_features(
     """idx -> features of X[idx] as float64 NumPy rows, from a cache of all rows (computed
     on X's device in blocks, kept on the host) when they take at most ``budget`` bytes, else
     computed per call (the stochastic solvers' minibatches)."""
-    if len(X) * n_features * 8 <= budget:
-        cache = np.empty((len(X), n_features), dtype=FACTOR_DTYPE)
-        for s, e in row_blocks(len(X), n_features):
+    if X.shape[0] * n_features * 8 <= budget:
+        cache = np.empty((X.shape[0], n_features), dtype=FACTOR_DTYPE)
+        for s, e in row_blocks(X.shape[0], n_features):
             cache[s:e] = B.to_numpy(transform(X[s:e]), FACTOR_DTYPE)
         return lambda idx: cache[idx]
-    return lambda idx: B.to_numpy(transform(B.rows_in_memory(X, idx)), FACTOR_DTYPE)
+    return lambda idx: B.to_numpy(transform(rows_in_memory(X, idx)), FACTOR_DTYPE)
 
 
 def feature_moments(
