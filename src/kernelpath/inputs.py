@@ -166,6 +166,11 @@ class Rows:
         a cluster: their parts are views)."""
         return 0.0 if self.lazy else float(self.shape[1] * self.dtype.itemsize)
 
+    def read_bytes(self) -> int:
+        """Bytes a row of ``read`` allocates (0 for a view of rows in memory; a row read
+        from disk with its finiteness check and norm; a densified sparse row)."""
+        return self.shape[1] * 9 + 8 if self.lazy else 0
+
     def centers(self, idx: Any) -> Any:
         """Rows ``idx`` as a model's centers, in memory: dense (``take``), or CSR for
         sparse rows whose dense form would be much larger (``SparseRows.centers``)."""
@@ -248,6 +253,11 @@ class SparseRows(Rows):
             or [np.zeros(0, self.dtype)]
         )
 
+    def read_bytes(self) -> int:
+        if self.dense_blocks:
+            return self.shape[1] * 8 + 8
+        return 3 * int(np.ceil(self.row_bytes()))  # the block's slice and the product's
+
     def row_bytes(self) -> float:
         n = max(self.shape[0], 1)
         entry = self.dtype.itemsize + self.X.indices.dtype.itemsize
@@ -275,8 +285,6 @@ class SparseRows(Rows):
         X = self.X
         if dtype is not None and X.dtype != np.dtype(dtype):
             X = X.astype(dtype)
-        if not X.has_sorted_indices:
-            X = X.sorted_indices()
         return X
 
     def for_blocks(self) -> Any:
@@ -287,17 +295,32 @@ class SparseRows(Rows):
         S = self.X if rows is None else self.X[np.asarray(rows)]
         if not self.dense_blocks:
             return _sparse_moments(S.astype(np.float64))
-        # dense column strips: the same sums, in the same order, as on the dense rows
+        # dense row blocks, summed row after row as NumPy sums the columns of a dense
+        # array: the statistics of the dense rows, bit for bit
         n, d = S.shape
-        step = max(1, BLOCK_BYTES // max(1, 8 * n))
-        C = S.tocsc()
-        parts = [
-            _moments(np.ascontiguousarray(C[:, j : j + step].toarray(), dtype=np.float64))
-            for j in range(0, d, step)
-        ]
-        if not parts:
-            return _moments(np.zeros((n, 0)))
-        return tuple(np.concatenate(p) for p in zip(*parts, strict=True))
+        step = max(1, BLOCK_BYTES // max(1, 8 * d))
+        blocks = [(s, min(n, s + step)) for s in range(0, n, step)]
+
+        def block(s: int, e: int) -> np.ndarray:
+            return np.ascontiguousarray(S[s:e].toarray(), dtype=np.float64)
+
+        if not n:
+            return _moments(np.zeros((0, d)))
+        total, lo, hi = np.zeros(d), np.full(d, np.inf), np.full(d, -np.inf)
+        for s, e in blocks:
+            A = block(s, e)
+            total = np.add.reduce(np.vstack([total[None], A]), axis=0)
+            np.minimum(lo, A.min(axis=0), out=lo)
+            np.maximum(hi, A.max(axis=0), out=hi)
+        mean = total / n
+        squares, two = np.zeros(d), np.ones(d, dtype=bool)
+        for s, e in blocks:
+            A = block(s, e)
+            two &= np.all((A == lo) | (A == hi), axis=0)
+            A -= mean
+            np.multiply(A, A, out=A)
+            squares = np.add.reduce(np.vstack([squares[None], A]), axis=0)
+        return mean, np.sqrt(squares / n), lo, hi, two
 
 
 class SourceRows(Rows):

@@ -19,6 +19,7 @@ from ..operators.protocol import KernelProducts, Operator
 from ..path import Path
 from ..solvers._common import Validation
 from ..solvers.losses import LOSSES
+from .memory import MIN_OPERATOR_BYTES
 from .problem import CandidateFit, FitProblem, FitSettings
 
 __all__ = [
@@ -307,14 +308,17 @@ def validation(
 def candidate_scores(
     family: Family, problem: FitProblem, cand: CandidateFit, coef: np.ndarray, rows: np.ndarray
 ) -> np.ndarray:
-    """The scores f(X[rows]) of the model made of ``coef`` on ``cand``, (len(rows), k)."""
+    """The scores f(X[rows]) of the model made of ``coef`` on ``cand``, (len(rows), k),
+    computed within the rows' share of the budget (the share a fit's validation operator
+    gets: the fit's other operators and copies may still be alive)."""
     attrs = family.model(cand, coef)
+    share = max(MIN_OPERATOR_BYTES, problem.budget * len(rows) // max(problem.n, 1))
     model = SimpleNamespace(
         **attrs,
         coef_=np.asarray(attrs.pop("coef")),
         intercept_=np.asarray(attrs.pop("intercept")),
         kernel_=cand.kernel,
-        memory_budget=problem.budget,
+        memory_budget=int(share),
     )
     X = rows_in_memory(problem.X, rows)
     F = np.asarray(B.to_numpy(family.decision(model, X)), dtype=np.float64)

@@ -261,10 +261,11 @@ class KernelOperator:
         work = max(self.budget - self.n_cached * row_bytes, 2**20)
         target = (CUDA_BLOCK_BYTES if self.device.is_cuda else BLOCK_BYTES) // row_bytes
         per_row = row_bytes * 2 + (X.shape[1] + 2) * 8
-        if self.lazy:  # the rows read, their finiteness check and norms
-            per_row += X.shape[1] * 9 + 8
-        if self.sparse:  # a block's stored entries; the product's dense result and its sum
-            per_row = row_bytes * 3 + 12 * max(1, self.X.nnz // max(self.n, 1)) + 16
+        if self.sparse:  # the product's result and its sum (no augmented dense factor)
+            per_row = row_bytes * 3 + 16
+        # what reading a block allocates: rows read from disk (their finiteness check and
+        # norms), densified sparse rows, a CSR block's slice
+        per_row += self.rows.read_bytes()
         self.block_rows = int(max(1, min(max(16, target), work // (per_row * self.n_jobs))))
 
     # ------------------------------------------------------------------ the plan
