@@ -31,6 +31,7 @@ TABLES: dict[str, list[str]] = {
     "max_iter_memory": ["benchmarks/max_iter_memory.py", "table"],
     "gpu": ["benchmarks/gpu.py", "table"],
     "dask_kills": ["benchmarks/dask_kills.py", "table"],
+    "sparse": ["benchmarks/sparse.py", "table"],
 }
 
 

@@ -513,8 +513,8 @@ import numpy as np
 os.sched_setaffinity(0, set(json.loads(sys.argv[1])))
 import kernelpath as kp
 rng = np.random.default_rng(0)
-X = rng.standard_normal((6000, 10))
-y = np.sin(X[:, 0]) + X[:, 1] ** 2 / 2 + 0.1 * rng.standard_normal(6000)
+X = rng.standard_normal((4000, 10))
+y = np.sin(X[:, 0]) + X[:, 1] ** 2 / 2 + 0.1 * rng.standard_normal(4000)
 out = {}
 for name, est in [("holdout", kp.NystromRegressor(random_state=0)),
                   ("3-fold", kp.NystromRegressor(cv=3, random_state=0))]:
