@@ -14,3 +14,22 @@ def _shared():
 
 
 requires_shared = pytest.mark.skipif(_shared() is None, reason="../shared/data is absent")
+
+
+def check_estimator(estimator, expected_failed_checks=None):
+    """scikit-learn's ``check_estimator`` with the checks expected to fail skipped, not run.
+
+    ``sklearn.utils.estimator_checks.check_estimator`` runs an expected failure and only
+    forgives it; the weight-equivalence checks (dense and sparse) each refit on repeated
+    rows and cost 4-7 s per estimator (the reason they fail is declared where they are
+    listed). Every other check runs and raises as there."""
+    from sklearn.utils._testing import SkipTest
+    from sklearn.utils.estimator_checks import estimator_checks_generator
+
+    for est, check in estimator_checks_generator(
+        estimator, legacy=True, expected_failed_checks=expected_failed_checks, mark="skip"
+    ):
+        try:
+            check(est)
+        except SkipTest:
+            pass

@@ -5,7 +5,6 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits
-from sklearn.utils.estimator_checks import check_estimator
 
 from kernelpath import EigenProClassifier, EigenProRegressor, Gaussian, Laplacian
 from kernelpath.solvers.eigenpro import (
@@ -14,6 +13,8 @@ from kernelpath.solvers.eigenpro import (
     sgd_path,
     step_rule,
 )
+
+from .conftest import check_estimator
 
 
 def _data(rng, n=300):

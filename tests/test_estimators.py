@@ -5,7 +5,6 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits, load_iris
-from sklearn.utils.estimator_checks import check_estimator
 
 from kernelpath import (
     Gaussian,
@@ -17,6 +16,8 @@ from kernelpath import (
     NYTRORegressor,
     Path,
 )
+
+from .conftest import check_estimator
 
 ALL = [
     KRLSRegressor,

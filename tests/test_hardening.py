@@ -346,9 +346,9 @@ def affine_regressor(X):
     ],
 )
 def test_online_learners_pass_scikit_learns_estimator_checks(make):
-    from sklearn.utils.estimator_checks import check_estimator
-
     import kernelpath as kp
+
+    from .conftest import check_estimator
 
     # a 1-D x is one sample of a stream (documented: partial_fit(x_t, y_t)), so the checks
     # that want a 1-D X refused cannot hold

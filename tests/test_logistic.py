@@ -9,7 +9,6 @@ import scipy.optimize
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils.estimator_checks import check_estimator
 
 import kernelpath as kp
 from kernelpath.calibration import fit_calibration, log_probabilities
@@ -17,6 +16,8 @@ from kernelpath.linalg import nystrom_factor
 from kernelpath.operators import KernelOperator
 from kernelpath.solvers.losses import make_loss
 from kernelpath.solvers.newton import newton_path
+
+from .conftest import check_estimator
 
 N, M = 300, 25
 

@@ -5,7 +5,6 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.datasets import load_iris
-from sklearn.utils.estimator_checks import check_estimator
 
 from kernelpath import (
     Gaussian,
@@ -23,6 +22,8 @@ from kernelpath.solvers.random_features import (
     rf_penalty_path,
     rff_operator,
 )
+
+from .conftest import check_estimator
 
 
 def _data(rng, n=300, d=3):

@@ -4,12 +4,11 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.utils.estimator_checks import check_estimator
 
 from kernelpath import Gaussian, Linear, NystromFeatures, SGMClassifier, SGMRegressor
 from kernelpath.solvers.sgm import loss_derivative, sgm_path
 
-from .conftest import requires_shared
+from .conftest import check_estimator, requires_shared
 
 
 def _problem(rng, n=200, D=30):

@@ -209,7 +209,7 @@ def test_integer_and_grad_tensors(rng):
 
 def test_check_estimator_through_torch():
     """scikit-learn's contract holds with the computation on torch (NumPy in and out)."""
-    from sklearn.utils.estimator_checks import check_estimator
+    from .conftest import check_estimator
 
     failing = {"check_sample_weight_equivalence_on_dense_data": "random split and centers"}
     with warnings.catch_warnings():
