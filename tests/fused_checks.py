@@ -134,11 +134,11 @@ def test_a_learned_metric_uses_the_fused_kernel(interpreted, calls):
 
 def test_the_operator_and_a_fit_agree_with_numpy(interpreted, calls):
     rng = np.random.default_rng(4)
-    X = rng.standard_normal((6000, 6))
-    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(6000)
+    X = rng.standard_normal((3000, 6))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(3000)
     C = X[:50]
-    # a small budget: a cached prefix of K_nm (2.4 MB) and streamed blocks
-    op = KernelOperator(torch.from_numpy(X), torch.from_numpy(C), Gaussian(2.0), "2MB")
+    # a small budget: a cached prefix of K_nm (1.2 MB) and streamed blocks
+    op = KernelOperator(torch.from_numpy(X), torch.from_numpy(C), Gaussian(2.0), 1_100_000)
     assert 0 < op.n_cached < op.n
     ref = KernelOperator(X, C, Gaussian(2.0))
     v = rng.standard_normal((50, 2))

@@ -90,7 +90,7 @@ def test_12_logistic_newton_cg_stops_when_the_residual_vanishes():
     from sklearn.datasets import make_blobs
 
     X, y = make_blobs(n_samples=30, random_state=0, n_features=2)
-    for seed in range(12):
+    for seed in range(4):  # the old code failed on 11 of 12
         est = kp.RandomFeaturesClassifier(n_features=50, loss="logistic", random_state=seed)
         P = est.fit(X, y).predict_proba(X)
         assert np.all(np.isfinite(P)) and np.allclose(P.sum(axis=1), 1.0)
@@ -513,8 +513,8 @@ import numpy as np
 os.sched_setaffinity(0, set(json.loads(sys.argv[1])))
 import kernelpath as kp
 rng = np.random.default_rng(0)
-X = rng.standard_normal((4000, 10))
-y = np.sin(X[:, 0]) + X[:, 1] ** 2 / 2 + 0.1 * rng.standard_normal(4000)
+X = rng.standard_normal((3000, 10))
+y = np.sin(X[:, 0]) + X[:, 1] ** 2 / 2 + 0.1 * rng.standard_normal(3000)
 out = {}
 for name, est in [("holdout", kp.NystromRegressor(random_state=0)),
                   ("3-fold", kp.NystromRegressor(cv=3, random_state=0))]:
