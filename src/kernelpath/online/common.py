@@ -78,8 +78,6 @@ def _rows(X: Any, name: str = "X") -> np.ndarray:
         X = np.asarray(X)
         if X.ndim == 1:
             X = X[None, :]
-    elif name != "X":
-        raise TypeError(f"{name} must be dense, got a sparse {type(X).__name__}")
     else:
         B.check_real(X, name)
     # sparse rows stay CSR: the feature maps take them (RandomFourierFeatures,
@@ -107,8 +105,11 @@ def require_y(est: Any, y: Any) -> None:
         raise ValueError(f"{type(est).__name__} requires y to be passed, but the target y is None")
 
 
-def _host(a: Any) -> Any:
-    """Targets or labels as NumPy (tensors copied to the host)."""
+def _host(a: Any, name: str = "y") -> Any:
+    """Targets or labels as NumPy (tensors copied to the host); sparse ones refused, naming
+    the argument (rows may be sparse, targets may not)."""
+    if scipy.sparse.issparse(a):
+        raise TypeError(f"{name} must be dense, got a sparse {type(a).__name__}")
     return B.to_numpy(a) if B.is_tensor(a) else a
 
 
@@ -217,7 +218,7 @@ class StreamClassifier:
         else:
             self._check_width(X2)
         if classes is not None:
-            declared = np.atleast_1d(np.asarray(_host(classes), dtype=object))
+            declared = np.atleast_1d(np.asarray(_host(classes, "classes"), dtype=object))
             check_labels(declared, "classes", labels)
             for label in declared:
                 self._class_index(label)  # type: ignore[attr-defined]

@@ -290,8 +290,8 @@ def semiparametric_protocol(
     part_size = int(check_int(part_size, "part_size", 1))
     window = int(check_int(window, "window", 1))
     Xa, Xs = dense_block(_rows(X_train, "X_train")), dense_block(_rows(X_stream, "X_stream"))
-    Ya = np.asarray(_host(y_train), dtype=np.float64).reshape(len(Xa), -1)
-    Ys = np.asarray(_host(y_stream), dtype=np.float64)
+    Ya = np.asarray(_host(y_train, "y_train"), dtype=np.float64).reshape(len(Xa), -1)
+    Ys = np.asarray(_host(y_stream, "y_stream"), dtype=np.float64)
     Ys = Ys.reshape(len(Ys), -1)
     N = n_parts * part_size
     if len(Xs) < N or len(Ys) != len(Xs):
