@@ -142,9 +142,7 @@ def check_rows(X: Any, name: str = "X", one_sample: bool = False) -> np.ndarray:
 def _check_sparse(X: Any, name: str) -> Any:
     """``check_rows`` of a scipy.sparse matrix: CSR of real numbers (float32 kept, others
     float64), finite stored entries, not empty, within the magnitude rule."""
-    check_real(X, name)
-    if X.dtype.kind not in "biuf":
-        raise TypeError(f"{name} must contain numbers only: dtype {X.dtype}")
+    _check_sparse_numbers(X, name)
     A = X.tocsr().astype(np.float32 if X.dtype == np.float32 else np.float64, copy=False)
     if A.shape[0] == 0 or A.shape[1] == 0:
         raise ValueError(f"{name} must be a non-empty 2-D array, got shape {A.shape}")
@@ -152,6 +150,13 @@ def _check_sparse(X: Any, name: str) -> Any:
         raise ValueError(f"{name} contains NaN or infinity")
     check_magnitude(A, name)
     return A
+
+
+def _check_sparse_numbers(X: Any, name: str) -> None:
+    """A scipy.sparse matrix of real numbers (complex values and objects refused)."""
+    check_real(X, name)
+    if X.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must contain numbers only: dtype {X.dtype}")
 
 
 def check_labels(y: Any, name: str = "y", known: Any = None) -> None:
@@ -316,22 +321,17 @@ def check_sparse_rows(estimator: Any, X: Any, reset: bool, y: Any = None) -> Any
     from sklearn.utils.validation import validate_data
 
     if not estimator.__sklearn_tags__().input_tags.sparse:
+        who = f"X: a scipy.sparse matrix ({type(X).__name__}) is not taken by"
         device = getattr(estimator, "device", None)
-        why = (
-            f"with device={device!r}: sparse rows are computed with NumPy on the host"
-            if device is not None
-            else "does not take them"
-        )
+        if device is not None:
+            raise TypeError(
+                f"{who} {type(estimator).__name__} with device={device!r}: sparse rows are "
+                "computed with NumPy on the host; pass X.toarray(), or leave device unset"
+            )
         raise TypeError(
-            f"X: a scipy.sparse matrix ({type(X).__name__}) is not taken by "
-            f"{type(estimator).__name__} {why}; pass X.toarray(), or leave device unset"
-            if device is not None
-            else f"X: a scipy.sparse matrix ({type(X).__name__}) is not taken by "
-            f"{type(estimator).__name__}: it {why}; pass X.toarray()"
+            f"{who} {type(estimator).__name__}: it does not take them; pass X.toarray()"
         )
-    check_real(X, "X")
-    if X.dtype.kind not in "biuf":
-        raise TypeError(f"X: a sparse matrix of numbers is needed, got dtype {X.dtype}")
+    _check_sparse_numbers(X, "X")
     kw: dict[str, Any] = {
         "accept_sparse": "csr",
         "accept_large_sparse": True,

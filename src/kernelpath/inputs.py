@@ -46,7 +46,6 @@ __all__ = [
     "take_rows",
     "rows_in_memory",
     "row_sq_norms",
-    "n_rows",
     "dense_block",
     "product",
     "column_means",
@@ -83,11 +82,6 @@ def kind_of(X: Any) -> str:
     if B.is_tensor(X):
         return "tensor"
     return "array"
-
-
-def n_rows(X: Any) -> int:
-    """The number of rows of X of any kind (``len`` is ambiguous for sparse matrices)."""
-    return int(X.shape[0])
 
 
 def _every_row(idx: np.ndarray, n: int) -> bool:
@@ -200,6 +194,10 @@ class DenseRows(Rows):
     def __init__(self, X: Any) -> None:
         super().__init__(X)
         self.kind = "tensor" if B.is_tensor(X) else "array"  # type: ignore[misc]
+
+    def check_finite(self, name: str = "X") -> None:
+        if not isinstance(self.X, np.memmap):  # a file mapped in memory: one more pass
+            super().check_finite(name)
 
     def _subset(self, idx: np.ndarray) -> Any:
         if B.is_tensor(self.X):
@@ -351,10 +349,6 @@ class SourceRows(Rows):
 
     def to(self, device: B.Device, dtype: Any = None) -> Any:
         return B.to_device(self.X, device, dtype)  # refuses a torch device
-
-    def column_moments(self, rows: Any) -> tuple[np.ndarray, ...]:
-        idx = np.arange(self.shape[0]) if rows is None else np.asarray(rows)
-        return _moments(B.to_numpy(self.take(idx), np.float64))
 
 
 class DaskRows(SourceRows):

@@ -71,13 +71,13 @@ def squared_distances(
     """Squared Euclidean distances ``||x_i - z_j||^2``, shape ``(len(X), len(Z))``, never negative.
 
     ``x_sq`` and ``z_sq`` are the optional precomputed squared row norms. NumPy arrays or
-    tensors (the result is on their backend).
+    tensors (the result is on their backend), or sparse rows (the result is dense NumPy).
     """
     if x_sq is None:
-        x_sq = B.sq_norms(X)
+        x_sq = row_sq_norms(X)
     if z_sq is None:
-        z_sq = B.sq_norms(Z)
-    D = X @ Z.T
+        z_sq = row_sq_norms(Z)
+    D = product(X, Z.T)  # dense, also for sparse rows
     D *= -2.0
     D += x_sq[:, None]
     D += z_sq[None, :]
@@ -107,14 +107,7 @@ def median_distance(
         if metric is not None:
             X = np.asarray(X, dtype=np.float64) @ np.asarray(metric, dtype=np.float64)
     sq = np.asarray(row_sq_norms(X), dtype=np.float64)
-    if is_sparse(X):
-        D = np.asarray((X @ X.T).toarray(), dtype=np.float64)
-        D *= -2.0
-        D += sq[:, None]
-        D += sq[None, :]
-        np.maximum(D, 0.0, out=D)
-    else:
-        D = squared_distances(X, X, sq, sq)
+    D = squared_distances(X, X, sq, sq)
     iu = np.triu_indices(X.shape[0], k=1)
     d = np.sqrt(D[iu])
     # distances at the rounding level of the norms they are expanded from are 0: identical
@@ -781,9 +774,7 @@ class _RadialKernel(Kernel):
         Xw = X.astype(wdt, copy=False)
         if x_sq is None or B.dtype_of(x_sq) != wdt:
             x_sq = self.sq_norms(Xw)
-        D = Xw @ prepared.lin
-        D = D.toarray() if is_sparse(D) else np.asarray(D)
-        D = D.astype(wdt, copy=False)
+        D = product(Xw, prepared.lin).astype(wdt, copy=False)
         D += (prepared.scale * x_sq)[:, None]
         D += prepared.center_terms[None, :]
         if clip is None:

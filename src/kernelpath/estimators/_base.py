@@ -23,10 +23,10 @@ from ..distributed import dask_predict
 from ..fitting import Family, NystromFamily, Selection, select
 from ..fitting.agop import metric_summary
 from ..fitting.problem import FitProblem
-from ..inputs import as_rows, is_sparse
+from ..inputs import as_rows
 from ..kernels import AGOP_NAMES
 from ..progress import verbose_reporter
-from ._inputs import fit_problem
+from ._inputs import device_for, fit_problem
 
 __all__ = ["_KernelPathEstimator"]
 
@@ -176,10 +176,7 @@ class _KernelPathEstimator(BaseEstimator):
         """X validated and on the device predictions compute on: ``device`` when it is
         set, else where X lives (a model fitted on a GPU predicts NumPy inputs with NumPy
         unless ``device`` says otherwise)."""
-        device = getattr(self, "device", None)
-        if is_sparse(X) and isinstance(device, str) and device == "auto":
-            device = None  # sparse rows are computed with NumPy on the host
-        dev = B.resolve_device(device, {"X": X})
+        dev = B.resolve_device(device_for(self, X), {"X": X})
         Xv = validate_X(self, X, reset=False)
         return as_rows(Xv).to(dev, B.dtype_of(Xv))
 

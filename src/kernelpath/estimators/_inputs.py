@@ -47,6 +47,15 @@ def gathered(a: Any) -> Any:
     return a
 
 
+def device_for(est: Any, X: Any) -> Any:
+    """The estimator's ``device`` parameter for inputs X: "auto" stays on the host for
+    sparse rows (they are computed with NumPy)."""
+    device = getattr(est, "device", None)
+    if is_sparse(X) and isinstance(device, str) and device == "auto":
+        return None
+    return device
+
+
 def check_fit_input(
     est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool, takes_dask: bool
 ) -> tuple[Any, Any, Any, B.Device]:
@@ -54,22 +63,18 @@ def check_fit_input(
     inputs go through scikit-learn's ``validate_data`` (which sets ``n_features_in_`` and
     ``feature_names_in_`` on ``est``); a tensor X is checked where it lives (its targets and
     weights may be tensors on the same device or NumPy arrays when it is on the CPU)."""
-    device = getattr(est, "device", None)
-    if is_sparse(X) and isinstance(device, str) and device == "auto":
-        device = None  # sparse rows are computed with NumPy on the host
-    dev = B.resolve_device(device, {"X": X, "y": y, "sample_weight": sample_weight})
+    dev = B.resolve_device(device_for(est, X), {"X": X, "y": y, "sample_weight": sample_weight})
     y, sample_weight = gathered(y), gathered(sample_weight)
     if not classifier:
         check_numeric(y, "y")
     elif y is not None and not B.is_tensor(y):
         check_labels(y)  # before scikit-learn's check, which fails on pandas' NA
-    if is_sparse(y) or is_sparse(sample_weight):
-        name = "y" if is_sparse(y) else "sample_weight"
-        raise TypeError(
-            f"{name} must be a dense 1-D array (or 2-D for several regression targets), got "
-            f"a sparse {type(y if name == 'y' else sample_weight).__name__}: pass "
-            f"{name}.toarray()"
-        )
+    for name, a in (("y", y), ("sample_weight", sample_weight)):
+        if is_sparse(a):
+            raise TypeError(
+                f"{name} must be a dense 1-D array (or 2-D for several regression targets), "
+                f"got a sparse {type(a).__name__}: pass {name}.toarray()"
+            )
     if is_sparse(X):
         X, y = check_sparse_rows(est, X, True, y)
     elif B.is_tensor(X) or is_lazy_array(X) or B.is_dask(X):
