@@ -234,6 +234,8 @@ def test_load_libsvm_gives_csr(tmp_path):
     X, y = load_libsvm(path)
     assert sp.issparse(X) and X.format == "csr" and X.shape == (2, 3)
     np.testing.assert_array_equal(X.toarray(), [[0.5, 0, 2], [0, 1, 0]])
+    with pytest.raises(TypeError, match="^dense must be True or False"):
+        load_libsvm(path, dense="yes")
     Xd, _ = load_libsvm(path, dense=True)
     np.testing.assert_array_equal(Xd, X.toarray())
     np.testing.assert_array_equal(y, [1, -1])

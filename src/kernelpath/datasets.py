@@ -77,6 +77,8 @@ def load_libsvm(
     """
     from sklearn.datasets import load_svmlight_file
 
+    if not isinstance(dense, (bool, np.bool_)):
+        raise TypeError(f"dense must be True or False, got {dense!r}")
     X, y = load_svmlight_file(str(path), n_features=n_features)
     y = np.asarray(y, dtype=np.float64)
     if not dense:
