@@ -33,7 +33,7 @@ def worker(n: int) -> dict[str, float]:
     from fresh import PeakMemory
 
     from kernelpath import KRLSRegressor
-    from kernelpath.fitting.kernel_models import EXACT_MATRICES, EXACT_SECONDS_PER_N3
+    from kernelpath.fitting.exact import EXACT_MATRICES, EXACT_SECONDS_PER_N3
 
     rng = np.random.default_rng(0)
     w = rng.standard_normal(8)
@@ -81,7 +81,7 @@ def run(sizes: list[int], runs: int) -> None:
 
 
 def table() -> str:
-    from kernelpath.fitting.kernel_models import EXACT_SECONDS_PER_N3
+    from kernelpath.fitting.exact import EXACT_SECONDS_PER_N3
 
     res = json.loads(OUT.read_text())
     lines = [

@@ -70,6 +70,7 @@ def _run_sgd(
         sgd_path,
         step_rule,
     )
+    from kernelpath.workspace import Workspace
 
     rng = np.random.default_rng(0)
     n = len(Xtr)
@@ -84,7 +85,7 @@ def _run_sgd(
         m = batch
         lam = max(es.tail, 1e-12 * es.beta)
         eta = m / (es.beta + (m - 1) * lam)
-    pred, step = kernel_sgd_steps(Xtr, kernel, sub, es, 2**31)
+    pred, step = kernel_sgd_steps(Xtr, kernel, sub, es, Workspace(2**31))
     coef = np.zeros((n, Ytr.shape[1]))
     val = Validation(KernelOperator(Xte, Xtr, kernel), Yte, "error_rate")
     t0 = time.perf_counter()

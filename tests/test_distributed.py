@@ -12,6 +12,7 @@ import pytest
 
 import kernelpath as kp
 from kernelpath.distributed import DaskKernelOperator
+from kernelpath.workspace import Workspace
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
@@ -238,9 +239,32 @@ def test_bad_dask_input():
     Xu = Xu[da.from_array(y, chunks=CHUNK) > 0]
     with pytest.raises(ValueError, match="unknown chunk sizes"):
         kp.NystromRegressor().fit(Xu, y[y > 0])
-    for est in (kp.KRLSRegressor(), kp.SGMRegressor(), kp.EigenProRegressor()):
-        with pytest.raises(TypeError, match="does not take dask arrays"):
-            est.fit(da.from_array(X, chunks=(CHUNK, D)), y)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda b: kp.KRLSRegressor(kp.Gaussian(1.0), memory_budget=b, random_state=0),
+        lambda b: kp.SGMRegressor(
+            kp.Gaussian(1.0), n_features=100, memory_budget=b, random_state=0
+        ),
+        lambda b: kp.EigenProRegressor(
+            kp.Gaussian(1.0), memory_budget=b, random_state=0, n_epochs=2
+        ),
+    ],
+)
+def test_families_without_dask_products_gather_a_dask_array_that_fits(make):
+    """Exact KRLS, SGM and EigenPro compute in this process: a dask X that fits the budget is
+    gathered (the model is the in-memory fit's), one that does not is refused naming the
+    input kind, the budget and the estimators that fit on the cluster."""
+    X, y = _problem()
+    X, y = X[:1500], y[:1500]
+    Xd = da.from_array(X, chunks=(CHUNK, D))
+    got, want = make("200MB").fit(Xd, y), make("200MB").fit(X, y)
+    np.testing.assert_allclose(got.predict(X[:50]), want.predict(X[:50]), rtol=1e-10, atol=1e-12)
+    wide = da.from_array(np.random.default_rng(1).standard_normal((3000, 100)), chunks=(500, 100))
+    with pytest.raises(ValueError, match=r"X \(a dask array, 0.00 GB\) does not fit .*NystromRe"):
+        make("2MB").fit(wide, np.zeros(3000))
 
 
 def test_a_task_gets_its_share_of_the_worker_budget(monkeypatch):
@@ -248,19 +272,20 @@ def test_a_task_gets_its_share_of_the_worker_budget(monkeypatch):
     with half of it (and the local scheduler's tasks share the process's budget)."""
     import kernelpath.distributed as kd
     from kernelpath import _backend as B
+    from kernelpath.operators import kernel as ko
 
     seen: list[tuple[int, int]] = []
-    original = kd.KernelOperator.__init__
+    original = ko.KernelOperator.__init__
 
     def init(self, X, centers, kernel, memory_budget=None, *args, **kwargs):
         seen.append((len(X), memory_budget))
         original(self, X, centers, kernel, memory_budget, *args, **kwargs)
 
-    monkeypatch.setattr(kd.KernelOperator, "__init__", init)
+    monkeypatch.setattr(ko.KernelOperator, "__init__", init)
     X, _ = _problem()
     Xd = da.from_array(X, chunks=(CHUNK, D))
     centers, v = X[:50], np.ones(50)
-    expected = kd.KernelOperator(X, centers, kp.Gaussian(1.0), 2**26).fused(v)
+    expected = ko.KernelOperator(X, centers, kp.Gaussian(1.0), 2**26).fused(v)
     budget = 2**26
     with (
         distributed.LocalCluster(
@@ -269,11 +294,13 @@ def test_a_task_gets_its_share_of_the_worker_budget(monkeypatch):
         distributed.Client(cluster),
     ):
         seen.clear()
-        got = DaskKernelOperator(Xd, centers, kp.Gaussian(1.0), budget, cache=False).fused(v)
+        got = DaskKernelOperator(
+            Xd, centers, kp.Gaussian(1.0), Workspace(budget), cache=False
+        ).fused(v)
         assert _rel(got, expected) <= 1e-12
         assert {b for rows, b in seen if rows == CHUNK} == {budget // 2}
     monkeypatch.setattr(kd, "active_client", lambda: None)
     seen.clear()
-    got = DaskKernelOperator(Xd, centers, kp.Gaussian(1.0), budget, cache=False).fused(v)
+    got = DaskKernelOperator(Xd, centers, kp.Gaussian(1.0), Workspace(budget), cache=False).fused(v)
     assert _rel(got, expected) <= 1e-12
     assert {b for rows, b in seen if rows == CHUNK} == {budget // B.n_threads()}

@@ -13,6 +13,7 @@ from kernelpath.solvers.eigenpro import (
     sgd_path,
     step_rule,
 )
+from kernelpath.workspace import Workspace
 
 from .conftest import check_estimator
 
@@ -30,7 +31,7 @@ def test_q0_is_plain_kernel_sgd(rng):
     es = kernel_eigensystem(K, 0, 1.0)
     assert es.q == 0
     assert es.tail == pytest.approx(np.linalg.eigvalsh(K / len(X))[-1], rel=1e-10)
-    pred, step = kernel_sgd_steps(X, kernel, np.arange(len(X)), es, 2**30)
+    pred, step = kernel_sgd_steps(X, kernel, np.arange(len(X)), es, Workspace(2**30))
     coef = np.zeros((len(X), 1))
     sgd_path(len(X), y, pred, step, coef, 3, 16, 0.7, np.random.default_rng(5), None, None, 0, {})
     # the textbook loop: same permutations, same batches, same step
@@ -53,7 +54,7 @@ def test_preconditioner_flattens_the_top_directions(rng, tau):
     kernel = Laplacian(1.0)
     K = kernel(X, X)
     es = kernel_eigensystem(K, q, tau)
-    _, step = kernel_sgd_steps(X, kernel, np.arange(n), es, 2**30)
+    _, step = kernel_sgd_steps(X, kernel, np.arange(n), es, Workspace(2**30))
     coef = np.zeros((n, n))
     step(np.arange(n), np.eye(n), coef, float(n))  # coef = -(I - E D E^T K)
     M = -(K @ coef) / n

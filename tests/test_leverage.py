@@ -6,6 +6,7 @@ import pytest
 import kernelpath
 from kernelpath import Gaussian, Laplacian
 from kernelpath.leverage import _approximate_scores, squeak
+from kernelpath.workspace import Workspace
 
 from .conftest import requires_shared
 
@@ -46,7 +47,7 @@ def test_approximate_scores_never_exceed_the_exact_and_keep_the_band(rng):
     kernel, lam, p = Gaussian(1.5), 1e-3, 120
     tau, K = _dense_scores(X, kernel, lam)
     seed = 7
-    approx = _approximate_scores(X, kernel, lam, p, np.random.default_rng(seed), 2**30)
+    approx = _approximate_scores(X, kernel, lam, p, np.random.default_rng(seed), Workspace(2**30))
     assert np.all(approx <= tau + 1e-9)
     # rebuild L = C W^+ C^T from the same draws and check the theorem's band:
     # K - L <= eps λn I  implies  τ~ >= (1 + eps) τ - eps

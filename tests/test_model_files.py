@@ -389,7 +389,8 @@ def test_a_pipeline_file_from_another_scikit_learn_version_warns(tmp_path, monke
 
 
 def test_stored_types_name_only_numpy_and_builtin_types():
-    from kernelpath.model_files import ModelFileError, _decode_type
+    from kernelpath.model_files import ModelFileError
+    from kernelpath.model_files._codec import _decode_type
 
     assert (
         _decode_type({"$type": "<f8"}) is np.float64 and _decode_type({"$type": "float"}) is float

@@ -68,9 +68,9 @@ def test_release_and_recompute(data, rng):
     op = KernelOperator(X, C, Gaussian(1.0), memory_budget="1GB")
     B = rng.standard_normal(61)
     first = op.matvec(B)
-    assert op._K is not None
+    assert op.cache.K is not None
     op.release()
-    assert op._K is None
+    assert op.cache.K is None
     np.testing.assert_allclose(op.matvec(B), first)
 
 
@@ -100,7 +100,7 @@ def test_partial_cache(rng, n_jobs):
     Kd = Gaussian(1.5)(X, C)
     op = KernelOperator(X, C, Gaussian(1.5), memory_budget=2 * 1024**2, n_jobs=n_jobs)
     assert not op.cached and 0.35 < op.cached_fraction < 0.42
-    assert all(c > a for a, _, c, _ in op._chunks)  # every worker caches part of its rows
+    assert all(c > a for a, _, c, _ in op.cache.chunks)  # every worker caches part of its rows
     assert op.n_cached * 400 * 8 <= 0.6 * op.budget
     op.block_rows = 97
     B = rng.standard_normal((400, 2))
@@ -108,7 +108,7 @@ def test_partial_cache(rng, n_jobs):
     for _ in range(2):
         np.testing.assert_allclose(op.fused(B, w), Kd.T @ (w[:, None] * (Kd @ B)), rtol=1e-11)
         np.testing.assert_allclose(op.matvec(B), Kd @ B, rtol=1e-11, atol=1e-12)
-    assert op._filled
+    assert op.cache.filled
 
 
 def test_cache_or_stream_decision(rng):
@@ -124,7 +124,7 @@ def test_cache_or_stream_decision(rng):
     np.testing.assert_allclose(op.fused(B), Kd.T @ (Kd @ B), rtol=1e-11)
     assert all(not p[3] for p in op.cache_probe.values())
     # the probe's warm-up block and its two timed blocks stay cached, the rest is streamed
-    assert op.n_cached == len(op._chunks) * 300
+    assert op.n_cached == len(op.cache.chunks) * 300
     np.testing.assert_allclose(op.fused(B), Kd.T @ (Kd @ B), rtol=1e-11)
     op.release()  # the next product decides again
     assert op.n_cached == 4000 and op.cache_probe == {}
@@ -137,13 +137,13 @@ def test_cache_decision_rule(rng):
     row_read = 50 * 8 / 8e9
     compute = 10e-6 * 100  # 10 us per row to compute, 100 rows probed
     # saving per row: 19 passes x (10 us - read); faults of 1 us per row: cache
-    assert op._cache_decision(0, compute, 1e-6 * 100, 100, 20)[0]
+    assert op.cache._decision(0, compute, 1e-6 * 100, 100, 20)[0]
     # faults of 500 us per row, more than 19 passes save: stream
-    assert not op._cache_decision(0, compute, 500e-6 * 100, 100, 20)[0]
+    assert not op.cache._decision(0, compute, 500e-6 * 100, 100, 20)[0]
     # faults of 120 us per row: 19 passes save ~180 us, but not twice the faults: stream
-    assert not op._cache_decision(0, compute, 120e-6 * 100, 100, 20)[0]
+    assert not op.cache._decision(0, compute, 120e-6 * 100, 100, 20)[0]
     # one pass saves nothing
-    assert not op._cache_decision(0, compute, 1e-9, 100, 1)[0]
+    assert not op.cache._decision(0, compute, 1e-9, 100, 1)[0]
     assert compute / 100 > row_read
 
 
@@ -155,8 +155,8 @@ def test_dense_stays_inside_the_budget(rng):
     op = KernelOperator(X, C, Gaussian(1.5), memory_budget=4 * 1024**2)
     assert 0 < op.cached_fraction < 1
     np.testing.assert_allclose(op.dense(), Gaussian(1.5)(X, C), rtol=1e-12, atol=1e-14)
-    assert op._K is None
+    assert op.cache.K is None
     full = KernelOperator(X, C, Gaussian(1.5), memory_budget="64MB", expected_passes=1)
     K = full.dense()
-    assert full.cached and full._K is K  # all of it cached: the dense matrix is the cache
+    assert full.cached and full.cache.K is K  # all of it cached: the dense matrix is the cache
     np.testing.assert_allclose(K, Gaussian(1.5)(X, C), rtol=1e-12, atol=1e-14)

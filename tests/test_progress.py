@@ -94,7 +94,7 @@ def test_exact_krls_announces_its_cost_and_warns_when_slow(capsys, monkeypatch):
     import numpy as np
 
     from kernelpath import KRLSRegressor
-    from kernelpath.fitting import kernel_models
+    from kernelpath.fitting import exact
 
     rng = np.random.default_rng(0)
     X = rng.standard_normal((250, 3))
@@ -105,12 +105,12 @@ def test_exact_krls_announces_its_cost_and_warns_when_slow(capsys, monkeypatch):
     err = capsys.readouterr().err
     n_tr = len(est.train_indices_)
     assert n_tr == 200 and len(est.coef_) == 250  # what the estimate counts
-    seconds = kernel_models.EXACT_SECONDS_PER_N3 * (200.0**3 + 250.0**3)
+    seconds = exact.EXACT_SECONDS_PER_N3 * (200.0**3 + 250.0**3)
     line = next(s for s in err.splitlines() if "estimated cost" in s)
     assert f"about {seconds:.0f} s and 0.0 GB" in line and "of 200 + 250 rows" in line
     KRLSRegressor(random_state=0, cv=4, refit=False).fit(X, y)  # verbose=0: silent
     assert "estimated cost" not in capsys.readouterr().err
-    monkeypatch.setattr(kernel_models, "EXACT_SECONDS_PER_N3", 1e-5)
+    monkeypatch.setattr(exact, "EXACT_SECONDS_PER_N3", 1e-5)
     with pytest.warns(UserWarning, match=r"about \d+ min .* NystromRegressor") as record:
         KRLSRegressor(random_state=0, cv=4, refit=False).fit(X, y)
     assert record[0].filename == __file__  # the warning points at the user's fit call

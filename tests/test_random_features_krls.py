@@ -22,8 +22,11 @@ from kernelpath.solvers.random_features import (
     rf_penalty_path,
     rff_operator,
 )
+from kernelpath.workspace import Workspace
 
 from .conftest import check_estimator
+
+WS = Workspace(2**30)
 
 
 def _data(rng, n=300, d=3):
@@ -44,9 +47,9 @@ def test_penalty_path_equals_the_closed_form(rng):
     X, y = _data(rng)
     w = rng.uniform(0.5, 2.0, len(X))
     fmap = RandomFourierFeatures(Laplacian(1.0), 80, random_state=0).fit(X)
-    G, b = feature_moments(fmap, X, 80, y, w)
+    G, b = feature_moments(fmap, X, 80, y, WS, w)
     Xv, yv = _data(rng, 50)
-    val = Validation(rff_operator(fmap, Xv, 80), yv[:, None])
+    val = Validation(rff_operator(fmap, Xv, 80, WS), yv[:, None])
     lams = np.array([1e-1, 1e-3, 1e-5])
     path = rf_penalty_path(G, b, y, lams, w, val)
     Phi, Phiv = fmap.transform(X), fmap.transform(Xv)
@@ -63,9 +66,9 @@ def test_feature_path_equals_separate_fits(rng, method):
     X, y = _data(rng)
     Dmax = 120
     fmap = RandomFourierFeatures(Gaussian(0.8), Dmax, random_state=3).fit(X)
-    G, b = feature_moments(fmap, X, Dmax, y)
+    G, b = feature_moments(fmap, X, Dmax, y, WS)
     Xv, yv = _data(rng, 50)
-    val = Validation(rff_operator(fmap, Xv, Dmax, normalize=False), yv[:, None])
+    val = Validation(rff_operator(fmap, Xv, Dmax, WS, normalize=False), yv[:, None])
     grid = [5, 30, 77, 120]
     lams = np.array([1e-2, 1e-4])
     path = rf_feature_path(G, b, y, lams, grid, None, val, method=method)

@@ -22,6 +22,7 @@ from _common import run_command
 
 import kernelpath as kp
 from kernelpath.solvers.random_features import feature_moments, rf_feature_path
+from kernelpath.workspace import Workspace
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -71,7 +72,7 @@ def update_rows() -> dict:
     Xtr = (Xtr - Xtr.mean(0)) / Xtr.std(0)
     Dmax = 1000
     fmap = kp.RandomFourierFeatures(kp.Gaussian(3.0), Dmax, random_state=0).fit(Xtr)
-    G, b = feature_moments(fmap, Xtr, Dmax, ytr - ytr.mean())
+    G, b = feature_moments(fmap, Xtr, Dmax, ytr - ytr.mean(), Workspace(2**31))
     grid = np.unique(np.geomspace(1, Dmax, 20).round().astype(int))
     lam = np.array([1e-6])
     times: dict[str, list[float]] = {"blocked": [], "rank-one": []}

@@ -40,6 +40,7 @@ from .inputs import rows_in_memory
 from .kernels import AUTO_WIDTH_FACTORS, Kernel, make_kernel, median_distance
 from .operators import KernelOperator
 from .selection import holdout_split
+from .workspace import Workspace
 
 __all__ = ["learn_widths", "ARD_KERNELS", "width_objective"]
 
@@ -93,10 +94,10 @@ class _Objective:
         w: np.ndarray,
         folds: list[tuple[np.ndarray, np.ndarray]],
         centers: np.ndarray,
-        budget: Any,
+        workspace: Workspace,
     ) -> None:
         self.kernel, self.X, self.Y, self.w = kernel, X, Y, w
-        self.folds, self.C, self.budget = folds, centers, budget
+        self.folds, self.C, self.workspace = folds, centers, workspace
         self.d = X.shape[1]
         self.n_evaluations = 0
 
@@ -108,11 +109,12 @@ class _Objective:
     def _blocks(self, k: Kernel) -> tuple[KernelOperator, np.ndarray, list[tuple[Any, ...]]]:
         """The center operator, K_mm and per fold (train operator, K_nm, validation
         operator, K_vm) at the kernel ``k``."""
-        op_c = KernelOperator(self.C, self.C, k, self.budget)
+        ws = self.workspace
+        op_c = ws.in_process(self.C, self.C, k)
         blocks = []
         for tr, va in self.folds:
-            op_t = KernelOperator(self.X[tr], self.C, k, self.budget)
-            op_v = KernelOperator(self.X[va], self.C, k, self.budget)
+            op_t = ws.in_process(self.X[tr], self.C, k)
+            op_v = ws.in_process(self.X[va], self.C, k)
             blocks.append((op_t, op_t.dense(), op_v, op_v.dense()))
         return op_c, op_c.center_gram(), blocks
 
@@ -226,7 +228,7 @@ def width_objective(
     rng = np.random.default_rng(random_state)
     folds = _folds(len(Xa), cv, validation_fraction, rng)
     C = np.ascontiguousarray(B.to_numpy(centers), dtype=np.float64)
-    return _Objective(k, Xa, Y, w, folds, C, memory_budget)
+    return _Objective(k, Xa, Y, w, folds, C, Workspace.of(memory_budget))
 
 
 def learn_widths(
@@ -331,7 +333,7 @@ def learn_widths(
         raise ValueError(f"too few samples ({len(idx)}) to hold out a validation set")
     m = min(n_centers, min(len(tr) for tr, _ in folds))
     C = Xs[np.sort(rng.choice(len(Xs), m, replace=False))]
-    objective = _Objective(k, Xs, Ys, ws, folds, C, memory_budget)
+    objective = _Objective(k, Xs, Ys, ws, folds, C, Workspace.of(memory_budget))
 
     # start: the best of the "auto" widths (one for all features) and a few penalties
     med = median_distance(Xs, rng)

@@ -28,7 +28,6 @@ from typing import Any
 import numpy as np
 
 from . import _backend as B
-from ._backend import resolve_memory_budget
 from ._validation import check_choice, check_float, check_int
 from .inputs import center_rows, first_of_each_row, rows_in_memory, take_rows
 from .kernels import Kernel
@@ -38,8 +37,9 @@ from .leverage import (
     _exact_scores,
     _squeak_scores,
     samples_within,
-    squeak,
+    squeak_dictionary,
 )
+from .workspace import Workspace
 
 __all__ = [
     "select_centers",
@@ -190,16 +190,16 @@ class LeverageCenters:
         memory_budget: Any = None,
     ) -> CenterSelection:
         lam = _score_penalty(self.penalty, penalty, kernel, X)
-        budget = resolve_memory_budget(memory_budget)
+        ws = Workspace.of(memory_budget)
         if self.method == "exact":
-            scores = _exact_scores(X, kernel, lam, budget)
+            scores = _exact_scores(X, kernel, lam, ws)
         else:
             p = (
-                samples_within(budget, X.shape[0])
+                samples_within(ws.budget, X.shape[0])
                 if self.n_samples is None
                 else int(self.n_samples)
             )
-            scores = _approximate_scores(X, kernel, lam, p, rng, budget)
+            scores = _approximate_scores(X, kernel, lam, p, rng, ws)
         idx, w = _draw_by_scores(scores, n_centers, rng)
         return CenterSelection(
             center_rows(X, idx), idx, self.name, scores, w, lam, {"d_eff": float(scores.sum())}
@@ -274,20 +274,10 @@ class SqueakCenters:
                 "read from disk or a dask array use 'uniform' or 'approximate-leverage'"
             )
         lam = _score_penalty(self.penalty, penalty, kernel, X)
-        budget = resolve_memory_budget(memory_budget)
-        d = squeak(
-            X,
-            kernel,
-            lam,
-            self.q_bar,
-            self.eps,
-            self.delta,
-            self.batch_size,
-            rng,
-            budget,
-            self.variant,
-        )
-        scores = _squeak_scores(X, kernel, d, budget)
+        ws = Workspace.of(memory_budget)
+        args = (self.q_bar, self.eps, self.delta, self.batch_size, rng)
+        d = squeak_dictionary(X, kernel, lam, *args, ws, self.variant)
+        scores = _squeak_scores(X, kernel, d, ws)
         info: dict[str, Any] = {
             "dictionary_size": len(d),
             "q_bar": d.q_bar,

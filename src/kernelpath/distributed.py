@@ -1,11 +1,12 @@
 """The operators over the row chunks of a dask array, on a Dask cluster (the Dask side of
-the operator layer: ``kernelpath.dispatch`` chooses it for a dask array).
+the operator layer: ``kernelpath.workspace`` builds it for a dask array).
 
 ``DaskKernelOperator`` offers the products of ``operators.KernelOperator`` (``matvec``,
 ``rmatvec``, ``fused``, ``gram``, ``center_gram``, ``diag``, ``row_sq_norms``,
 ``projected_rows``) for X a dask array chunked by rows. Each product is one task per chunk
-that evaluates the chunk's kernel block with a ``KernelOperator`` where the chunk is (the
-operator stays the only code that computes kernel blocks), then a tree sum of the m-vectors
+that evaluates the chunk's kernel block with a ``KernelOperator`` where the chunk is, built
+by the fit's workspace with the task's share of the budget (the operator stays the only code
+that computes kernel blocks), then a tree sum of the m-vectors
 or m x m matrices (``SPLIT_EVERY`` at a time), or the chunks' n-vectors gathered in order.
 
 What travels where:
@@ -48,8 +49,9 @@ from ._validation import check_dask_rows, check_int
 from ._version import __version__
 from .inputs import dense_block
 from .kernels import Kernel
-from .operators.features import FeatureOperator, feature_moments
-from .operators.kernel import CACHE_FRACTION, KernelOperator
+from .operators.features import feature_moments
+from .operators.kernel import CACHE_FRACTION
+from .operators.protocol import KernelProducts, OperatorBuilder
 
 __all__ = ["DaskKernelOperator", "dask_feature_moments", "DaskFeatureOperator", "dask_predict"]
 
@@ -167,37 +169,45 @@ def _tree_sum(parts: list[Any]) -> Any:
     return parts[0]
 
 
+class _Persisted:
+    """A chunk's operator whose block was computed on its worker and is kept there."""
+
+    def __init__(self, op: KernelProducts) -> None:
+        self.op = op
+
+
 def _chunk_operator(
-    xb: np.ndarray, centers: np.ndarray, kernel: Kernel, budget: int, persist: bool
-) -> KernelOperator:
-    """The operator of one chunk (on its worker); with ``persist`` its block is computed
-    now and kept (the operator's cache)."""
+    xb: np.ndarray, centers: np.ndarray, kernel: Kernel, builder: OperatorBuilder, persist: bool
+) -> Any:
+    """The operator of one chunk (on its worker), built by the fit's workspace with the
+    task's share of its budget, on one thread; with ``persist`` its block is computed now
+    and kept (the operator's cache)."""
     xb = np.ascontiguousarray(xb, dtype=centers.dtype)
     if not np.isfinite(xb).all():
         raise ValueError("X contains NaN or infinity")
-    budget = _task_budget(budget)
+    task = builder.share(_task_budget(builder.budget)).threads(1)
     if persist:
         need = int(len(xb) * len(centers) * centers.dtype.itemsize / CACHE_FRACTION) + 2**21
-        op = KernelOperator(xb, centers, kernel, max(budget, need), cache=True, n_jobs=1)
+        op = task.share(max(task.budget, need)).operator(xb, centers, kernel, cache=True)
         op.dense()
-        return op
-    return KernelOperator(xb, centers, kernel, budget, cache=False, n_jobs=1)
+        return _Persisted(op)
+    return task.operator(xb, centers, kernel, cache=False)
 
 
 def _apply(
     src: Any,
     centers: np.ndarray,
     kernel: Kernel,
-    budget: int,
+    builder: OperatorBuilder,
     method: str,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> Any:
     """``method`` of a chunk's operator (persisted, or built here from the chunk's rows)."""
     op = (
-        src
-        if isinstance(src, KernelOperator)
-        else _chunk_operator(src, centers, kernel, budget, False)
+        src.op
+        if isinstance(src, _Persisted)
+        else _chunk_operator(src, centers, kernel, builder, False)
     )
     return getattr(op, method)(*args, **kwargs)
 
@@ -238,8 +248,9 @@ class DaskKernelOperator:
         Chunked along rows only (one chunk of columns).
     centers : ndarray of shape (m, d)
     kernel : Kernel
-    memory_budget : int, str or None
-        Bytes per worker.
+    builder : OperatorBuilder
+        The fit's workspace (``kernelpath.workspace.Workspace``): its budget is per worker,
+        and it builds the operators of the chunks on the workers.
     cache : {"auto", True, False}, default="auto"
         Keep K_nm's chunks on the workers: when they fit ("auto"), always (True) or never.
     expected_passes : int or None
@@ -251,9 +262,8 @@ class DaskKernelOperator:
         X: Any,
         centers: Any,
         kernel: Kernel,
-        memory_budget: Any = None,
+        builder: OperatorBuilder,
         cache: bool | str = "auto",
-        n_jobs: int | None = None,
         expected_passes: int | None = None,
     ) -> None:
         dask = _dask()
@@ -272,7 +282,8 @@ class DaskKernelOperator:
         self.device = B.NUMPY
         self.lazy = True
         self.n, self.m = int(X.shape[0]), int(self.centers.shape[0])
-        self.budget = B.resolve_memory_budget(memory_budget)
+        self.builder = builder
+        self.budget = builder.budget
         self.cache_mode = cache
         self.expected_passes = check_int(expected_passes, "expected_passes", 1, allow_none=True)
         self.nbytes_full = self.n * self.m * self.dtype.itemsize
@@ -330,7 +341,7 @@ class DaskKernelOperator:
             dask = _dask()
             built = [
                 dask.delayed(_chunk_operator, pure=True)(
-                    xb, self._centers_ref, self.kernel, self.budget, True
+                    xb, self._centers_ref, self.kernel, self.builder, True
                 )
                 for xb in self.chunks.parts
             ]
@@ -346,7 +357,7 @@ class DaskKernelOperator:
         delayed = _dask().delayed
         return [
             delayed(_apply, pure=True)(
-                src, self._centers_ref, self.kernel, self.budget, method, args, kwargs
+                src, self._centers_ref, self.kernel, self.builder, method, args, kwargs
             )
             for src, args in zip(self._sources(), per_chunk, strict=True)
         ]
@@ -434,7 +445,7 @@ class DaskKernelOperator:
 
     def center_gram(self, native: bool = False) -> np.ndarray:
         """K_mm (computed here: the centers are here)."""
-        return KernelOperator(self.centers, self.centers, self.kernel, self.budget).center_gram()
+        return self.builder.operator(self.centers, self.centers, self.kernel).center_gram()
 
     def diag(self, native: bool = False) -> np.ndarray:
         return self._stacked("diag", [()] * len(self.chunks))
@@ -491,17 +502,24 @@ def dask_feature_moments(
 
 
 def _chunk_features_apply(
-    xb: np.ndarray, transform: Any, n_features: int, method: str, *args: Any
+    xb: np.ndarray,
+    transform: Any,
+    n_features: int,
+    builder: OperatorBuilder,
+    method: str,
+    *args: Any,
 ) -> Any:
-    return getattr(FeatureOperator(transform, np.ascontiguousarray(xb), n_features), method)(*args)
+    op = builder.feature_operator(transform, np.ascontiguousarray(xb), n_features)
+    return getattr(op, method)(*args)
 
 
 class DaskFeatureOperator:
     """``FeatureOperator`` (F @ M, the projected rows) for X a dask array chunked by rows:
     one task per chunk, the n-sized results gathered in order."""
 
-    def __init__(self, transform: Any, X: Any, n_features: int) -> None:
+    def __init__(self, transform: Any, X: Any, n_features: int, builder: OperatorBuilder) -> None:
         self.transform, self.X, self.n_features = transform, check_dask_rows(X), n_features
+        self.builder = builder
         self.dtype = B.dtype_of(self.X)
         self.device = B.NUMPY
         self.chunks = _Chunks(self.X)
@@ -512,7 +530,7 @@ class DaskFeatureOperator:
             _compute(
                 *[
                     d(_chunk_features_apply, pure=True)(
-                        xb, self.transform, self.n_features, method, *args
+                        xb, self.transform, self.n_features, self.builder, method, *args
                     )
                     for xb in self.chunks.parts
                 ]

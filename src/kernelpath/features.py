@@ -34,12 +34,11 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from . import _backend as B
-from ._backend import resolve_memory_budget
 from ._validation import check_int, make_rng, validate_X
 from .inputs import as_rows, column_means, product, take_rows
 from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Matern, make_kernel
 from .linalg import nystrom_factor
-from .operators import KernelOperator
+from .workspace import Workspace
 
 __all__ = [
     "RandomFourierFeatures",
@@ -229,7 +228,7 @@ class RandomFourierFeatures(_DenseTransformer):
         X = validate_X(self, X, reset=True)
         D = check_int(self.n_features, "n_features", 1)
         assert D is not None
-        resolve_memory_budget(self.memory_budget)  # checked now, used by transform
+        Workspace.of(self.memory_budget)  # checked now, used by transform
         if not isinstance(self.orthogonal, (bool, np.bool_)):
             raise TypeError(f"orthogonal must be a bool, got {self.orthogonal!r}")
         rng = make_rng(self.random_state)
@@ -311,7 +310,7 @@ class RandomFourierFeatures(_DenseTransformer):
         Wall, ball = self._parameters_like(X)
         W, b = Wall[:n_features], ball[:n_features]
         scale = float(np.sqrt(2.0 / (n_features if normalize else 1)))
-        budget = resolve_memory_budget(self.memory_budget, B.array_device(X))
+        budget = Workspace.of(self.memory_budget, B.array_device(X)).budget
         itemsize = B.dtype_of(X).itemsize
         need = X.shape[0] * n_features * itemsize
         if out is None and need > budget:
@@ -395,8 +394,8 @@ class NystromFeatures(_DenseTransformer):
         self.kernel_ = make_kernel(self.kernel).resolve(X, rng)
         idx = rng.choice(X.shape[0], size=min(m, X.shape[0]), replace=False)
         self.centers_ = take_rows(X, idx)
-        budget = resolve_memory_budget(self.memory_budget, dev)
-        op = KernelOperator(self.centers_, self.centers_, self.kernel_, budget)
+        ws = Workspace.of(self.memory_budget, dev)
+        op = ws.operator(self.centers_, self.centers_, self.kernel_)
         eps = float(np.finfo(B.dtype_of(X)).eps)
         self.factor_ = nystrom_factor(op.center_gram(), dtype_eps=eps).R
         return self
@@ -418,11 +417,7 @@ class NystromFeatures(_DenseTransformer):
         dev = B.resolve_device(self.device, {"X": X})
         Xv = validate_X(self, X, reset=False)
         dt = B.dtype_of(Xv)
-        op = KernelOperator(
-            as_rows(Xv).to(dev, dt),
-            B.to_device(self.centers_, dev, dt),
-            self.kernel_,
-            resolve_memory_budget(self.memory_budget, dev),
-            cache=False,
+        op = Workspace.of(self.memory_budget, dev).operator(
+            as_rows(Xv).to(dev, dt), B.to_device(self.centers_, dev, dt), self.kernel_, cache=False
         )
         return B.like_input(op.matvec(self.factor_.astype(dt), native=True), X)

@@ -51,14 +51,13 @@ import scipy.linalg
 import scipy.linalg.lapack
 
 from . import _backend as B
-from ._backend import FACTOR_DTYPE, resolve_memory_budget
+from ._backend import FACTOR_DTYPE
 from ._validation import check_choice, check_dask_rows, check_float, check_int, check_rows, make_rng
 from .data.sources import as_source, is_lazy_array
-from .dispatch import make_operator
 from .inputs import as_rows, rows_in_memory, take_rows
 from .kernels import Kernel, make_kernel
 from .linalg import eigh_in_place, nystrom_factor
-from .operators import KernelOperator
+from .workspace import Workspace
 
 __all__ = [
     "leverage_scores",
@@ -110,8 +109,8 @@ def _check_lambda(penalty: Any) -> float:
 
 
 # --------------------------------------------------------------------------- exact
-def _exact_scores(X: np.ndarray, kernel: Kernel, lam: float, budget: int) -> np.ndarray:
-    n = X.shape[0]
+def _exact_scores(X: np.ndarray, kernel: Kernel, lam: float, workspace: Workspace) -> np.ndarray:
+    n, budget = X.shape[0], workspace.budget
     need = n * n * np.dtype(FACTOR_DTYPE).itemsize
     if need > budget:
         raise ValueError(
@@ -120,7 +119,7 @@ def _exact_scores(X: np.ndarray, kernel: Kernel, lam: float, budget: int) -> np.
             "use method='approximate' or 'squeak'"
         )
     X = rows_in_memory(X, np.arange(n)) if B.is_lazy(X) else X  # n^2 fits: so does X
-    op = KernelOperator(X, X, kernel, max(budget, 2**20), cache=False)
+    op = workspace.share(budget).operator(X, X, kernel, cache=False)
     K = np.asarray(op.center_gram(), dtype=FACTOR_DTYPE)
     shift = lam * n
     K[np.diag_indices_from(K)] += shift
@@ -143,9 +142,9 @@ def _approximate_scores(
     lam: float,
     n_samples: int,
     rng: np.random.Generator,
-    budget: int,
+    workspace: Workspace,
 ) -> np.ndarray:
-    n = X.shape[0]
+    n, budget = X.shape[0], workspace.budget
     need = approximate_memory(min(n_samples, n))
     if need > budget // 2:
         raise ValueError(
@@ -154,14 +153,14 @@ def _approximate_scores(
             f"of memory_budget={budget / 1e6:.0f} MB: give fewer n_samples or a larger budget"
         )
     first = rows_in_memory(X, np.arange(1))
-    diag = B.to_numpy(make_operator(X, first, kernel, budget).diag(), FACTOR_DTYPE)
+    diag = B.to_numpy(workspace.operator(X, first, kernel).diag(), FACTOR_DTYPE)
     total = float(diag.sum())
     if not total > 0:
         raise ValueError("the kernel's diagonal is zero on X: leverage scores are undefined")
     cols = rng.choice(n, size=n_samples, replace=True, p=diag / total)
     # repeated columns add nothing to L = C W^+ C^T (nor does the rescaling of the columns)
     cols = np.unique(cols)
-    op = make_operator(X, rows_in_memory(X, cols), kernel, budget - need)
+    op = workspace.share(budget - need).operator(X, rows_in_memory(X, cols), kernel)
     eps = float(np.finfo(op.dtype).eps)
     fac = nystrom_factor(op.center_gram(), dtype_eps=eps, preconditioned=False)
     R = fac.R
@@ -290,6 +289,23 @@ def squeak(
     -------
     SqueakDictionary
     """
+    args = (q_bar, eps, delta, batch_size, random_state)
+    return squeak_dictionary(X, kernel, penalty, *args, Workspace.of(memory_budget), variant)
+
+
+def squeak_dictionary(
+    X: Any,
+    kernel: Any,
+    penalty: float,
+    q_bar: int | None,
+    eps: float,
+    delta: float | None,
+    batch_size: int | None,
+    random_state: Any,
+    workspace: Workspace,
+    variant: str,
+) -> SqueakDictionary:
+    """``squeak`` with the kernel blocks in ``workspace`` (its budget resolved already)."""
     X = check_rows(X)
     n = X.shape[0]
     lam = _check_lambda(penalty)
@@ -308,7 +324,6 @@ def squeak(
     if variant == "paper" and b_fixed is None:
         b_fixed = 1
     rng = make_rng(random_state)
-    budget = resolve_memory_budget(memory_budget)
     kern = make_kernel(kernel).resolve(X, rng)
     gamma = lam * n
     shift = gamma if variant == "paper" else (1 + eps) * gamma
@@ -324,7 +339,7 @@ def squeak(
         start += len(new)
         cand = np.concatenate([idx, new])
         # EXPAND: kernel values of the new points against the candidate dictionary
-        op = KernelOperator(take_rows(X, new), take_rows(X, cand), kern, budget, cache=False)
+        op = workspace.operator(take_rows(X, new), take_rows(X, cand), kern, cache=False)
         K_new = np.asarray(op.dense(), dtype=FACTOR_DTYPE)
         d = len(idx)
         K_c = np.empty((len(cand), len(cand)))
@@ -348,10 +363,10 @@ def squeak(
 
 
 def _squeak_scores(
-    X: np.ndarray, kernel: Kernel, dictionary: SqueakDictionary, budget: int
+    X: np.ndarray, kernel: Kernel, dictionary: SqueakDictionary, workspace: Workspace
 ) -> np.ndarray:
     """Eq. 5 with the final dictionary for every point of X."""
-    op = KernelOperator(X, take_rows(X, dictionary.indices), kernel, budget)
+    op = workspace.operator(X, take_rows(X, dictionary.indices), kernel)
     K_dd = np.asarray(op.center_gram(), dtype=FACTOR_DTYPE)
     T = _eq5_factor(K_dd, dictionary.weights, dictionary.shift)
     quad = np.asarray(op.row_sq_norms(T), dtype=FACTOR_DTYPE)
@@ -420,21 +435,26 @@ def leverage_scores(
     rng = make_rng(random_state)
     kern = make_kernel(kernel).resolve(Xc, rng)
     n = Xc.shape[0]
-    if method == "exact":
-        tau = _exact_scores(Xc, kern, lam, resolve_memory_budget(memory_budget))
+    if method == "exact":  # the n x n matrix is a host array
+        tau = _exact_scores(Xc, kern, lam, Workspace.of(memory_budget))
         return B.like_input(tau, X)
-    budget = resolve_memory_budget(memory_budget, dev)
+    ws = Workspace.of(memory_budget, dev)
     if method == "approximate":
-        p = samples_within(budget, n) if n_samples is None else check_int(n_samples, "n_samples", 1)
+        p = (
+            samples_within(ws.budget, n)
+            if n_samples is None
+            else check_int(n_samples, "n_samples", 1)
+        )
         assert p is not None
-        return B.like_input(_approximate_scores(Xc, kern, lam, int(p), rng, budget), X)
+        return B.like_input(_approximate_scores(Xc, kern, lam, int(p), rng, ws), X)
     if B.is_lazy(Xc):
         raise ValueError(
             "method='squeak' builds its dictionary from X in memory; for data read from disk "
             "or a dask array use method='approximate'"
         )
-    dictionary = squeak(Xc, kern, lam, q_bar, eps, delta, batch_size, rng, budget, variant)
-    return B.like_input(_squeak_scores(Xc, kern, dictionary, budget), X)
+    args = (q_bar, eps, delta, batch_size, rng)
+    dictionary = squeak_dictionary(Xc, kern, lam, *args, ws, variant)
+    return B.like_input(_squeak_scores(Xc, kern, dictionary, ws), X)
 
 
 def effective_dimension(

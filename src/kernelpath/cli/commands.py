@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from .. import _backend as B
-from .._backend import resolve_memory_budget
 from .._version import __version__
 from ..data import default_mode, write_predictions
 from ..data.files import check_destination, temporary
@@ -27,6 +26,7 @@ from ..kernels import Gaussian
 from ..leverage import effective_dimension
 from ..model_files import load, save
 from ..progress import tqdm_reporter
+from ..workspace import Workspace
 from .files import TABLES, _check_target, _labels, _read_data, _suffix, _task
 from .models import _best, _estimator, _rows_x_cols
 from .names import UserError
@@ -123,7 +123,7 @@ def _fit(args: argparse.Namespace) -> int:
     out = args.output or str(FsPath(args.data).with_suffix(".kp").name)
     _check_output(out, data=args.data, target_file=args.target_file)
     try:  # before the first line of progress: a refusal is the command's one line
-        check_feature_count(int(X.shape[1]), resolve_memory_budget(est.memory_budget))
+        check_feature_count(int(X.shape[1]), Workspace.of(est.memory_budget).budget)
     except ValueError as exc:
         raise UserError(str(exc)) from None
     _say(args, f"fitting {type(est).__name__} ({task}) on {_rows_x_cols(X)}")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 from importlib.util import find_spec
 
-from .._backend import available_memory, n_threads, resolve_memory_budget
+from .._backend import available_memory, n_threads
 from .._version import __version__
+from ..workspace import Workspace
 
 
 def _info(_: argparse.Namespace) -> int:
@@ -15,7 +16,7 @@ def _info(_: argparse.Namespace) -> int:
     print(f"threads for kernel evaluation: {n_threads()}")
     print(
         f"available memory: {available_memory() / 1e9:.1f} GB; "
-        f"default memory_budget: {resolve_memory_budget(None) / 1e9:.1f} GB"
+        f"default memory_budget: {Workspace.of(None).budget / 1e9:.1f} GB"
     )
 
     print(

@@ -26,6 +26,7 @@ from ..fitting.problem import FitProblem
 from ..inputs import as_rows
 from ..kernels import AGOP_NAMES
 from ..progress import verbose_reporter
+from ..workspace import Workspace
 from ._inputs import device_for, fit_problem
 
 __all__ = ["_KernelPathEstimator"]
@@ -181,9 +182,12 @@ class _KernelPathEstimator(BaseEstimator):
         return as_rows(Xv).to(dev, B.dtype_of(Xv))
 
     def _decision(self, X: Any) -> Any:
-        """f(X) on the prediction device (NumPy or a tensor there)."""
+        """f(X) on the prediction device (NumPy or a tensor there), within the model's
+        ``memory_budget`` (resolved once, here: the entry point of the prediction)."""
         check_is_fitted(self, "coef_")
-        return self._family.decision(self, self._predict_input(X))
+        Xp = self._predict_input(X)
+        workspace = Workspace.of(self.memory_budget, B.array_device(Xp))
+        return self._family.decision(self, Xp, workspace)
 
     def _dask_predict(self, X: Any, method: str) -> Any:
         """``method`` of a dask array, lazily, chunk by chunk on the workers (a dask array

@@ -14,7 +14,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import validate_data
 
 from .. import _backend as B
-from .._backend import hold_to_budget, resolve_memory_budget
+from .._backend import hold_to_budget
 from .._validation import (
     check_class_weight,
     check_labels,
@@ -29,6 +29,7 @@ from ..fitting.family import Family, in_memory
 from ..fitting.memory import copied_bytes
 from ..fitting.problem import FitProblem
 from ..inputs import as_rows, check_feature_count, is_sparse
+from ..workspace import Workspace
 
 __all__ = ["fit_problem", "gathered"]
 
@@ -57,7 +58,7 @@ def device_for(est: Any, X: Any) -> Any:
 
 
 def check_fit_input(
-    est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool, takes_dask: bool
+    est: Any, X: Any, y: Any, sample_weight: Any, classifier: bool
 ) -> tuple[Any, Any, Any, B.Device]:
     """(X on the compute device, y and sample_weight as NumPy arrays, the device). NumPy
     inputs go through scikit-learn's ``validate_data`` (which sets ``n_features_in_`` and
@@ -79,13 +80,6 @@ def check_fit_input(
         X, y = check_sparse_rows(est, X, True, y)
     elif B.is_tensor(X) or is_lazy_array(X) or B.is_dask(X):
         X = validate_X(est, X, reset=True)
-        if B.is_dask(X) and not takes_dask:
-            raise TypeError(
-                f"{type(est).__name__} does not take dask arrays: NystromRegressor / "
-                "NystromClassifier (direct and CG, λ and m paths), NYTRO and "
-                "RandomFeatures estimators fit on a cluster; compute X into memory "
-                "(X.compute()) or read it from disk as a row source (kernelpath.data)"
-            )
         if classifier:
             y = column_or_1d(y, warn=True)
         else:
@@ -125,6 +119,14 @@ def check_fit_input(
             )
     return as_rows(X).to(dev, B.dtype_of(X)), y, sample_weight, dev
 
+
+#: Why a family without Dask products gathers a dask X (``in_memory``), and what fits on a
+#: cluster instead when X does not fit.
+DASK_GATHERED = "reads its minibatches in this process, so a dask X is gathered"
+DASK_INSTEAD = (
+    "for a dask array larger than memory use NystromRegressor / NystromClassifier, NYTRO "
+    "or RandomFeatures, whose products run on the cluster"
+)
 
 #: The largest |y| of a regression fit: the screen's tie rule sums squared per-row squared
 #: losses, (y^2)^2 n, which must stay finite in float64 for n up to 10^20.
@@ -198,17 +200,18 @@ def fit_problem(
     sample_weight)`` with the estimator's ``params``: inputs checked first, then the
     parameters, then the targets."""
     given = X
-    X, y, sample_weight, dev = check_fit_input(
-        est, X, y, sample_weight, classifier, family.takes_dask
-    )
+    X, y, sample_weight, dev = check_fit_input(est, X, y, sample_weight, classifier)
     settings = family.settings(params)
-    budget = resolve_memory_budget(est.memory_budget, dev)
+    workspace = Workspace.of(est.memory_budget, dev)
+    budget = workspace.budget
     if est.memory_budget is not None:  # resident memory too, not only the arrays
         hold_to_budget()
     name = type(est).__name__
     check_feature_count(int(X.shape[1]), budget)
     if family.in_memory is not None:  # the n x n kernel matrix is in memory anyway
         X = in_memory(X, budget, name, family.in_memory)
+    elif B.is_dask(X) and not family.takes_dask:  # minibatches: gathered when X fits
+        X = in_memory(X, budget, name, DASK_GATHERED, DASK_INSTEAD)
     if classifier:
         _check_codes_fit(y, budget)
     Y, classes = _coded(y, classifier)
@@ -221,8 +224,7 @@ def fit_problem(
         Y,
         w,
         y if classifier else None,
-        dev,
-        budget,
+        workspace,
         bool(single),
         estimator=name,
         held=copied_bytes(given, X),  # a dtype or layout conversion counts in the budget

@@ -5,8 +5,9 @@ per solver family (``family``, ``kernel_models``, ``random_features``, ``sgm``,
 from __future__ import annotations
 
 from .eigenpro import EigenProFamily
+from .exact import ExactFamily
 from .family import Family
-from .kernel_models import ExactFamily, NystromFamily, NYTROFamily
+from .kernel_models import NystromFamily, NYTROFamily
 from .plan import Selection, select
 from .problem import CandidateFit, FitProblem, FitSettings
 from .random_features import RandomFeaturesFamily

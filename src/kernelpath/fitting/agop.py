@@ -33,7 +33,6 @@ import numpy as np
 from .. import _backend as B
 from ..inputs import dense_block, rows_in_memory
 from ..kernels import Kernel, _RadialKernel
-from ..operators.kernel import KernelOperator
 from ..progress import note
 from .family import Family
 from .problem import CandidateFit, FitProblem, FitSettings, spawned
@@ -106,9 +105,7 @@ def model_gradient_outer(
             "exact KRLS or EigenPro estimators, or sigma='ard')"
         )
     X = B.to_numpy(dense_block(rows_in_memory(problem.X, rows)), np.float64)
-    op = KernelOperator(
-        X, B.to_numpy(dense_block(centers), np.float64), cand.kernel, problem.budget
-    )
+    op = problem.workspace.in_process(X, B.to_numpy(dense_block(centers), np.float64), cand.kernel)
     return op.gradient_outer(np.asarray(attrs["coef"], dtype=np.float64))
 
 

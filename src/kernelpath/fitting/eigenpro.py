@@ -15,7 +15,7 @@ from ..centers import CenterSelection
 from ..features import RandomFourierFeatures, check_rff_kernel
 from ..inputs import rows_in_memory, take_rows
 from ..kernels import Kernel
-from ..operators import KernelOperator, Operator
+from ..operators import Operator
 from ..solvers.eigenpro import (
     PAPER_SUBSAMPLE_SIZE,
     STEP_RULES,
@@ -32,6 +32,7 @@ from ..solvers.eigenpro import (
     weighted_step,
 )
 from ..solvers.random_features import indexed_features, rff_operator
+from ..workspace import Workspace
 from .family import Family, check_loss, in_memory, validation
 from .kernel_models import center_decision
 from .memory import (
@@ -193,15 +194,18 @@ class EigenProFamily(Family):
                 Xtr, budget, problem.estimator, "(kernel mode) keeps every training point"
             )
             Xs = take_rows(Xtr, sub)
-            K_s = np.asarray(KernelOperator(Xs, Xs, kernel, budget).center_gram())
+            ws = problem.workspace.share(budget)
+            K_s = np.asarray(ws.operator(Xs, Xs, kernel).center_gram())
             es = kernel_eigensystem(K_s, q, self._damping(opts, features=False))
             batch_budget = int(BATCH_MEMORY_FRACTION * budget)
-            predict_batch, apply_step = kernel_sgd_steps(Xtr, kernel, sub, es, batch_budget)
+            predict_batch, apply_step = kernel_sgd_steps(
+                Xtr, kernel, sub, es, ws.share(batch_budget)
+            )
             coef = np.zeros((n, k))
             max_batch = max(1, int(batch_budget // (8 * n)))
             vop: Operator | None = None
             if Xva is not None:
-                vop = KernelOperator(Xva, Xtr, kernel, budget - batch_budget, cache="auto")
+                vop = ws.share(budget - batch_budget).operator(Xva, Xtr, kernel)
             # the kernel model's centers are its training points
             centers = CenterSelection(Xtr, np.arange(n), "all")
         else:
@@ -219,7 +223,7 @@ class EigenProFamily(Family):
             predict_batch, apply_step = feature_sgd_steps(features, es)
             coef = np.zeros((D, k))
             max_batch = max(1, int(BATCH_MEMORY_FRACTION * budget // (8 * D)))
-            vop = None if Xva is None else rff_operator(fmap, Xva, D)
+            vop = None if Xva is None else rff_operator(fmap, Xva, D, problem.workspace)
         if opts.rule == "paper":
             m, eta = paper_step_rule(es, n, opts.batch_size)
         elif opts.rule == "reference":
@@ -282,10 +286,10 @@ class EigenProFamily(Family):
             "n_epochs_": int(cand.path.best_params["n_epochs"]),
         }
 
-    def decision(self, model: Any, X: Any) -> Any:
+    def decision(self, model: Any, X: Any, workspace: Workspace) -> Any:
         if model.features_ is None:
-            return center_decision(model, X, model.centers_)
-        return rff_decision(model, X, len(model.coef_))
+            return center_decision(model, X, model.centers_, workspace)
+        return rff_decision(model, X, len(model.coef_), workspace)
 
 
 def _first(fmap: RandomFourierFeatures, D: int) -> Any:

@@ -12,13 +12,13 @@ import numpy as np
 
 from .. import _backend as B
 from .._validation import check_choice, check_float, check_int, check_penalty, make_rng
-from ..dispatch import make_operator
 from ..inputs import rows_in_memory
 from ..kernels import Kernel
 from ..operators.protocol import KernelProducts, Operator
 from ..path import Path
 from ..solvers._common import Validation
 from ..solvers.losses import LOSSES
+from ..workspace import Workspace
 from .memory import MIN_OPERATOR_BYTES
 from .problem import CandidateFit, FitProblem, FitSettings
 
@@ -237,9 +237,9 @@ class Family:
         ``coef`` on ``cand``, and ``"coef"`` / ``"intercept"``: the model's own."""
         raise NotImplementedError
 
-    def decision(self, model: Any, X: Any) -> Any:
+    def decision(self, model: Any, X: Any, workspace: Workspace) -> Any:
         """f(X) of the fitted ``model`` (its public attributes), X validated and on the
-        prediction device: NumPy or a tensor there."""
+        prediction device (NumPy or a tensor there), within ``workspace``'s budget."""
         raise NotImplementedError
 
 
@@ -264,32 +264,40 @@ def check_loss(params: Mapping[str, Any], allowed: tuple[str, ...] = LOSSES) -> 
     return check_choice(loss, "loss", allowed)
 
 
-def in_memory(X: Any, budget: int, who: str, why: str) -> Any:
-    """X loaded into memory where a method needs it whole (``why``), if it fits."""
+#: What fits data larger than memory (``in_memory``'s refusal).
+LARGER_THAN_MEMORY = (
+    "for data larger than memory use NystromRegressor / NystromClassifier, NYTRO, "
+    "RandomFeatures or SGM"
+)
+
+
+def in_memory(X: Any, budget: int, who: str, why: str, instead: str = LARGER_THAN_MEMORY) -> Any:
+    """X (a row source or a dask array) loaded into memory where a method needs it whole
+    (``why``), if it fits ``budget``; else refused, naming what fits it ``instead``."""
     if not B.is_lazy(X):
         return X
     need = int(np.prod(X.shape)) * np.dtype(X.dtype).itemsize
     if need > budget:
+        kind = "a dask array" if B.is_dask(X) else "rows read from disk"
         raise ValueError(
-            f"{who} {why}: X ({need / 1e9:.2f} GB) does not fit "
-            f"memory_budget={budget / 1e9:.2f} GB; for data larger than memory use "
-            "NystromRegressor / NystromClassifier, NYTRO, RandomFeatures or SGM"
+            f"{who} {why}: X ({kind}, {need / 1e9:.2f} GB) does not fit "
+            f"memory_budget={budget / 1e9:.2f} GB; {instead}"
         )
     return np.ascontiguousarray(np.asarray(X))
 
 
 def kernel_operators(
-    kernel: Kernel, Xtr: Any, Xva: Any, centers: Any, budget: int
+    kernel: Kernel, Xtr: Any, Xva: Any, centers: Any, workspace: Workspace
 ) -> tuple[KernelProducts, KernelProducts | None]:
-    """The training and validation operators against ``centers``, sharing ``budget`` (what
-    ``memory.operator_budget`` left them) by rows."""
+    """The training and validation operators against ``centers``, sharing the budget of
+    ``workspace`` (what ``memory.operator_budget`` left them) by rows."""
     n_tr = Xtr.shape[0]
     n_va = 0 if Xva is None else Xva.shape[0]
     share = n_tr / (n_tr + n_va)
-    op = make_operator(Xtr, centers, kernel, max(int(budget * share), 2**20))
+    op = workspace.share(workspace.budget * share).operator(Xtr, centers, kernel)
     vop = None
     if Xva is not None:
-        vop = make_operator(Xva, centers, kernel, max(int(budget * (1 - share)), 2**20))
+        vop = workspace.share(workspace.budget * (1 - share)).operator(Xva, centers, kernel)
     return op, vop
 
 
@@ -318,8 +326,8 @@ def candidate_scores(
         coef_=np.asarray(attrs.pop("coef")),
         intercept_=np.asarray(attrs.pop("intercept")),
         kernel_=cand.kernel,
-        memory_budget=int(share),
     )
     X = rows_in_memory(problem.X, rows)
-    F = np.asarray(B.to_numpy(family.decision(model, X)), dtype=np.float64)
+    F = family.decision(model, X, problem.workspace.share(share))
+    F = np.asarray(B.to_numpy(F), dtype=np.float64)
     return F.reshape(len(rows), -1)

@@ -13,6 +13,7 @@ from ..centers import CenterSelection
 from ..inputs import take_rows
 from ..kernels import Kernel
 from ..path import Path
+from ..workspace import Workspace
 
 __all__ = ["FitProblem", "FitSettings", "CandidateFit", "spawned"]
 
@@ -39,9 +40,9 @@ class FitProblem:
         Sample weights rescaled to sum to n.
     labels : ndarray of shape (n,) or None
         Class labels, for stratified splits (classifiers only).
-    device : Device
-    budget : int
-        Bytes of ``memory_budget``.
+    workspace : Workspace
+        The fit's budget (bytes of ``memory_budget``, resolved once), device and threads;
+        it builds the fit's operators.
     single_output : bool
         The targets were one column (a 1-D y, or two classes): the model's ``coef_`` is 1-D.
     estimator : str
@@ -58,12 +59,20 @@ class FitProblem:
     Y: np.ndarray
     weights: np.ndarray | None
     labels: np.ndarray | None
-    device: Device
-    budget: int
+    workspace: Workspace
     single_output: bool = False
     estimator: str = "the estimator"
     held: int = 0
     center: np.ndarray | None = None
+
+    @property
+    def device(self) -> Device:
+        return self.workspace.device
+
+    @property
+    def budget(self) -> int:
+        """Bytes of ``memory_budget``."""
+        return self.workspace.budget
 
     @property
     def n(self) -> int:

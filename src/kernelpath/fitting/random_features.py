@@ -24,6 +24,7 @@ from ..solvers.random_features import (
     rf_penalty_path,
     rff_operator,
 )
+from ..workspace import Workspace
 from .family import Family, check_loss, newton_intercept, validation
 from .kernel_models import AUTO_GRID_SIZE, newton_settings
 from .memory import fit_rows, main_fits, operator_budget, refuse_largest, row_copy_bytes
@@ -56,12 +57,12 @@ def feature_grid(value: Any, n: int) -> tuple[int, np.ndarray | None]:
     return size, None
 
 
-def rff_decision(model: Any, X: Any, n_features: int) -> Any:
+def rff_decision(model: Any, X: Any, n_features: int, workspace: Workspace) -> Any:
     """f(X) = φ(X) coef_ + intercept_ with the model's first ``n_features`` random features,
     in the higher of the model's and X's precision."""
     dtype = np.result_type(B.dtype_of(X), B.dtype_of(model.coef_))
     dev = B.array_device(X)
-    op = rff_operator(model.features_, as_rows(X).to(dev, dtype), n_features)
+    op = rff_operator(model.features_, as_rows(X).to(dev, dtype), n_features, workspace)
     F = op.matvec(model.coef_, native=True)
     return F + B.to_device(np.asarray(model.intercept_, dtype=dtype), dev)
 
@@ -159,10 +160,10 @@ class RandomFeaturesFamily(Family):
             center=problem.center,
         ).fit(rows_in_memory(Xtr, [0]))
         if loss != "square":
-            vop = None if vX is None else rff_operator(fmap, vX, Dmax)
+            vop = None if vX is None else rff_operator(fmap, vX, Dmax, problem.workspace)
             val = validation(problem, vop, val_rows, intercept)
             path = newton_path(
-                rff_operator(fmap, Xtr, Dmax),
+                rff_operator(fmap, Xtr, Dmax, problem.workspace),
                 Ytr,
                 loss,
                 None if isinstance(pen, str) else np.atleast_1d(pen),
@@ -179,20 +180,24 @@ class RandomFeaturesFamily(Family):
             clf = problem.classifier
             cv = SmootherCV(settings.cv_mode, not clf, "error_rate" if clf else "mse")
         rhs = np.hstack([Ytr, np.ones((len(Ytr), 1))]) if cv is not None and cv.center else Ytr
-        G, b = feature_moments(fmap, Xtr, Dmax, rhs, wt)
+        G, b = feature_moments(fmap, Xtr, Dmax, rhs, problem.workspace, wt)
         b1 = None
         if b.shape[1] > Ytr.shape[1]:
             b, b1 = b[:, : Ytr.shape[1]], b[:, Ytr.shape[1] :]
         lam = None if isinstance(pen, str) else np.atleast_1d(pen)
         dtype = B.dtype_of(problem.X)
         if grid is not None:
-            vop = None if vX is None else rff_operator(fmap, vX, Dmax, normalize=False)
+            vop = (
+                None
+                if vX is None
+                else rff_operator(fmap, vX, Dmax, problem.workspace, normalize=False)
+            )
             val = validation(problem, vop, val_rows, intercept)
             path = rf_feature_path(G, b, Ytr, lam, grid, wt, val, dtype)
         else:
-            vop = None if vX is None else rff_operator(fmap, vX, Dmax)
+            vop = None if vX is None else rff_operator(fmap, vX, Dmax, problem.workspace)
             val = validation(problem, vop, val_rows, intercept)
-            fop = rff_operator(fmap, Xtr, Dmax) if cv is not None else None
+            fop = rff_operator(fmap, Xtr, Dmax, problem.workspace) if cv is not None else None
             path = rf_penalty_path(G, b, Ytr, lam, wt, val, dtype, cv, fop, b1)
         return CandidateFit(kernel, path, intercept, settings, len(rows), features=fmap)
 
@@ -224,5 +229,5 @@ class RandomFeaturesFamily(Family):
         ).fit(cand.features.frequencies_[:1, :] * 0)
         return {"coef": coef, "intercept": intercept, "features_": features, "n_features_": D}
 
-    def decision(self, model: Any, X: Any) -> Any:
-        return rff_decision(model, X, model.n_features_)
+    def decision(self, model: Any, X: Any, workspace: Workspace) -> Any:
+        return rff_decision(model, X, model.n_features_, workspace)

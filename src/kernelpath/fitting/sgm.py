@@ -15,9 +15,9 @@ from .._validation import check_choice, check_float, check_int
 from ..features import NystromFeatures, RandomFourierFeatures, check_rff_kernel
 from ..inputs import rows_in_memory
 from ..kernels import Kernel
-from ..operators import FeatureOperator
 from ..solvers.random_features import indexed_features
 from ..solvers.sgm import AVERAGING, sgm_memory, sgm_path
+from ..workspace import Workspace
 from .family import Family, validation
 from .memory import fit_rows, operator_budget
 from .problem import CandidateFit, FitProblem, FitSettings
@@ -169,7 +169,7 @@ class SGMFamily(Family):
             scale = 4.0 if opts.loss == "logistic" else 1.0
             rule = scale * b / max(kappa2 + (b - 1) * lam1, 1e-300)
             steps = np.array([rule]) if steps == "auto" else rule * STEP_GRID
-        vop = None if Xva is None else FeatureOperator(full.transform, Xva, D)
+        vop = None if Xva is None else problem.workspace.feature_operator(full.transform, Xva, D)
         selecting = settings.n_iter is None
         path = sgm_path(
             features,
@@ -226,8 +226,8 @@ class SGMFamily(Family):
         """SGM's logistic loss is one-vs-all on stochastic iterates: calibrated too."""
         return False
 
-    def decision(self, model: Any, X: Any) -> Any:
-        op = FeatureOperator(model.features_.transform, X, len(model.coef_))
+    def decision(self, model: Any, X: Any, workspace: Workspace) -> Any:
+        op = workspace.feature_operator(model.features_.transform, X, len(model.coef_))
         F = op.matvec(model.coef_, native=True)
         return F + B.to_device(np.asarray(model.intercept_), B.array_device(F), B.dtype_of(F))
 

@@ -1,7 +1,7 @@
 """The in-process operators: products with kernel matrices (``kernel``, the only code that
 evaluates kernel blocks) and feature matrices (``features``), and the interface the solvers
 see (``protocol``). Their Dask counterparts are in ``kernelpath.distributed``;
-``kernelpath.dispatch`` chooses between the two."""
+``kernelpath.workspace`` builds one or the other."""
 
 from __future__ import annotations
 

@@ -20,7 +20,9 @@ Memory. The rows are split into one contiguous chunk per worker; the first rows 
 chunk are cached, as many as fit in ``CACHE_FRACTION`` of the budget (all of K_nm when it
 fits, a fraction of every chunk otherwise, so that the cheap cached rows are shared evenly
 by the workers), and the rest is streamed: recomputed in row blocks at every product. The
-cache is filled on the way by the first product. On CUDA the budget is device memory.
+cache is filled on the way by the first product (the plan is ``cache.RowCache``). On CUDA
+the budget is device memory. Inside the library the operator is built by the call's
+``kernelpath.workspace.Workspace``, which gives it its share of the budget in bytes.
 
 Out of core. X may be a row source (``kernelpath.data``: a memmap, an HDF5 dataset, a zarr
 array, a Parquet file): every block reads its rows (and computes their norms) when it is
@@ -34,28 +36,20 @@ workers run. Partial sums are added at the end. On CUDA one thread drives large 
 
 from __future__ import annotations
 
-import sys
-import threading
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from .. import _backend as B
-from .._threads import blas_controller
 from .._validation import check_int
 from ..data.sources import RowSource
 from ..inputs import as_rows, dense_block
 from ..kernels import Kernel, squared_distances
+from .cache import CACHE_FRACTION, RowCache
 
 __all__ = ["KernelOperator", "CACHE_FRACTION"]
 
-#: Fraction of the memory budget a cached K_nm (or its cached rows) may take; the rest is
-#: working memory.
-CACHE_FRACTION = 0.6
 #: Target size of one kernel block on the CPU: small enough to stay in the core's cache
 #: while the elementwise transform (exp, ...) and the products run over it (measured per
 #: element on one core, m = 2000: the same cost from 128 to 512 rows, 15% more at 64).
@@ -71,53 +65,12 @@ GEMV_MAX_COLUMNS = 6
 #: smaller ones for wide GEMMs (the same measurements).
 CACHED_GEMV_BLOCK_BYTES = 8 * 1024**2
 CACHED_GEMM_BLOCK_BYTES = 2 * 1024**2
-#: Read bandwidth of one worker over cached rows, for the cache-or-stream decision
-#: (measured here: 17.8 GB/s for one thread, about 9-10 GB/s each when both cores read).
-CACHED_READ_BYTES_PER_S = 8e9
-#: Blocks the first product of a worker computes and copies into fresh cache memory to time
-#: its page faults before deciding whether to cache the rest.
-PROBE_BLOCKS = 2
-#: While the cache fills, the faults of this many consecutive blocks are weighed against
-#: what they save (the fill stops when they cost more).
-FILL_WINDOW = 8
-#: Caching must save this many times what its faults cost: near break-even the estimates
-#: (read bandwidth, the compute time of a row under load) decide, and streaming is never
-#: much slower while it keeps the memory free (measured: a fill that went on near
-#: break-even cost a 200,000-point fit 12.3 s against 9.2 s streaming).
-CACHE_MARGIN = 2.0
-
 #: Products over fewer kernel entries (n m) run on one worker: handing the blocks to the pool
 #: and back costs about 0.3 ms a product, more than a second core saves below this size
 #: (measured here, a fused product, 1 worker against 2: n m = 24,000 0.12 against 0.40 ms;
 #: 100,000 0.23 against 0.51 ms; 400,000 1.18 against 1.14 ms; 1.5 million 4.2 against 3.6 ms).
 #: Iterative fits on small data make hundreds of products (NYTRO: 884 on 300 points).
 PARALLEL_MIN_ENTRIES = 400_000
-
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
-
-
-def _thread_pool(workers: int) -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None or _pool._max_workers != workers:  # noqa: SLF001
-            _pool = ThreadPoolExecutor(workers, thread_name_prefix="kernelpath")
-        return _pool
-
-
-@contextmanager
-def _single_threaded_libraries(torch_too: bool) -> Any:
-    """BLAS (and torch's intra-op pool) on one thread while the workers run."""
-    torch = sys.modules.get("torch") if torch_too else None
-    prev = torch.get_num_threads() if torch is not None else None
-    with blas_controller().limit(limits=1, user_api="blas"):
-        if torch is not None:
-            torch.set_num_threads(1)
-        try:
-            yield
-        finally:
-            if torch is not None and prev is not None:
-                torch.set_num_threads(prev)
 
 
 def _source_maxima(X: RowSource, budget: int) -> tuple[float, np.ndarray]:
@@ -185,7 +138,7 @@ class KernelOperator:
         B.check_real(centers, "centers")
         rows, center_rows = as_rows(X), as_rows(centers)
         if rows.kind == "dask":
-            raise TypeError("X: a dask array is computed by DaskKernelOperator (make_operator)")
+            raise TypeError("X: a dask array is computed by DaskKernelOperator (Workspace)")
         # in memory: NaN makes NaN products (rows on disk are checked as they are read)
         rows.check_finite("X")
         center_rows.check_finite("centers")
@@ -220,12 +173,7 @@ class KernelOperator:
             )
         if cache not in ("auto", True, False):
             raise ValueError(f"cache must be 'auto', True or False, got {cache!r}")
-        self.cache_mode = cache
         self.expected_passes = check_int(expected_passes, "expected_passes", 1, allow_none=True)
-        #: per worker: (compute s, fault s, rows) of the probe, and whether it cached the rest
-        self.cache_probe: dict[int, tuple[float, float, int, bool]] = {}
-        self._K: Any = None  # the cached rows (every chunk's cached prefix, in order)
-        self._filled = False
         if kernel.needs_norms:
             # a source's rows are read (and their norms computed) block by block
             self._x_sq = self.rows.sq_norms(kernel.sq_norms)
@@ -249,13 +197,18 @@ class KernelOperator:
         cmax = float(self._c_sq.max()) if self._c_sq is not None and self.m else 0.0
         self._clip = kernel.clip_needed(max(xmax, cmax), cmax, int(X.shape[1]), self._work_dtype)
         self._scratch: dict[int, tuple[Any, Any]] = {}
-        self._barrier: threading.Barrier | None = None
-        self._stop_caching = False
         self._converted: tuple[Any, Any] | None = None
-        self._planned_cache_rows = (
-            self.n if cache is True else (min(fit_rows, self.n) if cache else 0)
+        planned = self.n if cache is True else (min(fit_rows, self.n) if cache else 0)
+        self.cache = RowCache(
+            self.n,
+            self.m,
+            itemsize,
+            self.device,
+            self.n_jobs,
+            cache,
+            planned,
+            self.X,
         )
-        self._plan_cache(self._planned_cache_rows)
         # Rows per streamed block: each worker holds a block, the augmented left factor and
         # a product buffer, inside what the cache leaves of the budget.
         work = max(self.budget - self.n_cached * row_bytes, 2**20)
@@ -267,31 +220,6 @@ class KernelOperator:
         # norms), densified sparse rows, a CSR block's slice
         per_row += self.rows.read_bytes()
         self.block_rows = int(max(1, min(max(16, target), work // (per_row * self.n_jobs))))
-
-    # ------------------------------------------------------------------ the plan
-    def _plan_cache(self, n_cached: int) -> None:
-        """Worker chunks and their cached prefixes: chunk w covers rows [a_w, b_w); rows
-        [a_w, c_w) are cached at rows [o_w, o_w + c_w - a_w) of the cache."""
-        bounds = np.linspace(0, self.n, self.n_jobs + 1).astype(int)
-        self._chunks: list[tuple[int, int, int, int]] = []
-        offset = 0
-        for a, b in zip(bounds[:-1], bounds[1:], strict=True):
-            if b <= a:
-                continue
-            size = (b - a) if n_cached >= self.n else (n_cached * (b - a)) // max(self.n, 1)
-            self._chunks.append((int(a), int(b), int(a + size), offset))
-            offset += size
-        self.n_cached = offset
-
-    @property
-    def cached(self) -> bool:
-        """Whether all of K_nm is kept in memory."""
-        return self.n_cached == self.n and self.n > 0
-
-    @property
-    def cached_fraction(self) -> float:
-        """Fraction of the rows of K_nm kept in memory."""
-        return self.n_cached / self.n if self.n else 0.0
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -327,156 +255,42 @@ class KernelOperator:
         """Rows ``start:stop`` of K_nm (a new array; the operator's backend)."""
         return self._kernel_block(start, stop, None, None)
 
+    # ------------------------------------------------------------------ the rows' plan
+    @property
+    def block_rows(self) -> int:
+        """Rows per streamed block (the workers' buffers hold this many)."""
+        return self.cache.block_rows
+
+    @block_rows.setter
+    def block_rows(self, rows: int) -> None:
+        self.cache.block_rows = int(rows)
+
+    @property
+    def cached(self) -> bool:
+        """Whether all of K_nm is kept in memory."""
+        return self.cache.whole
+
+    @property
+    def cached_fraction(self) -> float:
+        """Fraction of the rows of K_nm kept in memory."""
+        return self.cache.fraction
+
+    @property
+    def n_cached(self) -> int:
+        """Rows of K_nm kept in memory."""
+        return self.cache.n_cached
+
+    @property
+    def cache_probe(self) -> dict[int, tuple[float, float, int, bool]]:
+        """Per worker: (compute s, fault s, rows) of the cache probe, and whether it cached
+        the rest (``RowCache._fill``)."""
+        return self.cache.probe
+
     def _blocks(self, worker: int, cached_rows: int | None = None) -> Any:
-        """Yield (start, stop, block) over the worker's chunk: its cached prefix (filled on
-        the way by the first product, in blocks of ``cached_rows`` rows once filled) and its
-        streamed rows, computed into the worker's buffer."""
-        a, b, c, o = self._chunks[worker]
-        if c > a and self._K is None:
-            self._allocate_cache()
-        if c > a:
-            if self._filled:
-                step = cached_rows or self.block_rows
-                for s in range(a, c, step):
-                    e = min(c, s + step)
-                    yield s, e, self._K[o + s - a : o + e - a]
-            else:
-                yield from self._fill(worker)
-        a, b, c, o = self._chunks[worker]  # _fill may have shortened the cached prefix
-        if c < b:
-            blk, work = self._buffers(worker)
-            for s in range(c, b, self.block_rows):
-                e = min(b, s + self.block_rows)
-                yield s, e, self._kernel_block(s, e, blk[: e - s], work)
-
-    def _fill(self, worker: int) -> Any:
-        """The first product over the worker's cached prefix: compute its blocks into the
-        cache, measuring whether that pays (with ``expected_passes`` and ``cache="auto"``).
-
-        The first blocks are computed into the worker's buffer and then copied into the
-        cache, timing the kernel work and the page faults of fresh memory apart; the workers
-        decide together (``_cache_decision``) whether the faults cost less than what the
-        remaining passes save by reading rows instead of recomputing them. While caching
-        goes on every block's fill time is watched: when the faults of the last
-        ``FILL_WINDOW`` blocks (their fill time less the probe's compute time) cost more than
-        they save, every worker stops caching and streams the rest. First-touch memory costs
-        0.05-0.2 s/GB on most machines, 1.4-3 s/GB here for memory freed seconds before,
-        and not evenly: a small probe can land on memory that is still cheap (measured,
-        docs/design.md)."""
-        a, b, c, o = self._chunks[worker]
-        s = a
-        passes = self.expected_passes
-        adaptive = self.cache_mode == "auto" and passes is not None and not self.device.is_cuda
-        compute_row = saving_row = 0.0
-        if adaptive and passes is not None:
-            blk, work = self._buffers(worker)
-            compute = fault = 0.0
-            rows = 0
-            # block 0 warms the buffers (their own first touch) and the libraries up; the
-            # next PROBE_BLOCKS are timed
-            for i in range(PROBE_BLOCKS + 1):
-                if s >= c:
-                    break
-                e = min(c, s + self.block_rows)
-                t0 = time.perf_counter()
-                Kb = self._kernel_block(s, e, blk[: e - s], work)
-                t1 = time.perf_counter()
-                self._K[o + s - a : o + e - a] = Kb
-                t2 = time.perf_counter()
-                if i:
-                    compute, fault, rows = compute + (t1 - t0), fault + (t2 - t1), rows + e - s
-                yield s, e, self._K[o + s - a : o + e - a]
-                s = e
-            worth, compute_row, saving_row = self._cache_decision(
-                worker, compute, fault, rows, passes
-            )
-            if not worth:
-                self._stop_caching = True
-        recent: list[float] = []
-        for t in range(s, c, self.block_rows):
-            if adaptive and self._stop_caching:
-                self._chunks[worker] = (a, b, t, o)  # the rest of the prefix is streamed
-                return
-            e = min(c, t + self.block_rows)
-            out = self._K[o + t - a : o + e - a]
-            t0 = time.perf_counter()
-            Kb = self._kernel_block(t, e, out, self._buffers(worker)[1])
-            if adaptive:
-                recent.append((time.perf_counter() - t0) / (e - t) - compute_row)
-                if len(recent) >= FILL_WINDOW and sum(recent[-FILL_WINDOW:]) > (
-                    FILL_WINDOW * saving_row / CACHE_MARGIN
-                ):
-                    self._stop_caching = True
-            yield t, e, Kb
-
-    def _cache_decision(
-        self, worker: int, compute: float, fault: float, rows: int, passes: int
-    ) -> tuple[bool, float, float]:
-        """(cache?, compute seconds per row, seconds a cached row saves): one decision for
-        all workers (a worker that streams while the others read the cache would hold every
-        pass up). They meet at a barrier with their probe timings; the cost per row of
-        computing is the least disturbed worker's (the others' faults slow it down), that of
-        faulting the mean."""
-        self.cache_probe[worker] = (compute, fault, rows, True)
-        if self._barrier is not None:
-            try:
-                self._barrier.wait(timeout=60)
-            except threading.BrokenBarrierError:  # a worker failed: decide alone
-                pass
-        probes = [p for p in self.cache_probe.values() if p[2] > 0]
-        if not probes:
-            return True, 0.0, float("inf")
-        per_row_compute = min(p[0] / p[2] for p in probes)
-        per_row_fault = sum(p[1] for p in probes) / sum(p[2] for p in probes)
-        per_row_read = self.m * self.dtype.itemsize / CACHED_READ_BYTES_PER_S
-        saving = max(passes - 1, 0) * (per_row_compute - per_row_read)
-        worth = per_row_fault * CACHE_MARGIN < saving
-        self.cache_probe[worker] = (compute, fault, rows, bool(worth))
-        return bool(worth), per_row_compute, saving
-
-    def _allocate_cache(self) -> None:
-        with _pool_lock:
-            if self._K is None:
-                self._K = B.empty((self.n_cached, self.m), self.X)
-                self._filled = False
-
-    def _run_workers(self, fn: Callable[[int], Any]) -> list[Any]:
-        """Run ``fn(worker)`` for every worker chunk, the libraries single-threaded."""
-        workers = range(len(self._chunks))
-        if len(self._chunks) <= 1:  # one chunk: the libraries use their own threads
-            return [fn(w) for w in workers]
-        pool = _thread_pool(self.n_jobs)
-        with _single_threaded_libraries(self.device.is_torch):
-            futures = [pool.submit(fn, w) for w in workers]
-            return [f.result() for f in futures]
+        return self.cache.blocks(worker, self._kernel_block, self._buffers, cached_rows)
 
     def _run(self, fn: Callable[[int], Any]) -> list[Any]:
-        """A product: ``fn(worker)`` over ``_blocks`` for every worker chunk. The first one
-        fills the cache (the workers meet at a barrier to decide whether it pays)."""
-        filling = self.n_cached > 0 and not self._filled
-        if filling:
-            self._stop_caching = False
-            probing = self.expected_passes is not None
-            parties = sum(1 for a, _, c, _ in self._chunks if c > a)
-            self._barrier = threading.Barrier(parties) if probing and parties > 1 else None
-        barrier = self._barrier
-
-        def guarded(worker: int) -> Any:
-            try:
-                return fn(worker)
-            except BaseException:
-                if barrier is not None:  # the others stop waiting for this worker
-                    barrier.abort()
-                raise
-
-        try:
-            out = self._run_workers(guarded)
-        finally:
-            self._barrier = None  # a lock: not kept (an operator's path may be pickled)
-        if filling:
-            self._filled = True
-            self.n_cached = sum(c - a for a, _, c, _ in self._chunks)
-        return out
+        return self.cache.run(fn, self.expected_passes)
 
     def center_gram(self, native: bool = False) -> Any:
         """K_mm = [k(c_i, c_j)], exactly symmetric.
@@ -545,29 +359,24 @@ class KernelOperator:
                 f"the {self.n} x {self.m} kernel matrix needs {self.nbytes_full / 1e9:.2f} GB, "
                 f"more than memory_budget={self.budget / 1e9:.2f} GB"
             )
-        if self.cached and self._filled:
-            return self._out(self._K, native)
+        if self.cached and self.cache.filled:
+            return self._out(self.cache.K, native)
         K = B.empty((self.n, self.m), self.X)
 
         def fill(w: int) -> None:
-            a, b = self._chunks[w][:2]
+            a, b = self.cache.chunks[w][:2]
             work = self._buffers(w)[1]
             for s in range(a, b, self.block_rows):
                 e = min(b, s + self.block_rows)
                 self._kernel_block(s, e, K[s:e], work)
 
-        self._run_workers(fill)
-        if self.cached:
-            self._K, self._filled = K, True
+        self.cache.run_workers(fill)
+        self.cache.keep(K)
         return self._out(K, native)
 
     def release(self) -> None:
         """Drop the cached rows (recomputed, or re-cached, at the next product) and buffers."""
-        self._K = None
-        self._filled = False
-        if self.cache_probe:  # the next product decides again
-            self._plan_cache(self._planned_cache_rows)
-            self.cache_probe = {}
+        self.cache.release()  # a measured plan is made again at the next product
         self._scratch = {}
         self._converted = None
 

@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Operator", "KernelProducts"]
+__all__ = ["Operator", "KernelProducts", "OperatorBuilder"]
 
 
 @runtime_checkable
@@ -78,4 +78,37 @@ class KernelProducts(Operator, Protocol):
 
     def row_sq_norms(self, T: Any, native: bool = False) -> Any:
         """||row_i(K_nm T)||^2, (n,)."""
+        ...
+
+
+class OperatorBuilder(Protocol):
+    """What builds operators (``kernelpath.workspace.Workspace``): the Dask operators ask it,
+    on the workers, for the in-process operators of their chunks."""
+
+    @property
+    def budget(self) -> int:
+        """Bytes the operators it builds may use."""
+        ...
+
+    def share(self, nbytes: float) -> OperatorBuilder:
+        """The builder with ``nbytes`` of the budget."""
+        ...
+
+    def threads(self, n_jobs: int | None) -> OperatorBuilder:
+        """The builder with ``n_jobs`` worker threads per operator."""
+        ...
+
+    def operator(
+        self,
+        X: Any,
+        centers: Any,
+        kernel: Any,
+        cache: bool | str = "auto",
+        expected_passes: int | None = None,
+    ) -> KernelProducts:
+        """The kernel operator K(X, centers) within the budget."""
+        ...
+
+    def feature_operator(self, transform: Any, X: Any, n_features: int) -> Operator:
+        """The operator of the features ``transform(X)``."""
         ...

@@ -43,11 +43,11 @@ from .._threads import dense_threads
 from ..inputs import take_rows
 from ..kernels import Kernel
 from ..linalg import EIGH_FLOPS
-from ..operators import KernelOperator
 from ..operators.features import BLOCK_BYTES
 from ..path import Path
 from ..progress import report
 from ..selection import EarlyStopping
+from ..workspace import Workspace
 from ._common import Validation, as_2d
 
 __all__ = [
@@ -337,25 +337,26 @@ def eigenpro_memory(
 
 
 def kernel_sgd_steps(
-    X: np.ndarray, kernel: Kernel, subsample: np.ndarray, es: EigenSystem, budget: int
+    X: np.ndarray, kernel: Kernel, subsample: np.ndarray, es: EigenSystem, workspace: Workspace
 ) -> tuple[
     Callable[[np.ndarray, np.ndarray], np.ndarray],
     Callable[[np.ndarray, np.ndarray, np.ndarray, float], None],
 ]:
-    """(predict_batch, apply_step) of kernel EigenPro on the training points X."""
+    """(predict_batch, apply_step) of kernel EigenPro on the training points X, their
+    kernel blocks within ``workspace``'s budget."""
     Xs = take_rows(X, subsample)
     d_scale = es.scales() / (len(subsample) * es.values) if es.q else np.zeros(0)
     E = es.vectors
 
     def predict_batch(idx: np.ndarray, coef: np.ndarray) -> np.ndarray:
-        op = KernelOperator(take_rows(X, idx), X, kernel, budget, cache=False)
+        op = workspace.operator(take_rows(X, idx), X, kernel, cache=False)
         return np.asarray(op.matvec(coef), dtype=FACTOR_DTYPE)
 
     def apply_step(idx: np.ndarray, g: np.ndarray, coef: np.ndarray, eta: float) -> None:
         m = len(idx)
         coef[idx] -= (eta / m) * g  # idx has no repeats (a slice of a permutation)
         if es.q:
-            K_bs = KernelOperator(take_rows(X, idx), Xs, kernel, budget, cache=False).dense()
+            K_bs = workspace.operator(take_rows(X, idx), Xs, kernel, cache=False).dense()
             h = np.asarray(K_bs, dtype=FACTOR_DTYPE).T @ g  # K(X_S, X_B) g, (s, k)
             coef[subsample] += (eta / m) * (E @ (d_scale[:, None] * (E.T @ h)))
 

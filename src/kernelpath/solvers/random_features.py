@@ -29,8 +29,6 @@ import numpy as np
 
 from .. import _backend as B
 from .._backend import FACTOR_DTYPE
-from ..dispatch import feature_moments as operator_moments
-from ..dispatch import feature_operator
 from ..features import RandomFourierFeatures
 from ..inputs import rows_in_memory
 from ..linalg import eigh_in_place, spectral_filter, top_eigenvalue
@@ -38,6 +36,7 @@ from ..operators import FeatureOperator, Operator, row_blocks
 from ..operators.features import BLOCK_BYTES
 from ..path import Path
 from ..selection import penalty_grid
+from ..workspace import Workspace
 from ._common import Validation, as_2d, closed_form_path, weights_or_ones
 from ._loo import SmootherCV, eigen_smoother_scores
 from .incremental import prefix_solutions
@@ -54,11 +53,16 @@ __all__ = [
 
 
 def rff_operator(
-    fmap: RandomFourierFeatures, X: Any, n_features: int, normalize: bool = True
+    fmap: RandomFourierFeatures,
+    X: Any,
+    n_features: int,
+    workspace: Workspace,
+    normalize: bool = True,
 ) -> Operator:
     """The operator of the first ``n_features`` random features of ``fmap`` (over the
-    chunks of a dask array for a dask X)."""
-    return feature_operator(_first_features(fmap, n_features, normalize), X, n_features)
+    chunks of a dask array for a dask X), built by ``workspace``."""
+    transform = _first_features(fmap, n_features, normalize)
+    return workspace.feature_operator(transform, X, n_features)
 
 
 #: D x D float64 matrices the RF paths hold at their peak (Φ^T W Φ, its eigenvectors and
@@ -101,10 +105,11 @@ def feature_moments(
     X: Any,
     n_features: int,
     Y: np.ndarray,
+    workspace: Workspace,
     weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(Ψ^T W Ψ, Ψ^T W Y) for the unnormalized features ψ, in float64, in one pass (the
-    operator layer's ``feature_moments``).
+    """(Ψ^T W Ψ, Ψ^T W Y) for the unnormalized features ψ, in float64, in one pass
+    (``Workspace.feature_moments``).
 
     Returns
     -------
@@ -112,7 +117,7 @@ def feature_moments(
     b : ndarray of shape (D, k)
     """
     transform = _first_features(fmap, n_features, normalize=False)
-    return operator_moments(transform, X, n_features, as_2d(Y), weights)
+    return workspace.feature_moments(transform, X, n_features, as_2d(Y), weights)
 
 
 def _train_errors(
