@@ -1,6 +1,6 @@
 """Sparse rows (scipy CSR) against dense rows, each measurement in a fresh process.
 
-    python benchmarks/sparse.py run [--runs 3] [--parts adult,wide]
+    python benchmarks/sparse.py run [--runs 3] [--parts adult,wide,peaks]
     python benchmarks/sparse.py table
 
 - ``adult``: the default ``NystromClassifier`` on adult (``../shared/data/adult``, 32,561 x
@@ -12,6 +12,10 @@
   fit's peak resident memory above the process's start, and the time of one pass of the
   operator (K_nm v, 1,000 CSR centers, 100,000 rows) against a pass over 100,000 dense rows
   of 50 features (the same stored entries a row) with 1,000 dense centers.
+- ``peaks``: every batch estimator (defaults, ``random_state=0``) fitted on the first
+  8,000 rows of adult as CSR (exact KRLS: 2,500, its n x n matrix) with
+  ``memory_budget="200MB"``: the traced peak (tracemalloc, fresh process) against the budget
+  plus the CSR arrays, and the size of the dense X it never builds.
 
 Writes ``results/sparse.json``; ``table`` prints the tables of docs/benchmarks.md.
 """
@@ -144,6 +148,40 @@ def worker_pass(kind: str) -> dict[str, Any]:
     return {"pass_s": statistics.median(times)}
 
 
+PEAK_ESTIMATORS = [
+    f"{family}{task}"
+    for family in ("Nystrom", "NYTRO", "KRLS", "RandomFeatures", "SGM", "EigenPro")
+    for task in ("Regressor", "Classifier")
+]
+PEAK_ROWS, PEAK_KRLS_ROWS, PEAK_BUDGET_MB = 8000, 2500, 200
+
+
+def worker_peak(name: str) -> dict[str, Any]:
+    import tracemalloc
+
+    import kernelpath as kp
+
+    X, y, _, _ = _adult()
+    n = PEAK_KRLS_ROWS if name.startswith("KRLS") else PEAK_ROWS
+    X, y = X[:n], y[:n]
+    csr = X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+    est = getattr(kp, name)(memory_budget=f"{PEAK_BUDGET_MB}MB", random_state=0)
+    tracemalloc.start()
+    t = time.perf_counter()
+    est.fit(X, y)
+    seconds = time.perf_counter() - t
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return {
+        "rows": n,
+        "peak_mb": peak / 1e6,
+        "budget_mb": PEAK_BUDGET_MB,
+        "csr_mb": csr / 1e6,
+        "dense_x_mb": X.shape[0] * X.shape[1] * 8 / 1e6,
+        "fit_s_traced": seconds,
+    }
+
+
 def _call(*args: str) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, __file__, "worker", *args], check=True, capture_output=True, text=True
@@ -194,6 +232,9 @@ def run(parts: list[str], runs: int) -> None:
             "runs": runs,
         }
         print("wide", json.dumps(res["wide"]), flush=True)
+    if "peaks" in parts:
+        res["peaks"] = {name: _call("peak", name) for name in PEAK_ESTIMATORS}
+        print("peaks", json.dumps(res["peaks"]), flush=True)
     res["machine"] = f"{os.cpu_count()} cores"
     OUT.write_text(json.dumps(res, indent=2) + "\n")
     print(table())
@@ -232,6 +273,20 @@ def table() -> str:
             f"| one pass, 100,000 x 50 dense, 1,000 centers (s) | {w['pass_dense_s']:.3f} |",
             f"| sparse / dense pass | {w['pass_sparse_s'] / w['pass_dense_s']:.2f} |",
         ]
+    if "peaks" in res:
+        if lines:
+            lines.append("")
+        lines += [
+            "| adult as CSR, memory_budget=200MB | rows | traced peak (MB) | budget + CSR (MB) "
+            "| peak / (budget + CSR) | dense X (MB) |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for name, r in res["peaks"].items():
+            cap = r["budget_mb"] + r["csr_mb"]
+            lines.append(
+                f"| {name} | {r['rows']:,} | {r['peak_mb']:.1f} | {cap:.1f} "
+                f"| {r['peak_mb'] / cap:.2f} | {r['dense_x_mb']:.1f} |"
+            )
     return "\n".join(lines)
 
 
@@ -239,12 +294,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("mode", choices=["run", "worker", "table"])
     ap.add_argument("args", nargs="*")
-    ap.add_argument("--parts", default="adult,wide")
+    ap.add_argument("--parts", default="adult,wide,peaks")
     ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args()
     if a.mode == "worker":
         kind, *rest = a.args
-        fn = {"adult": worker_adult, "wide_fit": worker_wide_fit, "pass": worker_pass}[kind]
+        fn = {
+            "adult": worker_adult,
+            "wide_fit": worker_wide_fit,
+            "pass": worker_pass,
+            "peak": worker_peak,
+        }[kind]
         print(json.dumps(fn(*rest)))
     elif a.mode == "run":
         run(a.parts.split(","), a.runs)

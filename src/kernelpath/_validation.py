@@ -382,12 +382,6 @@ def check_dask_rows(X: Any, name: str = "X") -> Any:
     rows: the kernel blocks need every feature of a row)."""
     if X.ndim != 2:
         raise ValueError(f"{name} must be a 2-D dask array, got {X.ndim} dimensions")
-    if is_sparse(getattr(X, "_meta", None)):
-        raise TypeError(
-            f"{name}: a dask array of scipy.sparse chunks is not taken (the cluster's products "
-            f"use dense chunks); pass {name}.map_blocks(lambda b: b.toarray()) or compute it "
-            "into one scipy.sparse matrix"
-        )
     if np.dtype(X.dtype).kind not in "biuf":
         raise TypeError(f"{name} must contain numbers only, got dtype {X.dtype}")
     if len(X.chunks[1]) != 1:

@@ -42,12 +42,13 @@ from concurrent.futures import CancelledError
 from typing import Any
 
 import numpy as np
+import scipy.sparse
 from threadpoolctl import threadpool_limits
 
 from . import _backend as B
 from ._validation import check_dask_rows, check_int
 from ._version import __version__
-from .inputs import dense_block
+from .inputs import is_sparse
 from .kernels import Kernel
 from .operators.features import feature_moments
 from .operators.kernel import CACHE_FRACTION
@@ -169,6 +170,14 @@ def _tree_sum(parts: list[Any]) -> Any:
     return parts[0]
 
 
+def _chunk_rows(xb: Any, dtype: Any = None) -> Any:
+    """A chunk's rows as the in-process operators take them: a contiguous array, or CSR for
+    a scipy.sparse chunk (a dask array of sparse chunks stays sparse on the workers)."""
+    if is_sparse(xb):
+        return scipy.sparse.csr_matrix(xb, dtype=dtype or xb.dtype)
+    return np.ascontiguousarray(xb, dtype=dtype)
+
+
 class _Persisted:
     """A chunk's operator whose block was computed on its worker and is kept there."""
 
@@ -182,12 +191,12 @@ def _chunk_operator(
     """The operator of one chunk (on its worker), built by the fit's workspace with the
     task's share of its budget, on one thread; with ``persist`` its block is computed now
     and kept (the operator's cache)."""
-    xb = np.ascontiguousarray(xb, dtype=centers.dtype)
-    if not np.isfinite(xb).all():
+    xb = _chunk_rows(xb, centers.dtype)
+    if not np.isfinite(xb.data if is_sparse(xb) else xb).all():
         raise ValueError("X contains NaN or infinity")
     task = builder.share(_task_budget(builder.budget)).threads(1)
     if persist:
-        need = int(len(xb) * len(centers) * centers.dtype.itemsize / CACHE_FRACTION) + 2**21
+        need = int(xb.shape[0] * centers.shape[0] * centers.dtype.itemsize / CACHE_FRACTION) + 2**21
         op = task.share(max(task.budget, need)).operator(xb, centers, kernel, cache=True)
         op.dense()
         return _Persisted(op)
@@ -272,7 +281,11 @@ class DaskKernelOperator:
             raise ValueError(f"cache must be 'auto', True or False, got {cache!r}")
         self.dtype = B.compute_dtype(X, centers)
         self.X = X.astype(self.dtype) if X.dtype != self.dtype else X
-        self.centers = np.ascontiguousarray(B.to_numpy(dense_block(centers)), dtype=self.dtype)
+        self.centers = (  # CSR centers (very sparse rows) stay CSR
+            _chunk_rows(centers, self.dtype)
+            if is_sparse(centers)
+            else np.ascontiguousarray(B.to_numpy(centers), dtype=self.dtype)
+        )
         if self.centers.ndim != 2 or self.centers.shape[1] != X.shape[1]:
             raise ValueError(
                 f"X and centers must be 2-D with the same number of columns, got shapes "
@@ -480,7 +493,7 @@ class DaskKernelOperator:
 def _chunk_moments(
     xb: np.ndarray, transform: Any, D: int, Y: np.ndarray, w: Any
 ) -> tuple[Any, Any]:
-    return feature_moments(transform, np.ascontiguousarray(xb), D, Y, w)
+    return feature_moments(transform, _chunk_rows(xb), D, Y, w)
 
 
 def dask_feature_moments(
@@ -509,7 +522,7 @@ def _chunk_features_apply(
     method: str,
     *args: Any,
 ) -> Any:
-    op = builder.feature_operator(transform, np.ascontiguousarray(xb), n_features)
+    op = builder.feature_operator(transform, _chunk_rows(xb), n_features)
     return getattr(op, method)(*args)
 
 
@@ -557,7 +570,7 @@ class DaskFeatureOperator:
 
 # ------------------------------------------------------------------ predictions
 def _predict_chunk(xb: np.ndarray, model: Any, method: str) -> np.ndarray:
-    return np.asarray(getattr(model, method)(np.ascontiguousarray(xb)))
+    return np.asarray(getattr(model, method)(_chunk_rows(xb)))
 
 
 def _predictor(model: Any) -> Any:

@@ -352,19 +352,34 @@ class SourceRows(Rows):
 
 
 class DaskRows(SourceRows):
-    """A dask array: its chunks stay on the workers; rows are gathered when taken."""
+    """A dask array: its chunks stay on the workers; rows are gathered when taken (CSR for
+    a dask array of scipy.sparse chunks)."""
 
     kind = "dask"
 
-    def read(self, start: int, stop: int) -> np.ndarray:
-        return np.asarray(self.X[start:stop])
+    @property
+    def sparse_chunks(self) -> bool:
+        """Whether the chunks are scipy.sparse matrices."""
+        return is_sparse(getattr(self.X, "_meta", None))
+
+    def _gathered(self, part: Any) -> Any:
+        if self.sparse_chunks:
+            return scipy.sparse.csr_matrix(part.compute())
+        return np.asarray(part)
+
+    def read(self, start: int, stop: int) -> Any:
+        return self._gathered(self.X[start:stop])
 
     def _subset(self, idx: np.ndarray) -> Any:
         increasing = idx.ndim == 1 and bool(np.all(np.diff(idx) > 0))
-        return self.X[idx] if increasing else np.asarray(self.X[idx])
+        return self.X[idx] if increasing else self._gathered(self.X[idx])
 
-    def take(self, idx: Any) -> np.ndarray:
-        return np.asarray(self.X[np.asarray(idx)])
+    def take(self, idx: Any) -> Any:
+        return self._gathered(self.X[np.asarray(idx)])
+
+    def column_moments(self, rows: Any) -> tuple[np.ndarray, ...]:
+        S = self._gathered(self.X if rows is None else self.X[np.asarray(rows)])
+        return as_rows(S).column_moments(None)
 
 
 def as_rows(X: Any) -> Rows:

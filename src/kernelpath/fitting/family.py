@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _backend as B
 from .._validation import check_choice, check_float, check_int, check_penalty, make_rng
-from ..inputs import rows_in_memory
+from ..inputs import as_rows, is_sparse, rows_in_memory
 from ..kernels import Kernel
 from ..operators.protocol import KernelProducts, Operator
 from ..path import Path
@@ -283,7 +283,8 @@ def in_memory(X: Any, budget: int, who: str, why: str, instead: str = LARGER_THA
             f"{who} {why}: X ({kind}, {need / 1e9:.2f} GB) does not fit "
             f"memory_budget={budget / 1e9:.2f} GB; {instead}"
         )
-    return np.ascontiguousarray(np.asarray(X))
+    rows = as_rows(X).read(0, X.shape[0])  # CSR for a dask array of sparse chunks
+    return rows if is_sparse(rows) else np.ascontiguousarray(rows)
 
 
 def kernel_operators(
