@@ -262,11 +262,21 @@ def test_adult_from_csr_is_the_dense_fit():
     np.testing.assert_array_equal(a.predict(X[:2000]), b.predict(X[:2000].toarray()))
 
 
-def test_sparse_tensors_are_refused_by_name():
+@pytest.mark.parametrize("layout", ["csr", "coo"])
+def test_torch_sparse_tensors_fit_as_their_scipy_rows(layout):
+    """A torch sparse tensor (CSR or COO) is taken as the scipy CSR matrix of its rows,
+    computed on the host: the same model and predictions as the scipy matrix."""
     torch = pytest.importorskip("torch")
-    dense = torch.eye(6, dtype=torch.float64)
-    with pytest.raises(TypeError, match="X: a torch sparse tensor"):
-        kp.NystromRegressor().fit(dense.to_sparse_csr(), np.arange(6.0))
+    X = sparse_rows(300, 40, 0.1, 0)
+    y = np.asarray(X.sum(axis=1)).ravel()
+    T = torch.tensor(X.toarray())
+    T = T.to_sparse_csr() if layout == "csr" else T.to_sparse()
+    got = kp.NystromRegressor(n_centers=50, random_state=0).fit(T, y)
+    want = kp.NystromRegressor(n_centers=50, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(got.coef_, want.coef_)
+    np.testing.assert_array_equal(got.predict(T), want.predict(X))
+    with pytest.raises(TypeError, match="y: a torch sparse tensor"):
+        kp.NystromRegressor().fit(X, torch.tensor(y)[:, None].to_sparse())
 
 
 @pytest.mark.parametrize(

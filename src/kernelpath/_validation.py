@@ -10,7 +10,7 @@ import numpy as np
 
 from ._backend import check_real, is_dask, is_tensor, to_numpy
 from .data.sources import as_source, is_lazy_array, magnitude_limit
-from .inputs import is_sparse
+from .inputs import host_sparse, is_sparse
 
 
 def check_penalty(penalty: Any, name: str = "penalty") -> float | np.ndarray | str:
@@ -260,11 +260,8 @@ def check_tensor_rows(X: Any, name: str = "X") -> Any:
 
     if X.is_complex():
         raise TypeError(f"{name} must contain real numbers, got a {X.dtype} tensor")
-    if X.layout != torch.strided:
-        raise TypeError(
-            f"{name}: a torch sparse tensor ({X.layout}) is not taken; pass {name}.to_dense(), "
-            "or the rows as a scipy.sparse CSR matrix (computed on the host)"
-        )
+    if X.layout != torch.strided:  # rows reach here dense (``host_sparse``); targets too
+        raise TypeError(f"{name}: a torch sparse tensor ({X.layout}) is not taken here")
     X = X.detach()
     if not X.is_floating_point():
         X = X.to(torch.float64)
@@ -290,6 +287,7 @@ def validate_X(estimator: Any, X: Any, reset: bool) -> Any:
     checks) ``n_features_in_`` either way."""
     from sklearn.utils.validation import validate_data
 
+    X = host_sparse(X)  # a torch sparse tensor: its rows as scipy CSR
     lazy = is_lazy_array(X)
     if lazy or is_dask(X):
         X = check_dask_rows(X) if not lazy else as_source(X, "X")

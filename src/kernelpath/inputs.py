@@ -71,6 +71,34 @@ def is_sparse(X: Any) -> bool:
     return bool(scipy.sparse.issparse(X))
 
 
+def is_torch_sparse(X: Any) -> bool:
+    """Whether X is a torch sparse tensor (COO, CSR, CSC, BSR or BSC layout)."""
+    if not B.is_tensor(X):
+        return False
+    import torch
+
+    return bool(X.layout != torch.strided)
+
+
+def host_sparse(X: Any) -> Any:
+    """A torch sparse tensor as the scipy CSR matrix of its rows (moved to the host: sparse
+    rows are computed with NumPy there); anything else as it is."""
+    if not is_torch_sparse(X):
+        return X
+    import torch
+
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D sparse tensor, got {X.ndim} dimensions")
+    T = X.detach().cpu()
+    if T.layout == torch.sparse_coo:
+        T = T.coalesce()
+    T = T.to_sparse_csr()
+    return scipy.sparse.csr_matrix(
+        (T.values().numpy(), T.col_indices().numpy(), T.crow_indices().numpy()),
+        shape=tuple(T.shape),
+    )
+
+
 def kind_of(X: Any) -> str:
     """The kind of X: "sparse", "source", "dask", "tensor" or "array"."""
     if is_sparse(X):

@@ -23,7 +23,7 @@ from ..distributed import dask_predict
 from ..fitting import Family, NystromFamily, Selection, select
 from ..fitting.agop import metric_summary
 from ..fitting.problem import FitProblem
-from ..inputs import as_rows
+from ..inputs import as_rows, host_sparse
 from ..kernels import AGOP_NAMES
 from ..progress import verbose_reporter
 from ..workspace import Workspace
@@ -177,6 +177,7 @@ class _KernelPathEstimator(BaseEstimator):
         """X validated and on the device predictions compute on: ``device`` when it is
         set, else where X lives (a model fitted on a GPU predicts NumPy inputs with NumPy
         unless ``device`` says otherwise)."""
+        X = host_sparse(X)  # a torch sparse tensor: its rows as scipy CSR, on the host
         dev = B.resolve_device(device_for(self, X), {"X": X})
         Xv = validate_X(self, X, reset=False)
         return as_rows(Xv).to(dev, B.dtype_of(Xv))

@@ -28,7 +28,7 @@ from ..data.sources import is_lazy_array
 from ..fitting.family import Family, in_memory
 from ..fitting.memory import copied_bytes
 from ..fitting.problem import FitProblem
-from ..inputs import as_rows, check_feature_count, is_sparse
+from ..inputs import as_rows, check_feature_count, host_sparse, is_sparse, is_torch_sparse
 from ..workspace import Workspace
 
 __all__ = ["fit_problem", "gathered"]
@@ -64,7 +64,14 @@ def check_fit_input(
     inputs go through scikit-learn's ``validate_data`` (which sets ``n_features_in_`` and
     ``feature_names_in_`` on ``est``); a tensor X is checked where it lives (its targets and
     weights may be tensors on the same device or NumPy arrays when it is on the CPU)."""
+    X = host_sparse(X)  # a torch sparse tensor: its rows as scipy CSR, on the host
     dev = B.resolve_device(device_for(est, X), {"X": X, "y": y, "sample_weight": sample_weight})
+    for name, a in (("y", y), ("sample_weight", sample_weight)):
+        if is_torch_sparse(a):
+            raise TypeError(
+                f"{name}: a torch sparse tensor ({a.layout}) is not taken: {name} must be a "
+                f"dense 1-D array (or 2-D for several regression targets); pass {name}.to_dense()"
+            )
     y, sample_weight = gathered(y), gathered(sample_weight)
     if not classifier:
         check_numeric(y, "y")
