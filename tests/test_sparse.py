@@ -287,7 +287,7 @@ def test_torch_sparse_tensors_fit_as_their_scipy_rows(layout):
         ("RandomFeaturesRegressor", {"n_features": 100}),
         ("KRLSRegressor", {}),
         ("SGMRegressor", {"n_features": 100}),
-        ("EigenProRegressor", {"n_epochs": 2}),
+        ("EigenProRegressor", {"n_epochs": 1}),
     ],
 )
 def test_a_dask_array_of_sparse_chunks_fits_as_its_dense_chunks(name, kw):
@@ -298,11 +298,11 @@ def test_a_dask_array_of_sparse_chunks_fits_as_its_dense_chunks(name, kw):
     summation order, which CG's early stop amplifies to 1e-6 here (docs/design.md, item
     15 of issue 47)."""
     da = pytest.importorskip("dask.array")
-    X = sparse_rows(2000, 300, 0.05, 0)
+    X = sparse_rows(1000, 300, 0.05, 0)
     y = np.asarray(X.sum(axis=1)).ravel()
     make = lambda: getattr(kp, name)(random_state=0, **kw)  # noqa: E731
-    got = make().fit(da.from_array(X, chunks=(500, 300), asarray=False), y)
-    dense = make().fit(da.from_array(X.toarray(), chunks=(500, 300)), y)
+    got = make().fit(da.from_array(X, chunks=(250, 300), asarray=False), y)
+    dense = make().fit(da.from_array(X.toarray(), chunks=(250, 300)), y)
     np.testing.assert_allclose(got.predict(X[:20]), dense.predict(X[:20]), rtol=1e-5)
     lazy = got.predict(da.from_array(X[:40], chunks=(20, 300), asarray=False))
     np.testing.assert_allclose(lazy.compute(), got.predict(X[:40]), rtol=1e-12, atol=1e-12)
