@@ -267,3 +267,26 @@ def test_every_family_stays_within_its_budget(make, budget):
     assert peak <= 1.1 * budget, (peak / 1e6, budget / 1e6)
     with pytest.raises(ValueError, match=r"memory_budget=\d+ MB is too small"):
         make(int(budget / 5)).fit(X, y)
+
+
+@pytest.mark.parametrize("solver", ["cg", "direct"])
+def test_a_refused_number_of_centers_names_the_most_the_budget_fits(solver):
+    """Issue 45: n_centers beyond the budget is refused before any pass, naming the most
+    centers it fits; that many fit, one more is refused again."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((6000, 5))
+    y = np.sin(X[:, 0])
+
+    def make(m):
+        return kp.NystromRegressor(
+            Gaussian(2.0), n_centers=m, solver=solver, memory_budget="30MB", scale=False,
+            random_state=0,
+        )  # fmt: skip
+
+    with pytest.raises(ValueError, match=r"the most centers it fits here is n_centers=\d+") as e:
+        make(3000).fit(X, y)
+    most = int(str(e.value).rsplit("=", 1)[1])
+    assert 100 < most < 3000
+    assert make(most).fit(X, y).centers_.shape[0] == most
+    with pytest.raises(ValueError, match=f"n_centers={most}$"):
+        make(most + 1).fit(X, y)

@@ -375,16 +375,24 @@ def test_exact_single_penalty_cholesky_equals_eigen_path(rng):
 def test_direct_solver_warns_below_its_rounding_level():
     """A penalty far under the size of the most negative computed eigenvalue of the (PSD)
     whitened normal equations fits rounding (almost all of the solution's norm in the
-    unresolved directions): the fit says so; a penalty above that level does not."""
+    unresolved directions). The direct solver then takes the QR route (issue 45), silently;
+    where the budget has no room for it the fit keeps the rounding and says so; a penalty
+    above that level does not."""
     rng = np.random.default_rng(0)
     X = np.vstack([rng.uniform(size=(150, 4)), 0.5 + 0.1 * rng.standard_normal((450, 4))])
     y = np.sin(3 * X[:, 0]) + 0.1 * rng.standard_normal(len(X))
     kw = dict(n_centers=500, solver="direct", scale=False, validation_fraction=0.0, random_state=0)
-    with pytest.warns(UserWarning, match="rounding level"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
         est = kp.NystromRegressor(kp.Gaussian(0.3), penalty=1e-14, **kw).fit(X, y)
+    assert est.path_.info["spectrum"] == "qr" and est.path_.info["rounding_share"][0] < 0.5
+    with pytest.warns(UserWarning, match="rounding level.*did not fit memory_budget"):
+        est = kp.NystromRegressor(kp.Gaussian(0.3), penalty=1e-14, memory_budget="12MB", **kw).fit(
+            X, y
+        )
     floor = est.path_.info["rounding_floor"]
+    assert est.path_.info["spectrum"] == "normal"
     assert floor > 1e-14 and est.path_.info["rounding_share"][0] > 0.9
-    assert np.abs(est.coef_).max() > 1e5  # the rounding it warns about
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         kp.NystromRegressor(kp.Gaussian(0.3), penalty=10 * floor, **kw).fit(X, y)

@@ -147,7 +147,8 @@ class _KernelPathEstimator(BaseEstimator):
                 f"solver's normal equations ({floor:.2g}, the size of the most negative "
                 "computed eigenvalue of a positive semi-definite matrix): "
                 f"{100 * share[i]:.0f}% of the solution lies in directions that rounding "
-                'decides. Use a larger penalty, or solver="cg".',
+                "decides (the QR route that resolves them did not fit memory_budget). Use a "
+                'larger penalty, a larger memory_budget, or solver="cg".',
                 UserWarning,
                 stacklevel=4,
             )

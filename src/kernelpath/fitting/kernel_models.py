@@ -33,6 +33,7 @@ from .family import Family, check_loss, kernel_operators, newton_intercept, vali
 from .memory import (
     MIN_OPERATOR_BYTES,
     SOLVER_SHARE,
+    BudgetError,
     copied_bytes,
     fit_rows,
     main_fits,
@@ -199,11 +200,37 @@ class _KernelModel(Family):
             floor = self.operator_floor(m, n, n_va)
             operator_budget(problem, copies, n + n_va, solver, what, floor)
 
+        def largest(n: int, n_va: int, m: int) -> int:
+            """The most centers (at most m) whose fit this budget takes; 0: none."""
+            lo, hi = 0, m
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                try:
+                    check(n, n_va, mid)
+                    lo = mid
+                except BudgetError:
+                    hi = mid - 1
+            return lo
+
+        def check_naming_the_largest(n: int, n_va: int, m: int) -> None:
+            try:
+                check(n, n_va, m)
+            except BudgetError as exc:
+                most = largest(n, n_va, m)
+                hint = (
+                    f"; the most centers it fits here is n_centers={most}"
+                    if most
+                    else "; it fits no centers here"
+                )
+                raise BudgetError(str(exc) + hint, exc.need) from None
+
         fits = [
             (n, n_va, self.planned_centers(settings, n)) for n, n_va in main_fits(problem, plan)
         ]
         refuse_largest(
-            functools.partial(check, n, n_va, min(m, n)) for n, n_va, m in fits if m is not None
+            functools.partial(check_naming_the_largest, n, n_va, min(m, n))
+            for n, n_va, m in fits
+            if m is not None
         )
 
     def solver_memory(
@@ -496,7 +523,9 @@ class NystromFamily(_KernelModel):
             return incremental_nystrom_path(op, Ytr, _grid_or_none(pen), grid, wt, val)
         if opts.method == "direct":
             cv = _smoother(settings, classifier)
-            return nystrom_direct_path(op, Ytr, _grid_or_none(pen), wt, val, cv, factor)
+            return nystrom_direct_path(
+                op, Ytr, _grid_or_none(pen), wt, val, cv, factor, memory_limit=memory_limit
+            )
         selecting = settings.n_iter is None
         return iterative_path(
             op,

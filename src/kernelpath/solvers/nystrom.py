@@ -8,11 +8,24 @@ With m centers, K_mm = U diag(s) U^T and the rank-revealing factor R = U_r diag(
 with W = diag(w) the sample weights. One eigendecomposition A^T W A / n = V diag(σ) V^T gives
 every λ: beta_λ = V diag(1 / (σ + λ)) V^T A^T W y / n, alpha_λ = R beta_λ. The O(n m^2) cost
 of forming K_nm^T W K_nm is paid once; each extra λ costs O(r k).
+
+The eigendecomposition of A^T W A squares the condition number of A: eigenvalues below about
+eps σ_max are rounding, and a penalty near them gives a solution that rounding decides
+(cpuSmall, m = 5000, λ = 1e-12: test RMSE 4,736 where the least-squares solution has 40.3).
+The same spectrum without the squaring comes from a QR factorization of W^½ A, streamed
+over row blocks of K_nm (``_qr_spectrum``: each block stacked under the triangular factor
+so far, ``Q^T`` applied to the targets on the way), and an SVD of its r x r triangle
+W^½ A = Q U diag(s) V^T: σ = s^2 / n, and V^T A^T W y / n = diag(s) U^T Q^T W^½ y / n,
+exact to the rounding of s itself. It costs about twice the flops; ``method="auto"`` takes
+it where the normal equations' solution is mostly rounding for a penalty of the path.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import scipy.linalg
 
 from .. import linalg
 from .._backend import FACTOR_DTYPE, array_device, to_device, to_numpy
@@ -23,7 +36,14 @@ from ..selection import penalty_grid
 from ._common import Validation, as_2d, closed_form_path, weights_or_ones
 from ._loo import SmootherCV, eigen_smoother_scores
 
-__all__ = ["nystrom_direct_path", "center_factor", "direct_memory", "DIRECT_MATRICES"]
+__all__ = [
+    "nystrom_direct_path",
+    "center_factor",
+    "direct_memory",
+    "DIRECT_MATRICES",
+    "QR_MATRICES",
+    "DIRECT_METHODS",
+]
 
 
 def _torch():
@@ -37,6 +57,26 @@ def _torch():
 #: ``linalg.eigh_in_place``), or R, the workers' sums of the Gram matrix (one per worker)
 #: and the projection's two (measured with tracemalloc, tests/test_memory.py).
 DIRECT_MATRICES = 4
+
+
+#: r x r float64 matrices the QR route holds at its peak beside the factor R and a block of
+#: K_nm's rows: the stacked block (half r rows of K_nm R under the r x r triangle) and the
+#: QR's workspace, then the triangle, U, V^T and the SVD's workspace (``_qr_spectrum``;
+#: measured with tracemalloc, m = r = 1000: 7.0 r^2 with the block).
+QR_MATRICES = 7
+#: How the spectrum of A^T W A is computed: "normal" (its eigendecomposition), "qr" (a QR of
+#: W^½ A and an SVD of the triangle), "auto" (normal, then qr where its solution is mostly
+#: rounding for a penalty of the path and the QR fits ``memory_limit``).
+DIRECT_METHODS = ("auto", "normal", "qr")
+#: ``method="auto"``: the share of a penalty's ||beta|| below the rounding level from which
+#: the path is computed again by QR.
+QR_ROUNDING_SHARE = 0.5
+
+
+def qr_memory(m: int, r: int) -> int:
+    """Bytes the QR route holds beside the factor: ``QR_MATRICES`` r x r matrices and a block
+    of half r rows of K_nm."""
+    return 8 * (QR_MATRICES * r * r + (r // 2 + 1) * m)
 
 
 def direct_memory(m: int, k: int, n_penalties: int, n_jobs: int) -> int:
@@ -65,8 +105,10 @@ def nystrom_direct_path(
     validation: Validation | None = None,
     cv: SmootherCV | None = None,
     factor: NystromFactor | None = None,
+    method: str = "auto",
+    memory_limit: int | None = None,
 ) -> Path:
-    """λ path of Nyström KRLS from one eigendecomposition.
+    """λ path of Nyström KRLS from one eigendecomposition (or one QR and SVD).
 
     Parameters
     ----------
@@ -84,6 +126,14 @@ def nystrom_direct_path(
     factor : NystromFactor or None
         R of A = K_nm R; None: ``center_factor(op)`` (R R^T = K_mm^+). SQUEAK's
         γ-regularized Nyström passes ``linalg.regularized_factor``.
+    method : {"auto", "normal", "qr"}, default="auto"
+        The spectrum of A^T W A from its eigendecomposition ("normal"), from a QR of W^½ A
+        and an SVD of its triangle ("qr": without squaring the condition number, about
+        twice the flops; in-process operators on the host), or "normal" and then "qr" where
+        a penalty's solution is mostly rounding (``QR_ROUNDING_SHARE``) and the QR fits.
+    memory_limit : int or None
+        Bytes the path may hold beside its operator ("auto" takes the QR only within them and
+        the operator's own budget, which its released rows leave free).
 
     Returns
     -------
@@ -91,6 +141,8 @@ def nystrom_direct_path(
     """
     Y = as_2d(y).astype(FACTOR_DTYPE)
     n, k = Y.shape
+    if method not in DIRECT_METHODS:
+        raise ValueError(f"method must be one of {DIRECT_METHODS}, got {method!r}")
     w = weights_or_ones(weights, n)
     if op.expected_passes is None:  # the Gram matrix and the right-hand side (and the LOO)
         op.expected_passes = 3 if cv is not None and cv.mode == "loo" else 2
@@ -98,38 +150,33 @@ def nystrom_direct_path(
     dev = fac.on_device
     # with the intercept scored too: A^T W 1 beside A^T W y
     rhs = np.hstack([Y, np.ones((n, 1))]) if cv is not None and cv.center else Y
-    b = fac.apply_t(op.rmatvec(w[:, None] * rhs, native=dev))
-    G = op.gram(weights, native=dev)
-    if cv is None or cv.mode != "loo":
-        op.release()
-    H = fac.project(G, native=dev)
-    del G
-    H /= n
-    if dev:  # the m x m eigendecomposition where the factor lives (torch.linalg, float64)
-        sig_d, V_d = _torch().linalg.eigh(H)
-        sig = to_numpy(sig_d)
-        c = to_numpy(V_d.T @ to_device(b, array_device(V_d))) / n
-    else:  # dsyevd writing V over H: two m x m of workspace beside it
-        sig, V = linalg.eigh_in_place(H)
-        del H
-        c = V.T @ b / n  # (r, k)
-    # H is PSD: a negative computed eigenvalue is rounding, and its size is the noise level
-    # of the small eigenvalues (penalties below it fit rounding, REPORT.md sec. 3b)
-    floor = max(0.0, -float(sig.min()))
-    sig = np.maximum(sig, 0.0)
+    qr_possible = not dev and hasattr(op, "block")
+    if method == "qr" and not qr_possible:
+        raise ValueError(
+            "method='qr' reads the rows of an in-process operator on the host (not a Dask "
+            "operator, nor a factor on the device)"
+        )
+    if method == "qr":
+        V_d = None
+        sig, V, c, floor = _qr_spectrum(op, fac, w, rhs)
+    else:
+        V_d, sig, V, c, floor = _normal_spectrum(op, fac, weights, w, rhs, cv)
     c1 = None
     if c.shape[1] > k:  # the ones column
         c, c1 = c[:, :k], c[:, k]
     lam = penalty_grid(sig.max()) if penalties is None else np.asarray(penalties, float)
-    P = len(lam)
     g = spectral_filter("tikhonov", sig, lam)  # (P, r)
+    share = _rounding_share(g, c, sig, floor)
+    # the operator's rows were released before the m x m algebra (but for the leave-one-out):
+    # its share of the budget is free for the QR too
+    released = cv is None or cv.mode != "loo"
+    room = None if memory_limit is None else memory_limit + (op_budget(op) if released else 0)
+    fits = room is None or qr_memory(op.m, fac.rank) <= room
+    if method == "auto" and qr_possible and fits and float(share.max()) > QR_ROUNDING_SHARE:
+        return nystrom_direct_path(op, y, lam, weights, validation, cv, fac, "qr", memory_limit)
+    P = len(lam)
     r = len(sig)
     gc = g[:, :, None] * c[None]  # (P, r, k): each penalty's solution beta in V's axes
-    # the share of each penalty's ||beta|| (its RKHS norm) in the directions whose
-    # eigenvalue is below the rounding level: where it dominates, the solution is rounding
-    sq = np.einsum("prk,prk->pr", gc, gc)
-    total = sq.sum(axis=1)
-    share = np.sqrt(sq[:, sig <= floor].sum(axis=1) / np.where(total > 0, total, 1.0))
     coords = gc.transpose(1, 0, 2).reshape(r, P * k)
     if dev:
         B = V_d @ to_device(coords, array_device(V_d))
@@ -160,6 +207,88 @@ def nystrom_direct_path(
             "factor_on_device": dev,
             "rounding_floor": floor,
             "rounding_share": share,
+            "spectrum": "qr" if method == "qr" else "normal",
         },
         scores=scores,
     )
+
+
+def op_budget(op: Any) -> int:
+    """The bytes an operator was given (0 for one that does not say)."""
+    return int(getattr(op, "budget", 0) or 0)
+
+
+def _rounding_share(g: np.ndarray, c: np.ndarray, sig: np.ndarray, floor: float) -> np.ndarray:
+    """Per penalty, the share of its ||beta|| (its RKHS norm) in the directions whose
+    eigenvalue is below the rounding level ``floor``: where it dominates, rounding decides
+    the solution."""
+    gc = g[:, :, None] * c[None]
+    sq = np.einsum("prk,prk->pr", gc, gc)
+    total = sq.sum(axis=1)
+    return np.sqrt(sq[:, sig <= floor].sum(axis=1) / np.where(total > 0, total, 1.0))
+
+
+def _normal_spectrum(
+    op: KernelProducts,
+    fac: NystromFactor,
+    weights: np.ndarray | None,
+    w: np.ndarray,
+    rhs: np.ndarray,
+    cv: SmootherCV | None,
+) -> tuple[Any, np.ndarray, Any, np.ndarray, float]:
+    """(V on the device or None, σ, V on the host or None, c = V^T A^T W rhs / n, the
+    rounding floor) from the eigendecomposition of A^T W A / n (one pass for the Gram
+    matrix, one for the right-hand side)."""
+    n = rhs.shape[0]
+    dev = fac.on_device
+    b = fac.apply_t(op.rmatvec(w[:, None] * rhs, native=dev))
+    G = op.gram(weights, native=dev)
+    if cv is None or cv.mode != "loo":  # K_nm's cached rows go before the m x m algebra
+        op.release()
+    H = fac.project(G, native=dev)
+    del G
+    H /= n
+    V_d = V = None
+    if dev:  # the m x m eigendecomposition where the factor lives (torch.linalg, float64)
+        sig_d, V_d = _torch().linalg.eigh(H)
+        sig = to_numpy(sig_d)
+        c = to_numpy(V_d.T @ to_device(b, array_device(V_d))) / n
+    else:  # dsyevd writing V over H: two m x m of workspace beside it
+        sig, V = linalg.eigh_in_place(H)
+        del H
+        c = V.T @ b / n  # (r, k)
+    # H is PSD: a negative computed eigenvalue is rounding, and its size is the noise level
+    # of the small eigenvalues (penalties below it fit rounding, REPORT.md sec. 3b)
+    floor = max(0.0, -float(sig.min()))
+    return V_d, np.maximum(sig, 0.0), V, c, floor
+
+
+def _qr_spectrum(
+    op: Any, fac: NystromFactor, w: np.ndarray, rhs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """(σ ascending, V, c = V^T A^T W rhs / n, the rounding floor) from a QR of W^½ A,
+    A = K_nm R, streamed over blocks of half r rows (each stacked under the triangle so
+    far; Q^T applied to W^½ rhs on the way, Q never formed), and an SVD of the triangle."""
+    n, r = rhs.shape[0], fac.rank
+    rows = max(64, r // 2)
+    T = np.zeros((0, r))
+    z = np.zeros((0, rhs.shape[1]))
+    for s in range(0, n, rows):
+        e = min(n, s + rows)
+        root = np.sqrt(w[s:e])[:, None]
+        Ab = fac.apply_t(to_numpy(op.block(s, e), FACTOR_DTYPE).T).T * root  # (b, r)
+        S = np.vstack([T, Ab])
+        Z = np.vstack([z, rhs[s:e] * root])
+        del Ab
+        ZQ, T = scipy.linalg.qr_multiply(S, Z.T, mode="right", overwrite_a=True)
+        z = ZQ.T
+        del S, Z
+    U, sv, Vt = scipy.linalg.svd(T, full_matrices=False, overwrite_a=True)
+    del T
+    c = (sv[:, None] * (U.T @ z)) / n
+    order = np.argsort(sv, kind="stable")  # ascending, as the eigendecomposition's
+    sv, V, c = sv[order], Vt[order].T, c[order]
+    # the singular values are exact to about eps s_max each (their squares' rounding floor)
+    eps = float(np.finfo(FACTOR_DTYPE).eps)
+    floor = (eps * float(sv.max(initial=0.0))) ** 2 * len(sv) / n
+    return sv**2 / n, V, c, floor
