@@ -32,6 +32,7 @@ TABLES: dict[str, list[str]] = {
     "gpu": ["benchmarks/gpu.py", "table"],
     "dask_kills": ["benchmarks/dask_kills.py", "table"],
     "sparse": ["benchmarks/sparse.py", "table"],
+    "direct_small_penalty": ["benchmarks/direct_small_penalty.py", "table"],
 }
 
 
