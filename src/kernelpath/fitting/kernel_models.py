@@ -371,6 +371,9 @@ class NystromFamily(_KernelModel):
     """Nyström KRLS: the direct λ path, CG with the FALKON preconditioner, or the
     incremental (m, λ) path."""
 
+    #: How the direct path computes its spectrum (``solvers.nystrom.DIRECT_METHODS``).
+    direct_spectrum = "auto"
+
     takes_dask = True
     _solvers: tuple[str, ...] = ("direct", "cg")
 
@@ -524,7 +527,15 @@ class NystromFamily(_KernelModel):
         if opts.method == "direct":
             cv = _smoother(settings, classifier)
             return nystrom_direct_path(
-                op, Ytr, _grid_or_none(pen), wt, val, cv, factor, memory_limit=memory_limit
+                op,
+                Ytr,
+                _grid_or_none(pen),
+                wt,
+                val,
+                cv,
+                factor,
+                method=self.direct_spectrum,
+                memory_limit=memory_limit,
             )
         selecting = settings.n_iter is None
         return iterative_path(

@@ -17,7 +17,7 @@ over row blocks of K_nm (``_qr_spectrum``: each block stacked under the triangul
 so far, ``Q^T`` applied to the targets on the way), and an SVD of its r x r triangle
 W^½ A = Q U diag(s) V^T: σ = s^2 / n, and V^T A^T W y / n = diag(s) U^T Q^T W^½ y / n,
 exact to the rounding of s itself. It costs about twice the flops; ``method="auto"`` takes
-it where the normal equations' solution is mostly rounding for a penalty of the path.
+it where the normal equations' solution at the chosen penalty is mostly rounding.
 """
 
 from __future__ import annotations
@@ -66,11 +66,13 @@ DIRECT_MATRICES = 4
 QR_MATRICES = 7
 #: How the spectrum of A^T W A is computed: "normal" (its eigendecomposition), "qr" (a QR of
 #: W^½ A and an SVD of the triangle), "auto" (normal, then qr where its solution is mostly
-#: rounding for a penalty of the path and the QR fits ``memory_limit``).
+#: rounding at the chosen penalty and the QR fits ``memory_limit``).
 DIRECT_METHODS = ("auto", "normal", "qr")
-#: ``method="auto"``: the share of a penalty's ||beta|| below the rounding level from which
-#: the path is computed again by QR.
-QR_ROUNDING_SHARE = 0.5
+#: ``method="auto"``: the share of the chosen penalty's ||beta|| below the rounding level
+#: from which the path is computed again by QR: where the fit would warn
+#: (``estimators._base``). Only the chosen point matters: the bottom of a default grid is
+#: often rounding without deciding anything.
+QR_ROUNDING_SHARE = 0.9
 
 
 def qr_memory(m: int, r: int) -> int:
@@ -130,7 +132,8 @@ def nystrom_direct_path(
         The spectrum of A^T W A from its eigendecomposition ("normal"), from a QR of W^½ A
         and an SVD of its triangle ("qr": without squaring the condition number, about
         twice the flops; in-process operators on the host), or "normal" and then "qr" where
-        a penalty's solution is mostly rounding (``QR_ROUNDING_SHARE``) and the QR fits.
+        the chosen penalty's solution is mostly rounding (``QR_ROUNDING_SHARE``) and the QR
+        fits.
     memory_limit : int or None
         Bytes the path may hold beside its operator ("auto" takes the QR only within them and
         the operator's own budget, which its released rows leave free).
@@ -167,13 +170,6 @@ def nystrom_direct_path(
     lam = penalty_grid(sig.max()) if penalties is None else np.asarray(penalties, float)
     g = spectral_filter("tikhonov", sig, lam)  # (P, r)
     share = _rounding_share(g, c, sig, floor)
-    # the operator's rows were released before the m x m algebra (but for the leave-one-out):
-    # its share of the budget is free for the QR too
-    released = cv is None or cv.mode != "loo"
-    room = None if memory_limit is None else memory_limit + (op_budget(op) if released else 0)
-    fits = room is None or qr_memory(op.m, fac.rank) <= room
-    if method == "auto" and qr_possible and fits and float(share.max()) > QR_ROUNDING_SHARE:
-        return nystrom_direct_path(op, y, lam, weights, validation, cv, fac, "qr", memory_limit)
     P = len(lam)
     r = len(sig)
     gc = g[:, :, None] * c[None]  # (P, r, k): each penalty's solution beta in V's axes
@@ -193,7 +189,7 @@ def nystrom_direct_path(
         T = to_numpy(fac.apply(V_d if dev else V)) if cv.mode == "loo" else None  # R V
         scores = eigen_smoother_scores(cv, op, T, sig, g, coords, c1, Y, w, train_err)
         op.release()
-    return closed_form_path(
+    path = closed_form_path(
         "penalty",
         lam,
         alphas,
@@ -211,6 +207,17 @@ def nystrom_direct_path(
         },
         scores=scores,
     )
+    # "auto": where the chosen penalty's solution is mostly rounding, the path again by QR on
+    # the same grid, if the QR fits the path's memory and the operator's, which released its
+    # rows before the m x m algebra (but for the leave-one-out)
+    chosen = float(np.ravel(share)[int(np.ravel(path.best_index)[0])])
+    released = cv is None or cv.mode != "loo"
+    room = None if memory_limit is None else memory_limit + (op_budget(op) if released else 0)
+    fits = room is None or qr_memory(op.m, fac.rank) <= room
+    if method == "auto" and qr_possible and fits and chosen > QR_ROUNDING_SHARE:
+        del path, alphas
+        return nystrom_direct_path(op, y, lam, weights, validation, cv, fac, "qr", memory_limit)
+    return path
 
 
 def op_budget(op: Any) -> int:
