@@ -33,6 +33,7 @@ TABLES: dict[str, list[str]] = {
     "dask_kills": ["benchmarks/dask_kills.py", "table"],
     "sparse": ["benchmarks/sparse.py", "table"],
     "direct_small_penalty": ["benchmarks/direct_small_penalty.py", "table"],
+    "rpcholesky": ["benchmarks/rpcholesky.py", "table"],
 }
 
 

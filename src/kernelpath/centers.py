@@ -2,7 +2,8 @@
 
 A strategy is an object with ``select(X, n_centers, rng, kernel, penalty, memory_budget)``
 returning a ``CenterSelection``; ``STRATEGIES`` maps the names the estimators accept
-(``centers="uniform"``, ``"leverage"``, ``"approximate-leverage"``, ``"squeak"``) to
+(``centers="uniform"``, ``"leverage"``, ``"approximate-leverage"``, ``"squeak"``,
+``"rpcholesky"``) to
 strategies, and ``select_centers`` also accepts a strategy object or an array of points.
 
 Order matters: the centers come in the order they were drawn, so that the first m of them
@@ -307,11 +308,99 @@ class SqueakCenters:
         )
 
 
+#: Candidates per block of the blocked RPCholesky: each block's kernel columns are one
+#: operator pass; its candidates are drawn together from the residual diagonal and each is
+#: accepted with probability (its residual now) / (its residual when drawn), which keeps
+#: every pivot's law the one-at-a-time algorithm's (Epperly, Tropp & Webber's accelerated
+#: RPCholesky).
+RPCHOLESKY_BLOCK = 50
+
+
+class RPCholeskyCenters:
+    """Centers chosen by randomly pivoted Cholesky (Chen, Epperly, Tropp & Webber 2023): each
+    pivot is drawn proportionally to the diagonal of the residual K - F Fᵀ of the partial
+    Cholesky factor F of the kernel matrix so far, so a point is drawn in proportion to how
+    badly the centers drawn before explain it; the factor is updated with its column.
+
+    Cost: about m kernel columns (n m kernel entries, in blocks of ``RPCHOLESKY_BLOCK``
+    candidates, more where candidates are rejected) and
+    O(n m²) for the factor, whose n x m float64 entries must fit ``memory_budget``. Pivots
+    are distinct (a chosen point's residual is zero); points whose residual vanishes are
+    never drawn, so fewer than m centers come back when X has fewer distinct directions.
+    """
+
+    name = "rpcholesky"
+
+    def select(
+        self,
+        X: np.ndarray,
+        n_centers: int,
+        rng: np.random.Generator,
+        kernel: Kernel,
+        penalty: float | None = None,
+        memory_budget: Any = None,
+    ) -> CenterSelection:
+        if B.is_lazy(X):
+            raise ValueError(
+                "centers='rpcholesky' reads a kernel column of every row per pivot from X in "
+                "memory; for data read from disk or a dask array use 'uniform' or "
+                "'approximate-leverage'"
+            )
+        ws = Workspace.of(memory_budget)
+        n, m = int(X.shape[0]), int(n_centers)
+        need = 8 * n * (m + 2)
+        if need > ws.budget:
+            raise ValueError(
+                f"centers='rpcholesky' holds the n x m Cholesky factor ({need / 1e6:.0f} MB for "
+                f"{n} rows and {m} centers), more than memory_budget="
+                f"{ws.budget / 1e6:.0f} MB: give a larger budget, fewer centers, or "
+                "'uniform' centers"
+            )
+        F = np.zeros((n, m))
+        d = np.asarray(B.to_numpy(kernel.diag(X)), dtype=np.float64).copy()
+        picked: list[int] = []
+        while len(picked) < m:
+            total = float(d.sum())
+            if not total > 0:
+                break
+            want = min(RPCHOLESKY_BLOCK, m - len(picked))
+            drawn = d.copy()  # the residual the block's candidates were drawn from
+            cand = rng.choice(n, size=want, p=d / total)
+            uniq, where = np.unique(cand, return_inverse=True)
+            cols = np.asarray(
+                B.to_numpy(ws.operator(X, rows_in_memory(X, uniq), kernel, cache=False).dense()),
+                dtype=np.float64,
+            )  # (n, b): the kernel columns of the candidates
+            for j, s in zip(where, cand, strict=True):  # one step per candidate, in order
+                # rejection: accept with probability (its residual now) / (when drawn), so
+                # every pivot is drawn from the current residual, as one at a time would be
+                if not rng.random() * drawn[s] < d[s]:
+                    continue
+                k = len(picked)
+                g = cols[:, j] - F[:, :k] @ F[s, :k]
+                if not g[s] > 1e-12 * max(float(drawn.max()), 1e-300):
+                    continue  # explained by the pivots before it (rounding)
+                F[:, k] = g / np.sqrt(g[s])
+                d -= F[:, k] ** 2
+                np.maximum(d, 0.0, out=d)
+                d[s] = 0.0
+                picked.append(int(s))
+                if len(picked) == m:
+                    break
+        idx = np.asarray(picked, dtype=np.int64)
+        info = {"residual_trace": float(d.sum())}
+        return CenterSelection(center_rows(X, idx), idx, self.name, None, None, None, info)
+
+    def __repr__(self) -> str:
+        return "RPCholeskyCenters()"
+
+
 STRATEGIES: dict[str, Any] = {
     "uniform": UniformCenters(),
     "leverage": LeverageCenters("exact"),
     "approximate-leverage": LeverageCenters("approximate"),
     "squeak": SqueakCenters(),
+    "rpcholesky": RPCholeskyCenters(),
 }
 
 

@@ -125,7 +125,9 @@ _NYSTROM_PARAMS = (
     centers : str, strategy object or array-like of shape (m, n_features), default="uniform"
         "uniform"; "leverage" (exact ridge leverage scores, n up to ~20,000);
         "approximate-leverage" (Alaoui & Mahoney's two-pass estimate); "squeak" (SQUEAK's
-        dictionary); a ``LeverageCenters`` / ``SqueakCenters`` object to set the scores' λ
+        dictionary); "rpcholesky" (randomly pivoted Cholesky: each center drawn in
+        proportion to what the centers before it leave unexplained, ``centers.RPCholeskyCenters``);
+        a ``LeverageCenters`` / ``SqueakCenters`` object to set the scores' λ
         and options; or the centers themselves. The scores' λ defaults to ``penalty`` when
         it is one number, else 1e-4 max k(x, x).
     solver : {"direct", "cg"}, default="cg"
