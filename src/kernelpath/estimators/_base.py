@@ -142,13 +142,15 @@ class _KernelPathEstimator(BaseEstimator):
         i = int(np.argmin(np.abs(pens - self.penalty_)))
         if share[i] > self.ROUNDING_SHARE:
             floor = float(path.info.get("rounding_floor", 0.0))
+            why = path.info.get("qr_unavailable")
+            qr = f" (the QR route that resolves them was not taken: {why})" if why else ""
             warnings.warn(
                 f"penalty={self.penalty_:.3g} is far below the rounding level of the direct "
                 f"solver's normal equations ({floor:.2g}, the size of the most negative "
                 "computed eigenvalue of a positive semi-definite matrix): "
                 f"{100 * share[i]:.0f}% of the solution lies in directions that rounding "
-                "decides (the QR route that resolves them did not fit memory_budget). Use a "
-                'larger penalty, a larger memory_budget, or solver="cg".',
+                f"decides{qr}. Use a larger penalty, a larger memory_budget, or "
+                'solver="cg".',
                 UserWarning,
                 stacklevel=4,
             )

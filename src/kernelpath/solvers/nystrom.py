@@ -169,10 +169,10 @@ def nystrom_direct_path(
         c, c1 = c[:, :k], c[:, k]
     lam = penalty_grid(sig.max()) if penalties is None else np.asarray(penalties, float)
     g = spectral_filter("tikhonov", sig, lam)  # (P, r)
-    share = _rounding_share(g, c, sig, floor)
     P = len(lam)
     r = len(sig)
     gc = g[:, :, None] * c[None]  # (P, r, k): each penalty's solution beta in V's axes
+    share = _rounding_share(gc, sig, floor)
     coords = gc.transpose(1, 0, 2).reshape(r, P * k)
     if dev:
         B = V_d @ to_device(coords, array_device(V_d))
@@ -214,9 +214,16 @@ def nystrom_direct_path(
     released = cv is None or cv.mode != "loo"
     room = None if memory_limit is None else memory_limit + (op_budget(op) if released else 0)
     fits = room is None or qr_memory(op.m, fac.rank) <= room
-    if method == "auto" and qr_possible and fits and chosen > QR_ROUNDING_SHARE:
-        del path, alphas
-        return nystrom_direct_path(op, y, lam, weights, validation, cv, fac, "qr", memory_limit)
+    if method == "auto" and chosen > QR_ROUNDING_SHARE:
+        if qr_possible and fits:
+            del path, alphas
+            return nystrom_direct_path(op, y, lam, weights, validation, cv, fac, "qr", memory_limit)
+        # why the rounding stays (the fit's warning says it)
+        path.info["qr_unavailable"] = (
+            "it did not fit memory_budget"
+            if qr_possible
+            else "it reads K_nm's rows on the host, not from a Dask operator or a GPU factor"
+        )
     return path
 
 
@@ -225,11 +232,10 @@ def op_budget(op: Any) -> int:
     return int(getattr(op, "budget", 0) or 0)
 
 
-def _rounding_share(g: np.ndarray, c: np.ndarray, sig: np.ndarray, floor: float) -> np.ndarray:
-    """Per penalty, the share of its ||beta|| (its RKHS norm) in the directions whose
-    eigenvalue is below the rounding level ``floor``: where it dominates, rounding decides
-    the solution."""
-    gc = g[:, :, None] * c[None]
+def _rounding_share(gc: np.ndarray, sig: np.ndarray, floor: float) -> np.ndarray:
+    """Per penalty, the share of its ||beta|| (its RKHS norm; ``gc``: (P, r, k), each
+    penalty's beta in V's axes) in the directions whose eigenvalue is below the rounding
+    level ``floor``: where it dominates, rounding decides the solution."""
     sq = np.einsum("prk,prk->pr", gc, gc)
     total = sq.sum(axis=1)
     return np.sqrt(sq[:, sig <= floor].sum(axis=1) / np.where(total > 0, total, 1.0))
