@@ -61,5 +61,7 @@ def test_the_estimators_take_rpcholesky_centers_and_its_budget_is_checked():
     est = kp.NystromRegressor(n_centers=40, centers="rpcholesky", random_state=0).fit(X, y)
     assert est.center_strategy_ == "rpcholesky" and est.centers_.shape == (40, 3)
     assert np.isfinite(est.predict(X[:5])).all()
+    with pytest.raises(ValueError, match="n_centers"):
+        RPCholeskyCenters().select(X, 0, np.random.default_rng(0), Gaussian(1.0))
     with pytest.raises(ValueError, match="rpcholesky.*Cholesky factor"):
         RPCholeskyCenters().select(X, 500, np.random.default_rng(0), Gaussian(1.0), None, 2**20)

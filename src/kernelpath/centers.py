@@ -347,7 +347,9 @@ class RPCholeskyCenters:
                 "'approximate-leverage'"
             )
         ws = Workspace.of(memory_budget)
-        n, m = int(X.shape[0]), int(n_centers)
+        checked = check_int(n_centers, "n_centers", 1)
+        assert checked is not None
+        n, m = int(X.shape[0]), min(int(checked), int(X.shape[0]))
         need = 8 * n * (m + 2)
         if need > ws.budget:
             raise ValueError(
