@@ -101,8 +101,20 @@ def fit_kernelpath(a: argparse.Namespace, X: Any, y: Any, Xt: Any) -> tuple[floa
     est.fit(X, y)
     _sync(a.device)
     sec = time.perf_counter() - t
-    extra = {"n_iter": est.n_iter_, "best_params": est.best_params_, **_fused_state()}
+    extra = {
+        "n_iter": est.n_iter_,
+        "best_params": est.best_params_,
+        "factor": _factor_info(est),
+        **_fused_state(),
+    }
     return sec, est.predict(Xt), extra
+
+
+def _factor_info(est: Any) -> dict[str, Any]:
+    """The form of the fit's factor of the centers' system (the chosen path's info)."""
+    info = getattr(getattr(est, "path_", None), "info", {}) or {}
+    keys = ("factor", "preconditioners", "jitter", "precondition_shift", "factor_on_device")
+    return {k: info.get(k) for k in keys if k in info}
 
 
 def fit_falkon(a: argparse.Namespace, X: Any, y: Any, Xt: Any) -> tuple[float, Any, dict]:
@@ -290,8 +302,10 @@ def run_mnist(a: argparse.Namespace) -> dict[str, Any]:
     X, y = d["X_train"].astype(a.dtype), d["y_train"]
     Xt, yt = d["X_test"].astype(a.dtype), d["y_test"]
 
-    def make(m: int) -> Any:
-        return NystromClassifier(scale=False, n_centers=m, random_state=0, device=a.device)
+    def make(m: int, verbose: int = 0) -> Any:
+        return NystromClassifier(
+            scale=False, n_centers=m, random_state=0, device=a.device, verbose=verbose
+        )
 
     if a.device is not None and a.device.startswith("cuda"):
         import torch
@@ -300,7 +314,7 @@ def run_mnist(a: argparse.Namespace) -> dict[str, Any]:
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
-    est = make(a.m)
+    est = make(a.m, a.verbose)
     with PeakMemory() as mem:
         _sync(a.device)
         t = time.perf_counter()
@@ -317,6 +331,7 @@ def run_mnist(a: argparse.Namespace) -> dict[str, Any]:
         "best_params": est.best_params_,
         "kernel": repr(est.kernel_),
         "peak_mb": mem.mb,
+        "factor": _factor_info(est),
     }
     if a.device is not None and a.device.startswith("cuda"):
         import torch
@@ -363,6 +378,7 @@ def main() -> int:
     t.add_argument("--m", type=int, required=True)
     t.add_argument("--dtype", default="float32")
     t.add_argument("--device", default=None)
+    t.add_argument("--verbose", type=int, default=0, help="the estimator's progress (stderr)")
     a = ap.parse_args()
     if a.cmd == "mnist":
         print(json.dumps(run_mnist(a), default=float))

@@ -191,8 +191,10 @@ class Runner:
             else:
                 res = json.loads(proc.stdout.strip().splitlines()[-1])
                 res["wall_s"] = wall
-        except subprocess.TimeoutExpired:
-            res = {"error": f"timed out after {limit:.0f} s"}
+        except subprocess.TimeoutExpired as exc:  # its progress so far, where it printed any
+            said = exc.stderr or b""
+            said = said.decode(errors="replace") if isinstance(said, bytes) else said
+            res = {"error": f"timed out after {limit:.0f} s", "stderr_tail": said[-2500:]}
         self.record(label, res)
         brief = {k: res.get(k) for k in ("fit_s", "test_rmse", "test_error_pct", "pass_s")}
         print(f"{label}: {brief} {res.get('error', '')[-400:]}", flush=True)
@@ -273,6 +275,10 @@ def run(a: argparse.Namespace) -> int:
 
     if a.plan == "peer":
         plan_peer(r, a, p10, kp, fk)
+    elif a.plan == "large":
+        plan_large(r, a, data, p10, kp, fk)
+    elif a.plan == "final":
+        plan_final(r, a, kp)
     else:
         plan_full(r, a, data, p10, kp, fk)
     doc = json.loads((out / "gpu.json").read_text())
@@ -282,6 +288,18 @@ def run(a: argparse.Namespace) -> int:
         runs = json.loads(saved.read_text())["runs"] if saved.is_file() else []
         saved.write_text(json.dumps({"runs": [*runs, doc]}, indent=1, default=float))
     return 0
+
+
+def mnist_job(r: Runner, a: argparse.Namespace, m: int, limit: float, *extra: str) -> None:
+    """MNIST's official split with ``NystromClassifier(scale=False, n_centers=m)`` in float32
+    on the GPU (nothing without ``--mnist-root``)."""
+    if a.mnist_root:
+        label = f"MNIST, NystromClassifier(scale=False) float32, m={m:,}"
+        r.job(
+            label,
+            ["mnist", "--root", a.mnist_root, "--m", str(m), "--device", "cuda", *extra],
+            limit,
+        )
 
 
 def plan_full(r: Runner, a: argparse.Namespace, data: FsPath, p10: str, kp: Any, fk: Any) -> None:
@@ -311,12 +329,7 @@ def plan_full(r: Runner, a: argparse.Namespace, data: FsPath, p10: str, kp: Any,
         ],
         90,
     )
-    if a.mnist_root:
-        r.job(
-            "MNIST, NystromClassifier(scale=False) float32, m=20,000",
-            ["mnist", "--root", a.mnist_root, "--m", "20000", "--device", "cuda"],
-            150,
-        )
+    mnist_job(r, a, 20_000, 150)
     r.job(
         "kernelpath float32, X on the host, n=10^7, m=20,000",
         kp("float32", extra=["--device", "cuda"]),
@@ -359,12 +372,7 @@ def plan_full(r: Runner, a: argparse.Namespace, data: FsPath, p10: str, kp: Any,
             200,
             a.falkon_python,
         )
-    if a.mnist_root:
-        r.job(
-            "MNIST, NystromClassifier(scale=False) float32, m=50,000",
-            ["mnist", "--root", a.mnist_root, "--m", "50000", "--device", "cuda"],
-            200,
-        )
+    mnist_job(r, a, 50_000, 200)
 
 
 def plan_peer(r: Runner, a: argparse.Namespace, p10: str, kp: Any, fk: Any) -> None:
@@ -384,6 +392,42 @@ def plan_peer(r: Runner, a: argparse.Namespace, p10: str, kp: Any, fk: Any) -> N
         if falkon:
             r.job(fk32, fk("float32"), 150, a.falkon_python)
     r.job("kernelpath float64, X on the GPU, n=10^7, m=20,000, fused kernel", kp("float64"), 120)
+
+
+def plan_large(r: Runner, a: argparse.Namespace, data: FsPath, p10: str, kp: Any, fk: Any) -> None:
+    """The third device session (an H100 where one is lent): problem P at m = 20,000
+    alternating with FALKON (its wheel carried) for the median of 3, then the compact
+    float32 factor (issue 45) at m = 100,000 (n = 10^6, ``--large-budget``) and on MNIST
+    with m = 50,000, then float64 and m = 50,000 at n = 10^7."""
+    dev = ["--tensors", "--device", "cuda"]
+    kp32 = "kernelpath float32, X on the GPU, n=10^7, m=20,000"
+    fk32 = "FALKON 0.9 float32 (InCoreFalkon), X on the GPU, n=10^7, m=20,000"
+    falkon = r.wait_for_falkon(a.falkon_status, 30)
+    r.job(kp32, kp("float32"), 120)
+    if falkon:
+        r.job(fk32, fk("float32"), 200, a.falkon_python)
+    p1 = write_problem(data / "P1M", 1_000_000, 1_000_000)
+    big = ["--m", "100000", "--dtype", "float32", "--budget", a.large_budget]
+    r.job(
+        f"kernelpath float32, X on the GPU, n=10^6, m=100,000, memory_budget={a.large_budget}",
+        ["fit", "--data", p1, *COMMON, "--lib", "kernelpath", *big, *dev],
+        200,
+    )
+    mnist_job(r, a, 50_000, 150)
+    for _ in range(2):
+        r.job(kp32, kp("float32"), 120)
+        if falkon:
+            r.job(fk32, fk("float32"), 200, a.falkon_python)
+    r.job("kernelpath float64, X on the GPU, n=10^7, m=20,000", kp("float64"), 120)
+    r.job("kernelpath float32, X on the GPU, n=10^7, m=50,000", kp("float32", 50_000), 150)
+
+
+def plan_final(r: Runner, a: argparse.Namespace, kp: Any) -> None:
+    """A short session: P at m = 20,000 in float32 with the compact factor (float32's CG
+    factor since the large session), then MNIST with m = 50,000 for the time left, its
+    progress printed (the large session's MNIST fit timed out at 150 s without a word)."""
+    r.job("kernelpath float32, X on the GPU, n=10^7, m=20,000, compact factor", kp("float32"), 100)
+    mnist_job(r, a, 50_000, max(60.0, r.left() - 5), "--verbose", "2")
 
 
 def table(path: FsPath) -> list[str]:
@@ -446,7 +490,8 @@ def main() -> int:
     r.add_argument("--falkon-python", default=sys.executable)
     r.add_argument("--falkon-status", default=None, help="file the FALKON build writes at its end")
     r.add_argument("--falkon-wait", type=float, default=150.0)
-    r.add_argument("--plan", choices=["full", "peer"], default="full")
+    r.add_argument("--plan", choices=["full", "peer", "large", "final"], default="full")
+    r.add_argument("--large-budget", default="72GB", help="memory_budget of the m=100,000 fit")
     r.add_argument("--save", action="store_true", help="append the run to results/gpu.json")
     r.add_argument("--mnist-root", default=None, help="the folder holding mnist/mnist.npz")
     t = sub.add_parser("table")

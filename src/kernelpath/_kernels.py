@@ -34,6 +34,7 @@ __all__ = [
     "givens_downdate_rows",
     "eigh_lower",
     "cholesky_lower",
+    "cholesky_in_triangle",
     "interruptible",
     "helpers_running",
     "LAPACK_IN_THREAD_MIN",
@@ -130,8 +131,8 @@ _INT_MAX = 2**31 - 1
 
 
 @functools.cache
-def _lapack() -> tuple[Callable[..., None], Callable[..., None]] | None:
-    """(dsyevd, dpotrf) of SciPy's own LAPACK (``scipy.linalg.cython_lapack``), called
+def _lapack() -> tuple[Callable[..., None], Callable[..., None], Callable[..., None]] | None:
+    """(dsyevd, dpotrf, spotrf) of SciPy's own LAPACK (``scipy.linalg.cython_lapack``), called
     through ctypes, which releases Python's lock for a foreign call; None where SciPy does
     not export them (then SciPy's wrappers compute, holding the lock). No Numba here: its
     import and compiled code cost 107 MB and 0.9 s a process (measured)."""
@@ -151,16 +152,17 @@ def _lapack() -> tuple[Callable[..., None], Callable[..., None]] | None:
             address = pointer(capsule, name_of(capsule))
             return ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * n_args))(address)
 
-        return function("dsyevd", 11), function("dpotrf", 5)
+        return function("dsyevd", 11), function("dpotrf", 5), function("spotrf", 5)
     except Exception:  # noqa: BLE001 - a SciPy without these exports: its wrappers
         return None
 
 
-def _fortran_view(H: np.ndarray) -> np.ndarray:
-    """A symmetric float64 matrix as a Fortran-ordered view (a C-ordered H is its own
-    transpose), for LAPACK to work on in place."""
-    if H.dtype != np.float64 or H.ndim != 2 or H.shape[0] != H.shape[1]:
-        raise ValueError(f"a square float64 matrix is needed, got {H.dtype} {H.shape}")
+def _fortran_view(H: np.ndarray, dtypes: tuple[Any, ...] = (np.float64,)) -> np.ndarray:
+    """A square matrix as a Fortran-ordered view (a C-ordered H is seen as its transpose),
+    for LAPACK to work on in place."""
+    if H.dtype not in dtypes or H.ndim != 2 or H.shape[0] != H.shape[1]:
+        names = " or ".join(np.dtype(d).name for d in dtypes)
+        raise ValueError(f"a square {names} matrix is needed, got {H.dtype} {H.shape}")
     if H.flags.f_contiguous:
         return H
     if H.flags.c_contiguous:
@@ -206,20 +208,41 @@ def cholesky_lower(K: np.ndarray) -> np.ndarray:
     over K without holding Python's lock (a Fortran-ordered view of it is returned; its
     upper triangle is left as it was). Raises ``numpy.linalg.LinAlgError`` when K is not
     positive definite."""
+    return _potrf(_fortran_view(K), True)
+
+
+def cholesky_in_triangle(K: np.ndarray, triangle: str) -> None:
+    """The Cholesky factor of a symmetric positive definite float64 or float32 matrix
+    stored in one ``triangle`` of a contiguous K, written over that triangle without holding
+    Python's lock: "lower" leaves L with L L^T = K there, "upper" U with U^T U = K; the other
+    triangle is neither read nor written. Raises ``numpy.linalg.LinAlgError`` when K is not
+    positive definite."""
+    A = _fortran_view(K, (np.float64, np.float32))
+    # a C-ordered K is seen as A = K^T, whose lower triangle is K's upper one
+    _potrf(A, (triangle == "lower") == (A is K))
+
+
+def _potrf(A: np.ndarray, lower: bool) -> np.ndarray:
+    """LAPACK's ?potrf on the ``lower`` (else upper) triangle of a Fortran-ordered A, in
+    place; A is returned."""
     import ctypes
 
-    A = _fortran_view(K)
     compiled = _lapack()
     if compiled is None:
-        return scipy.linalg.cholesky(A, lower=True, overwrite_a=True, check_finite=False)
-    uplo, size, info = ctypes.c_char(b"L"), ctypes.c_int(len(A)), ctypes.c_int(0)
-    ref = ctypes.byref
-    compiled[1](ref(uplo), ref(size), A.ctypes.data, ref(size), ref(info))
-    if info.value != 0:
+        potrf = scipy.linalg.lapack.get_lapack_funcs("potrf", (A,))
+        _, code = potrf(A, lower=lower, overwrite_a=True, clean=False)
+    else:
+        uplo = ctypes.c_char(b"L" if lower else b"U")
+        size, info = ctypes.c_int(len(A)), ctypes.c_int(0)
+        ref = ctypes.byref
+        fn = compiled[1] if A.dtype == np.float64 else compiled[2]
+        fn(ref(uplo), ref(size), A.ctypes.data, ref(size), ref(info))
+        code = info.value
+    if code != 0:
         raise np.linalg.LinAlgError(
-            f"the matrix is not positive definite (leading minor {info.value})"
-            if info.value > 0
-            else f"dpotrf: argument {-info.value} is invalid"
+            f"the matrix is not positive definite (leading minor {code})"
+            if code > 0
+            else f"potrf: argument {-code} is invalid"
         )
     return A
 

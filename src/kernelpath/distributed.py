@@ -456,9 +456,10 @@ class DaskKernelOperator:
         G = self._summed("gram", [(w,) for w in self._weight_pieces(weights)])
         return (G + G.T) / 2
 
-    def center_gram(self, native: bool = False) -> np.ndarray:
-        """K_mm (computed here: the centers are here)."""
-        return self.builder.operator(self.centers, self.centers, self.kernel).center_gram()
+    def center_gram(self, native: bool = False, out: Any = None) -> np.ndarray:
+        """K_mm (computed here: the centers are here), or written into ``out``."""
+        op = self.builder.operator(self.centers, self.centers, self.kernel)
+        return op.center_gram(out=out)
 
     def diag(self, native: bool = False) -> np.ndarray:
         return self._stacked("diag", [()] * len(self.chunks))

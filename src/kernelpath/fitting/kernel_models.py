@@ -24,7 +24,7 @@ from ..solvers import incremental_nystrom_path, iterative_path, nystrom_direct_p
 from ..solvers._common import Validation
 from ..solvers._loo import SmootherCV
 from ..solvers.incremental import incremental_memory
-from ..solvers.iterative import STEP_RULES, cg_memory, gradient_memory
+from ..solvers.iterative import STEP_RULES, cg_layout, cg_memory, gradient_memory
 from ..solvers.newton import PATH_PATIENCE, newton_memory, newton_path
 from ..solvers.nystrom import center_factor, direct_memory
 from ..solvers.spectral import ITERATION_FILTERS
@@ -473,7 +473,8 @@ class NystromFamily(_KernelModel):
         """The solver's own memory: the (m, λ) path's, the direct path's, gradient
         descent's, or CG's, with one Cholesky factor per anchor when that takes at most
         ``memory.SOLVER_SHARE`` of what the copies and n-sized vectors leave of the budget
-        (else one eigendecomposition for all of them)."""
+        (else one eigendecomposition for all of them, else the compact factor in the
+        data's precision: ``krylov.cg_layout``)."""
         pen = _grid_or_none(settings.penalty)
         k, method = problem.n_outputs, settings.options.method
         if settings.options.loss != "square":
@@ -486,10 +487,10 @@ class NystromFamily(_KernelModel):
         if method != "cg":
             return gradient_memory(m, k, pen, n_val)
         max_iter = self.max_iter(settings)
-        fast = cg_memory(m, k, pen, max_iter, n_val, cholesky=True)
-        if fast <= SOLVER_SHARE * (problem.budget - problem.held - aside):
-            return fast
-        return cg_memory(m, k, pen, max_iter, n_val, cholesky=False)
+        itemsize = B.compute_dtype(problem.X).itemsize if hasattr(problem.X, "dtype") else 8
+        share = int(SOLVER_SHARE * (problem.budget - problem.held - aside))
+        layout, slots = cg_layout(m, k, pen, max_iter, n_val, share, itemsize)
+        return cg_memory(m, k, pen, max_iter, n_val, True, layout, itemsize, slots or None)
 
     def path(
         self,

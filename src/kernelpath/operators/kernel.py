@@ -292,21 +292,32 @@ class KernelOperator:
     def _run(self, fn: Callable[[int], Any]) -> list[Any]:
         return self.cache.run(fn, self.expected_passes)
 
-    def center_gram(self, native: bool = False) -> Any:
-        """K_mm = [k(c_i, c_j)], exactly symmetric.
+    def center_gram(self, native: bool = False, out: Any = None) -> Any:
+        """K_mm = [k(c_i, c_j)], exactly symmetric; or written into ``out``.
 
         Parameters
         ----------
         native : bool, default=False
             Return the backend's array (a tensor on the device) instead of NumPy.
+        out : array of shape (m, m) or None
+            A C-contiguous array of the operator's dtype on its backend and device: K_mm is
+            written there by bands of rows (no m x m temporary; symmetric up to rounding)
+            and ``out`` is returned.
 
         Returns
         -------
         array of shape (m, m)
         """
-        K = self.kernel.block(
-            self.centers, self.centers, self._c_sq, None, self._prepared, clip=self._clip
-        )
+        c, c_sq = self.centers, self._c_sq
+        if out is not None:
+            size = CUDA_BLOCK_BYTES if self.device.is_cuda else BLOCK_BYTES
+            band = max(1, min(self.m, size // max(1, self.m * self.dtype.itemsize)))
+            for i in range(0, self.m, band):
+                j = min(self.m, i + band)
+                xs = None if c_sq is None else c_sq[i:j]
+                self.kernel.block(c[i:j], c, xs, None, self._prepared, out[i:j], None, self._clip)
+            return out
+        K = self.kernel.block(c, c, c_sq, None, self._prepared, clip=self._clip)
         if B.is_tensor(K):  # torch refuses in-place operations between overlapping views
             K = (K + K.T) * 0.5
         else:  # in place, by bands: no m x m temporary

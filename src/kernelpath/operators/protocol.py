@@ -64,8 +64,9 @@ class KernelProducts(Operator, Protocol):
         """K_nm^T diag(w) K_nm, (m, m)."""
         ...
 
-    def center_gram(self, native: bool = False) -> Any:
-        """K_mm, (m, m)."""
+    def center_gram(self, native: bool = False, out: Any = None) -> Any:
+        """K_mm, (m, m); with ``out`` (C-contiguous, the operator's dtype and device),
+        written there by bands of rows."""
         ...
 
     def diag(self, native: bool = False) -> Any:

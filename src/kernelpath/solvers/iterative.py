@@ -59,7 +59,8 @@ from ..path import Path
 from ..selection import penalty_grid
 from ._common import Validation, as_2d
 from ._iterates import _Bookkeeping, _Problem
-from .krylov import _krylov_path, cg_cholesky, cg_memory
+from .compact import compact_factor
+from .krylov import CG_LAYOUTS, _anchors, _krylov_path, cg_cholesky, cg_layout, cg_memory
 
 __all__ = [
     "iterative_path",
@@ -67,6 +68,7 @@ __all__ = [
     "STEP_RULES",
     "cg_memory",
     "cg_cholesky",
+    "cg_layout",
     "gradient_memory",
 ]
 
@@ -93,6 +95,7 @@ def iterative_path(
     stopping: str = "window",
     memory_limit: int | None = None,
     stopping_threshold: float | None = None,
+    factor_layout: str = "auto",
 ) -> Path:
     """Path over iterations (and penalties) of an iterative Nyström solver.
 
@@ -129,7 +132,12 @@ def iterative_path(
     memory_limit : int or None
         Bytes the solver may hold beside its operators (``cg_memory``): cg keeps one
         Cholesky factor per anchor when they fit, else one eigendecomposition serves every
-        anchor (``NystromFactor.diagonalized``). None: no limit.
+        anchor (``NystromFactor.diagonalized``), and where neither fits, the compact factor
+        (``compact.CompactFactor``: one buffer in the operator's precision, one anchor).
+        None: no limit.
+    factor_layout : {"auto", "cholesky", "eigh", "compact"}
+        cg: the form of the factor (``krylov.cg_layout``); "auto": the first that fits
+        ``memory_limit``. gd / nu keep the full factor.
 
     Returns
     -------
@@ -147,10 +155,22 @@ def iterative_path(
     if isinstance(vop, KernelProducts) and vop.expected_passes is None:
         vop.expected_passes = max_iter
     n_val = 0 if validation is None else len(validation.Y)
-    cholesky = method != "cg" or cg_cholesky(
-        op.m, Y.shape[1], penalties, max_iter, n_val, memory_limit
-    )
-    prob = _Problem(op, Y, weights, setup, diagonal=not cholesky)
+    if factor_layout != "auto" and factor_layout not in CG_LAYOUTS:
+        raise ValueError(
+            f"factor_layout must be 'auto' or one of {CG_LAYOUTS}, got {factor_layout!r}"
+        )
+    layout, slots = "cholesky", 0
+    if method == "cg":
+        itemsize = np.dtype(op.dtype).itemsize
+        layout, slots = cg_layout(
+            op.m, Y.shape[1], penalties, max_iter, n_val, memory_limit, itemsize
+        )
+        if factor_layout != "auto":  # a compact factor asked for holds every anchor
+            grid = penalty_grid(1.0) if penalties is None else np.atleast_1d(penalties)
+            layout, slots = factor_layout, len(_anchors(np.asarray(grid, float))[0])
+        if layout == "compact" and "factor" not in setup:
+            setup["factor"] = compact_factor(op, slots=slots)
+    prob = _Problem(op, Y, weights, setup, diagonal=layout == "eigh")
     if penalties is None:  # 20 values below the scale of K / n, estimated by s_max(K_mm) / m
         lam = penalty_grid(prob.factor.top()[0] / op.m)
     else:

@@ -17,6 +17,7 @@ from ..linalg import (
 from ..path import Path
 from ..selection import penalty_grid
 from ._iterates import _Bookkeeping, _Problem
+from .compact import compact_memory
 
 
 # --------------------------------------------------------------------------- cg
@@ -45,18 +46,24 @@ def _orthonormalize(Z: np.ndarray, V: np.ndarray, rel: float = 1e-10) -> np.ndar
 ANCHOR_RATIO = 100.0
 
 
-def _anchors(lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _anchors(lam: np.ndarray, most: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Anchor penalties and, for every penalty, the index of its nearest anchor in log scale.
 
     The anchors are spread evenly in log scale from the smallest penalty to the largest, as
     few as keep neighbouring anchors at most ``ANCHOR_RATIO`` apart: every penalty is then
     within sqrt(ANCHOR_RATIO) of an anchor (0 is its own anchor). An anchor need not be a
-    penalty of the grid (it is the shift of its chain's preconditioned operator)."""
+    penalty of the grid (it is the shift of its chain's preconditioned operator). ``most``:
+    at most this many anchors (the compact factor's slots), spread the same way; with one,
+    the smallest penalty (the hardest system) is the anchor of all."""
     pos = np.sort(np.unique(lam[lam > 0]))
     anchors: list[float] = [0.0] if (lam == 0).any() else []
+    if most is not None and most <= len(anchors):
+        anchors, pos = anchors[:1], pos[:0]
     if pos.size:
         span = np.log(pos[-1]) - np.log(pos[0])  # (the ratio overflows: 1e300 / 1e-300)
         count = int(np.ceil(span / np.log(ANCHOR_RATIO) - 1e-9)) + 1 if span > 0 else 1
+        if most is not None:
+            count = max(1, min(count, most - len(anchors)))
         targets = np.geomspace(pos[0], pos[-1], count) if count > 1 else pos[:1]
         anchors.extend(float(t) for t in targets)
     a = np.asarray(sorted(anchors))
@@ -69,6 +76,12 @@ def _anchors(lam: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             d = np.where(apos, np.abs(np.log(np.where(apos, a, 1.0)) - np.log(v)), np.inf)
             owner[i] = int(np.argmin(d))
     return a, owner
+
+
+def _preconditioner_kind(factor: Any) -> str:
+    if factor.method == "cholesky-compact":
+        return "compact"
+    return "diagonal" if factor.M.ndim == 1 else "cholesky"
 
 
 def krylov_cap(r: int, k: int, n_anchors: int, max_iter: int) -> int:
@@ -84,33 +97,79 @@ def cg_memory(
     max_iter: int,
     n_val: int,
     cholesky: bool = True,
+    layout: str | None = None,
+    itemsize: int = 8,
+    slots: int | None = None,
 ) -> int:
     """Bytes CG's path holds beside its operators at its peak, for m centers, k outputs, the
     ``penalties`` it is given (None: its own grid), ``max_iter`` and ``n_val`` validation
-    rows: the factor R and M; one Cholesky factor per anchor (``cholesky``) or the
-    eigendecomposition that rotates M to a diagonal; the Krylov basis V, H0 V and the
-    anchors' own bases (r x d each, d = ``krylov_cap``), the projected matrix and its
+    rows: the factor of the centers' system in one of the ``CG_LAYOUTS`` (``layout``; None:
+    "cholesky" or "eigh" as ``cholesky`` says): R and M with one Cholesky factor per anchor
+    ("cholesky"), or the eigendecomposition that rotates M to a diagonal ("eigh"), or the
+    compact factor's buffers in the operator's precision (``itemsize``) with ``slots``
+    anchors (None: every anchor; "compact"); then the Krylov basis V, H0 V and the anchors'
+    own bases (r x d each, d = ``krylov_cap``), the projected matrix and its
     eigendecomposition (d x d); the validation predictions of every penalty's point
     (n_val x P k)."""
+    layout = layout or ("cholesky" if cholesky else "eigh")
     lam = penalty_grid(1.0) if penalties is None else np.atleast_1d(np.asarray(penalties, float))
-    P, A = len(lam), len(_anchors(lam)[0])
+    P = len(lam)
+    A = len(_anchors(lam, slots if layout == "compact" else None)[0])
     d = krylov_cap(m, k, A, max_iter)
     basis = 3 * m * d + 3 * d * d + 2 * P * d * k + 6 * m * P * k
     val = 2 * n_val * P * k
-    if cholesky:
+    if layout == "compact":
+        return compact_memory(m, itemsize, A) + 8 * int(basis + val)
+    if layout == "cholesky":
         peak = (2 + A) * m * m + basis + val
     else:  # R, M and dsyevr's two m x m; then the rotated R alone
         peak = max(4 * m * m, m * m + basis + val)
     return 8 * int(peak)
 
 
+#: The forms of CG's factor, fastest first (``cg_layout``).
+CG_LAYOUTS = ("cholesky", "eigh", "compact")
+
+
+def cg_layout(
+    m: int,
+    k: int,
+    penalties: Any,
+    max_iter: int,
+    n_val: int,
+    limit: int | None,
+    itemsize: int = 8,
+) -> tuple[str, int]:
+    """The first of ``CG_LAYOUTS`` whose memory (``cg_memory``) fits ``limit`` bytes, and
+    the compact factor's slots (0 for the others): one float64 Cholesky factor per anchor;
+    else one eigendecomposition serving every anchor (slower to make: m = 2000, 6 anchors,
+    0.7 s against 0.5 s here, m = 4000 5.7 s against 3.2 s); else the compact factor in
+    the operator's precision with as many anchors as fit, at least one (in float32 its
+    buffer holding T and one preconditioner is a twelfth of the first's three float64
+    matrices). A float32 operator (``itemsize`` 4) takes the compact factor whatever the
+    limit: the float64 factor of its float32 K_mm truncates the directions below K_mm's
+    rounding (``linalg.nystrom_factor``), where the compact factor's jitter keeps them
+    (measured: test RMSE 0.1379 against the float64 fit's 0.1132, and 0.1133 compact, on
+    ``tests/test_compact.py``'s problem). None: no limit."""
+    for layout in CG_LAYOUTS[:-1] if itemsize >= 8 else ():
+        if limit is None or cg_memory(m, k, penalties, max_iter, n_val, layout=layout) <= limit:
+            return layout, 0
+    lam = penalty_grid(1.0) if penalties is None else np.atleast_1d(np.asarray(penalties, float))
+    slots = len(_anchors(lam)[0])
+    while slots > 1:
+        need = cg_memory(m, k, penalties, max_iter, n_val, True, "compact", itemsize, slots)
+        if limit is None or need <= limit:
+            break
+        slots -= 1
+    return "compact", slots
+
+
 def cg_cholesky(
     m: int, k: int, penalties: Any, max_iter: int, n_val: int, limit: int | None
 ) -> bool:
     """Whether CG keeps one Cholesky factor per anchor within ``limit`` bytes
-    (``cg_memory``; else one eigendecomposition serves them all, slower to make: m = 2000,
-    6 anchors, 0.7 s against 0.5 s here, m = 4000 5.7 s against 3.2 s)."""
-    return limit is None or cg_memory(m, k, penalties, max_iter, n_val, True) <= limit
+    (``cg_layout`` says "cholesky")."""
+    return cg_layout(m, k, penalties, max_iter, n_val, limit)[0] == "cholesky"
 
 
 def _extend_basis(
@@ -148,7 +207,8 @@ def _krylov_path(
     tol: float,
 ) -> Path:
     P, k, r = len(lam), prob.k, prob.r
-    anchors, owner = _anchors(lam)
+    # the compact factor holds as many preconditioners as it has slots
+    anchors, owner = _anchors(lam, getattr(prob.factor, "slots", None))
     n_val = len(book.validation.Y) if book.validation is not None else 0
     d_cap = krylov_cap(r, k, len(anchors), max_iter)
     # one FALKON preconditioner per anchor: (mean(w) R^T K_mm^2 R / m + λ_a I)^-1
@@ -252,7 +312,9 @@ def _krylov_path(
             "rank": r,
             "krylov_dim": coefs.RV.shape[1],
             "anchor_penalties": anchors.tolist(),
-            "preconditioners": "diagonal" if prob.factor.M.ndim == 1 else "cholesky",
+            "preconditioners": _preconditioner_kind(prob.factor),
+            "jitter": getattr(prob.factor, "jitter", None),
+            "precondition_shifts": getattr(prob.factor, "shifts_used", None),
         },
         val_loss=val_loss,
     )

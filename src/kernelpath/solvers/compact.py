@@ -1,0 +1,384 @@
+"""The Nyström factor and FALKON's preconditioner in (m + 1) x m buffers, in the operator's
+precision: the m x m algebra of CG for float32 data and where the float64 factors do not fit.
+
+The full factor (``linalg.NystromFactor``) keeps R = L^-T, M = L^T L and a Cholesky factor
+per anchor penalty, each a float64 m x m matrix: at m = 50,000 that is 20 GB a matrix. This
+factor keeps two triangles in one buffer ``W`` of shape (m + 1, m), as FALKON does (Rudi,
+Carratino & Rosasco 2017, Alg. 1; its ``FalkonPreconditioner``), in the operator's dtype
+(float32: 4 m (m + 1) bytes, 10 GB at m = 50,000):
+
+- the upper triangle of ``W[:m]`` holds T, the upper Cholesky factor of K_mm + j I
+  (T^T T = K_mm + j I). R = T^-1 (R R^T = (K_mm + j I)^-1), applied by triangular solves;
+- the lower triangle of ``W[1:]`` (rows shifted by one, so the two triangles share no
+  element) holds A, the lower Cholesky factor of the preconditioner
+  P = scale T T^T + shift I (A A^T = P). In the coordinates beta of alpha = R beta,
+  T T^T = R^T K_mm^2 R up to j, so P is ``NystromFactor.preconditioner``'s matrix.
+
+Each further buffer holds two more preconditioners (the lower triangle of its last m rows
+and the upper triangle of its first m rows): CG runs as many anchor penalties as the buffers
+hold (``krylov.cg_layout`` sizes them to the budget).
+
+The jitter j is the stated rule of the float32 factor: j = eps sqrt(m) mean(K_ii), the size
+of the rounding in K_mm's eigenvalues (the cut-off of ``linalg.nystrom_factor``; eps of the
+dtype), multiplied by 10 until the Cholesky factor exists (at most ``JITTER_TRIES`` times,
+K_mm computed again each time). FALKON adds 1e-5 m in float32 (1.0 at m = 100,000): on
+problem P's kind of data (n = 20,000, m = 2,000, sigma = 3) eps m (2.4e-4) lost 2.7% of
+test RMSE to the float64 factor, eps sqrt(m) (5e-6) none (``tests/test_compact.py``). The
+jitter changes the model's norm from alpha^T K_mm alpha to alpha^T (K_mm + j I) alpha
+(``jitter`` reports it). A preconditioner's shift grows the same way when its factor fails
+in this precision: that changes the iteration's speed, not its solution. The Krylov basis,
+its projected problem and every solution are float64 (``krylov``): the dtype bounds the
+accuracy of each product H0 v, not the solve's own arithmetic.
+
+On the host (NumPy, or a CPU tensor through its NumPy view) the Cholesky factors are
+LAPACK's ?potrf in place; on a GPU a left-looking blocked Cholesky written with torch
+(``blocked_cholesky_``), in place, with O(m b) scratch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from .. import _backend as B
+from .._backend import FACTOR_DTYPE
+from .._kernels import cholesky_in_triangle, interruptible
+from .._threads import dense_threads
+
+__all__ = [
+    "CompactFactor",
+    "buffers_for",
+    "compact_factor",
+    "compact_memory",
+    "blocked_cholesky_",
+    "block_rows",
+    "JITTER_TRIES",
+]
+
+#: Tries of the Cholesky factor of K_mm + j I (j times 10 each time) before giving up.
+JITTER_TRIES = 6
+#: Rows of a block of the blocked algorithms (and of K_mm's bands).
+BLOCK = 2048
+
+
+def block_rows(m: int) -> int:
+    """Rows of a block of the blocked steps for m centers: ``BLOCK``, or an eighth of m for
+    fewer (so that the scratch stays a quarter of the buffer)."""
+    return int(max(min(m, 256), min(BLOCK, m // 8)))
+
+
+def buffers_for(slots: int) -> int:
+    """Buffers of a compact factor with ``slots`` preconditioners: the first holds T and
+    one; every further buffer two."""
+    return 1 + max(1, slots) // 2
+
+
+def compact_memory(m: int, itemsize: int, slots: int = 1) -> int:
+    """Bytes of the compact factor with ``slots`` preconditioners: its (m + 1) x m buffers
+    and the scratch of its blocked steps (a block row of T and its product, b x m each)."""
+    return itemsize * ((m + 1) * m * buffers_for(slots) + 2 * block_rows(m) * m)
+
+
+def _solve(S: Any, lower: bool, transpose: bool, V: Any) -> Any:
+    """op(S)^-1 V for the ``lower`` (else upper) triangle of a C- or Fortran-ordered square
+    view S, op the transpose or not, V of shape (m,) or (m, c) in S's dtype; nothing of S is
+    copied."""
+    if B.is_tensor(S):
+        torch = B._torch()
+        V2 = V[:, None] if V.ndim == 1 else V
+        out = torch.linalg.solve_triangular(S.mT if transpose else S, V2, upper=lower == transpose)
+        return out[:, 0] if V.ndim == 1 else out
+    if not S.flags.f_contiguous:  # a C-ordered S is A^T for a Fortran-ordered A
+        S, lower, transpose = S.T, not lower, not transpose
+    return scipy.linalg.solve_triangular(
+        S, V, lower=lower, trans="T" if transpose else "N", check_finite=False
+    )
+
+
+def _transposed(S: Any) -> Any:
+    return S.mT if B.is_tensor(S) else S.T
+
+
+class CompactFactor:
+    """R = T^-1 and the preconditioners' factors in (m + 1) x m buffers (module docstring).
+
+    ``buffers[0]`` holds T in the upper triangle of its first m rows and preconditioner 0 in
+    the lower triangle of its last m rows; every further buffer holds two preconditioners,
+    in the same lower triangle and in the upper triangle of its first m rows (the lower
+    triangle of their transpose). The solvers reach it through the methods of
+    ``NystromFactor`` that CG uses: ``apply``, ``apply_t``, ``preconditioner`` and ``top``;
+    vectors go in and out as float64 NumPy arrays (``native=True``: the buffer's own).
+    """
+
+    method = "cholesky-compact"
+    M = None  # no M matrix: T T^T is formed into each preconditioner's triangle
+
+    def __init__(self, buffers: list[Any], jitter: float) -> None:
+        self.buffers = buffers
+        self.jitter = jitter
+        self.m = int(buffers[0].shape[1])
+        self.block = block_rows(self.m)
+        self.shifts_used: list[float] = []
+
+    @property
+    def slots(self) -> int:
+        """How many preconditioners the buffers hold."""
+        return 2 * len(self.buffers) - 1
+
+    @property
+    def rank(self) -> int:
+        return self.m
+
+    @property
+    def on_device(self) -> bool:
+        return B.is_tensor(self.buffers[0])
+
+    @property
+    def dtype(self) -> np.dtype:
+        return B.dtype_of(self.buffers[0])
+
+    @property
+    def T(self) -> Any:
+        """The view whose upper triangle is T."""
+        return self.buffers[0][: self.m]
+
+    def _slot(self, i: int) -> Any:
+        """The view whose lower triangle holds preconditioner ``i``."""
+        W = self.buffers[(i + 1) // 2]
+        return W[1:] if i % 2 == 0 else _transposed(W[: self.m])
+
+    # ----------------------------------------------------------------- products
+    def _cast(self, V: Any) -> Any:
+        if self.on_device:
+            return B.to_device(V, B.array_device(self.buffers[0]), self.dtype)
+        return np.asarray(B.to_numpy(V), dtype=self.dtype)
+
+    def apply(self, V: Any, native: bool = False) -> Any:
+        """R @ V = T^-1 V for V of shape (m, c) (or (m,)): coefficients of coordinates."""
+        out = _solve(self.T, False, False, self._cast(V))
+        return out if native else B.to_numpy(out, FACTOR_DTYPE)
+
+    def apply_t(self, U: Any) -> np.ndarray:
+        """R^T @ U = T^-T U for U of shape (m, c), as a float64 NumPy array."""
+        return B.to_numpy(_solve(self.T, False, True, self._cast(U)), FACTOR_DTYPE)
+
+    def _diagonal_block(self, i0: int, i1: int) -> Any:
+        """T[i0:i1, i0:i1] as a new array (zeros below its diagonal)."""
+        D = self.T[i0:i1, i0:i1]
+        return D.triu() if self.on_device else np.triu(D)
+
+    def _tri_product(self, v: np.ndarray, transpose: bool) -> np.ndarray:
+        """T v (or T^T v) for a vector, by blocks of rows, reading T's triangle once."""
+        m, b, T = self.m, self.block, self.T
+        vd = self._cast(v)
+        parts = []
+        for i0 in range(0, m, b):
+            i1 = min(m, i0 + b)
+            D = self._diagonal_block(i0, i1)
+            if not transpose:  # (T v)[I] = T[I, I] v[I] + T[I, i1:] v[i1:]
+                part = D @ vd[i0:i1] + T[i0:i1, i1:] @ vd[i1:]
+            else:  # (T^T v)[I] = T[I, I]^T v[I] + T[:i0, I]^T v[:i0]
+                part = D.T @ vd[i0:i1] + T[:i0, i0:i1].T @ vd[:i0]
+            parts.append(B.to_numpy(part, FACTOR_DTYPE))
+        return np.concatenate(parts)
+
+    def top(self) -> tuple[float, np.ndarray]:
+        """The largest eigenvalue of K_mm + j I and its direction in R's coordinates (the
+        top eigenvector of T T^T, whose eigenvalues are those of T^T T), by power iteration
+        to a relative change of 1e-4 (two reads of the triangle a step)."""
+        v = np.random.default_rng(0).standard_normal(self.m)
+        v /= np.linalg.norm(v)
+        val = 0.0
+        for _ in range(100):
+            w = self._tri_product(self._tri_product(v, True), False)
+            new = float(v @ w)
+            nw = float(np.linalg.norm(w))
+            if nw == 0:
+                break
+            v = w / nw
+            done = abs(new - val) <= 1e-4 * abs(new)
+            val = new
+            if done:
+                break
+        return val, v
+
+    # ----------------------------------------------------------------- preconditioners
+    def _form_preconditioner(self, Lw: Any, scale: float, shift: float) -> None:
+        """P = scale T T^T + shift I into the lower triangle of the view Lw, by blocks of
+        rows: row block I of T T^T is T[I, i0:] T[:i1, i0:]^T (T's rows are zero left of
+        their diagonal)."""
+        m, b, T = self.m, self.block, self.T
+        for i0 in range(0, m, b):
+            i1 = min(m, i0 + b)
+            if self.on_device:
+                X = T[i0:i1, i0:].clone()
+                X[:, : i1 - i0] = X[:, : i1 - i0].triu()
+            else:
+                X = T[i0:i1, i0:].copy()
+                X[:, : i1 - i0] = np.triu(X[:, : i1 - i0])
+            if i0:
+                Lw[i0:i1, :i0] = (X @ T[:i0, i0:].T) * scale
+            D = (X @ X.T) * scale
+            del X
+            self._write_lower_block(Lw, i0, i1, D, shift)
+
+    def _write_lower_block(self, Lw: Any, i0: int, i1: int, D: Any, shift: float) -> None:
+        """Lw[i0:i1, i0:i1]'s lower triangle (with the diagonal) <- D's + shift I; its
+        strict upper triangle belongs to another factor and is left alone."""
+        blk = Lw[i0:i1, i0:i1]
+        if self.on_device:
+            torch = B._torch()
+            D.diagonal().add_(shift)
+            mask = torch.ones_like(D, dtype=torch.bool).tril()
+            blk.copy_(torch.where(mask, D, blk))
+        else:
+            D[np.diag_indices_from(D)] += shift
+            low = np.tril_indices(i1 - i0)
+            blk[low] = D[low]
+
+    def preconditioner(self, scale: float, shift: float) -> Callable[[np.ndarray], np.ndarray]:
+        """V -> (scale T T^T + shift I)^-1 V, NumPy in and out (float64), in the next free
+        slot of the buffers. Where the factor fails in this precision the shift is
+        multiplied by 10 (``shifts_used``): the preconditioner changes, not the solution."""
+        slot = len(self.shifts_used)
+        if slot >= self.slots:
+            raise RuntimeError(f"the compact factor holds {self.slots} preconditioners")
+        L = self._slot(slot)
+        base = shift if shift > 0 else scale * self.jitter
+        for attempt in range(JITTER_TRIES):
+            cur = base * 10.0**attempt
+            self._form_preconditioner(L, scale, cur)
+            try:
+                self._cholesky_lower(L)
+            except np.linalg.LinAlgError:
+                continue
+            break
+        else:
+            raise np.linalg.LinAlgError(
+                f"the preconditioner's Cholesky factor failed in {self.dtype} up to shift {cur:g}"
+            )
+        self.shifts_used.append(float(cur))
+
+        def solve(V: np.ndarray) -> np.ndarray:
+            out = _solve(L, True, True, _solve(L, True, False, self._cast(V)))
+            return B.to_numpy(out, FACTOR_DTYPE)
+
+        return solve
+
+    def diagonalized(self) -> CompactFactor:
+        return self
+
+    # ----------------------------------------------------------------- factorization
+    def _blocked(self) -> bool:
+        """Whether the Cholesky factors are ``blocked_cholesky_`` (a tensor off the host)
+        rather than LAPACK in place."""
+        return self.on_device and self.buffers[0].device.type != "cpu"
+
+    def _cholesky_lower(self, S: Any) -> None:
+        """The Cholesky factor of the matrix in the lower triangle of the view S, in place."""
+        if self._blocked():
+            blocked_cholesky_(S, self.block)
+            return
+        host = S.numpy() if self.on_device else S  # a CPU tensor's memory, through NumPy
+        with dense_threads(self.m**3 / 3):
+            if self.m >= 1000:
+                interruptible(cholesky_in_triangle, host, "lower")
+            else:
+                cholesky_in_triangle(host, "lower")
+
+
+def blocked_cholesky_(A: Any, block: int = BLOCK) -> None:
+    """In place, the lower Cholesky factor L (L L^T = A) of the symmetric positive definite
+    matrix in the lower triangle of the tensor A (any strides), left-looking by column
+    blocks: A[j:, J] -= L[j:, :j] L[J, :j]^T, the diagonal block's factor, then the
+    triangular solve of the panel below it. Reads and writes the lower triangle only;
+    scratch O(m block). Raises ``numpy.linalg.LinAlgError`` when A is not positive
+    definite (in its precision)."""
+    torch = B._torch()
+    m = int(A.shape[0])
+    for j0 in range(0, m, block):
+        j1 = min(m, j0 + block)
+        D = A[j0:j1, j0:j1].tril()
+        if j0:  # the diagonal block's update stays in its copy: its upper part is not ours
+            U = A[j0:, :j0] @ A[j0:j1, :j0].mT
+            D -= U[: j1 - j0].tril()
+            A[j1:, j0:j1] -= U[j1 - j0 :]
+            del U
+        L, info = torch.linalg.cholesky_ex(D)
+        if int(info) != 0 or not bool(torch.isfinite(L).all()):
+            raise np.linalg.LinAlgError(
+                f"the matrix is not positive definite (leading minor {j0 + max(int(info), 1)})"
+            )
+        blk = A[j0:j1, j0:j1]
+        mask = torch.ones_like(L, dtype=torch.bool).tril()
+        blk.copy_(torch.where(mask, L, blk))
+        if j1 < m:
+            panel = A[j1:, j0:j1]
+            A[j1:, j0:j1] = torch.linalg.solve_triangular(L.mT, panel, upper=True, left=False)
+
+
+def compact_factor(
+    op: Any, dtype: Any = None, jitter: float | None = None, slots: int = 1
+) -> CompactFactor:
+    """The compact factor of the operator's centers: K_mm written into the buffer by bands
+    (``op.center_gram(out=...)``), j I added, and T factored in place; j grows tenfold
+    until the factor exists (module docstring).
+
+    Parameters
+    ----------
+    op : KernelProducts
+        Its centers, kernel, dtype and device.
+    dtype : dtype or None
+        The buffers' precision (default: the operator's).
+    jitter : float or None
+        The first j (default eps sqrt(m) mean(K_ii)).
+    slots : int
+        How many preconditioners (CG's anchors) the buffers hold: (slots + 2) // 2
+        buffers.
+
+    Returns
+    -------
+    CompactFactor
+    """
+    m = int(op.m)
+    dt = np.dtype(op.dtype if dtype is None else dtype)
+    dev = op.device
+    count = buffers_for(slots)
+    if dev.is_torch:
+        torch = B._torch()
+        tdt = B._torch_dtype(dt)
+        bufs = [torch.empty((m + 1, m), dtype=tdt, device=dev.torch_device) for _ in range(count)]
+    else:
+        bufs = [np.empty((m + 1, m), dtype=dt) for _ in range(count)]
+    fac = CompactFactor(bufs, 0.0)
+    eps = float(np.finfo(dt).eps)
+    first = jitter
+    cur = 0.0
+    for attempt in range(JITTER_TRIES):
+        K = fac.T
+        op.center_gram(out=K)
+        if attempt == 0:
+            diag = K.diagonal()
+            mean = float(diag.double().mean()) if dev.is_torch else float(diag.mean())
+            if not np.isfinite(mean) or mean <= 0:
+                raise ValueError("the centers' kernel matrix K_mm has no positive diagonal")
+            cur = eps * np.sqrt(m) * mean if first is None else float(first)
+        else:
+            cur *= 10.0
+        if dev.is_torch:
+            K.diagonal().add_(cur)
+        else:
+            K[np.diag_indices(m)] += cur
+        try:  # T = L^T in K's upper triangle: the lower triangle of K's transpose
+            fac._cholesky_lower(_transposed(K))
+        except np.linalg.LinAlgError:
+            continue
+        fac.jitter = cur
+        return fac
+    raise np.linalg.LinAlgError(
+        f"the centers' kernel matrix K_mm has no Cholesky factor in {dt} up to jitter "
+        f"{cur:g}: use float64 or fewer centers"
+    )

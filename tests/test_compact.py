@@ -1,0 +1,238 @@
+"""The compact factor of CG (``solvers.compact``): its triangles against dense float64
+algebra, its solutions against the dense closed form and the full factor, its precision
+rule, and the layout rule that chooses it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+from kernelpath import Gaussian, NystromRegressor
+from kernelpath._backend import NUMPY, Device
+from kernelpath.solvers import compact
+from kernelpath.solvers.compact import CompactFactor, blocked_cholesky_, compact_factor
+from kernelpath.solvers.iterative import iterative_path
+from kernelpath.solvers.krylov import _anchors, cg_layout, cg_memory
+from kernelpath.workspace import Workspace
+
+torch = pytest.importorskip("torch")
+
+
+def problem(n: int = 3000, d: int = 5, m: int = 300, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.sin(X @ rng.standard_normal(d)) + 0.1 * rng.standard_normal(n)
+    return X, y, X[:m].copy()
+
+
+def operator(X, C, sigma=2.0, device=NUMPY, dtype=np.float64):
+    ws = Workspace.of(None, device)
+    if device.is_torch:
+        X, C = (torch.tensor(a, dtype=getattr(torch, np.dtype(dtype).name)) for a in (X, C))
+    else:
+        X, C = X.astype(dtype), C.astype(dtype)
+    return ws.operator(X, C, Gaussian(sigma))
+
+
+DEVICES = [NUMPY, Device("torch", "cpu")]
+
+
+@pytest.fixture(params=[False, True], ids=["lapack", "blocked"])
+def blocked(request, monkeypatch):
+    """Both Cholesky routes: LAPACK in place, and the GPU's blocked torch code on the CPU."""
+    if request.param:
+        monkeypatch.setattr(CompactFactor, "_blocked", lambda self: True)
+    return request.param
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=str)
+def test_triangles_match_dense_algebra(device, blocked):
+    if blocked and not device.is_torch:
+        pytest.skip("the blocked route is torch's")
+    X, _, C = problem(m=260)
+    op = operator(X, C, device=device)
+    fac = compact_factor(op, slots=3)
+    K = Gaussian(2.0)(C, C) + fac.jitter * np.eye(len(C))
+    T = scipy.linalg.cholesky(K, lower=False)
+    W0 = np.asarray(fac.buffers[0])
+    np.testing.assert_allclose(np.triu(W0[:-1]), T, atol=1e-10)
+    V = np.random.default_rng(1).standard_normal((len(C), 3))
+    for got, want in (
+        (fac.apply(V), np.linalg.solve(T, V)),
+        (fac.apply_t(V), np.linalg.solve(T.T, V)),
+    ):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9 * np.abs(want).max())
+    # three preconditioners in two buffers, each against its dense inverse, and the first
+    # still valid after the others were written beside it
+    scale = 0.01
+    solves = [fac.preconditioner(scale, s) for s in (1e-3, 1e-2, 1e-1)]
+    for shift, solve in zip((1e-3, 1e-2, 1e-1), solves, strict=True):
+        P = scale * T @ T.T + shift * np.eye(len(C))
+        np.testing.assert_allclose(solve(V), np.linalg.solve(P, V), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(np.triu(np.asarray(fac.buffers[0])[:-1]), T, atol=1e-10)
+    with pytest.raises(RuntimeError, match="holds 3 preconditioners"):
+        fac.preconditioner(scale, 1.0)
+    val, vec = fac.top()
+    top = np.linalg.eigvalsh(K)[-1]
+    assert abs(val - top) <= 1e-3 * top
+    M = T @ T.T
+    assert np.linalg.norm(M @ vec - val * vec) <= 1e-2 * val
+
+
+def test_blocked_cholesky_touches_one_triangle():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((300, 300))
+    A = torch.tensor(A @ A.T + 300 * np.eye(300))
+    L = torch.linalg.cholesky(A)
+    for view in ("lower", "upper"):
+        B = A.clone()
+        S = B if view == "lower" else B.mT
+        blocked_cholesky_(S, 64)
+        assert torch.allclose(S.tril(), L, atol=1e-10)
+        assert torch.equal(S.triu(1), A.triu(1) if view == "lower" else A.mT.triu(1))
+    bad = -torch.eye(10, dtype=torch.float64)
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        blocked_cholesky_(bad, 4)
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=str)
+def test_cg_with_the_compact_factor_reaches_the_dense_solution(device, blocked):
+    """float64: the compact factor's CG path equals the full factor's and the dense closed
+    form of the Nyström problem, at every penalty of a path with several anchors."""
+    if blocked and not device.is_torch:
+        pytest.skip("the blocked route is torch's")
+    X, y, C = problem()
+    n = len(X)
+    op = operator(X, C, device=device)
+    lam = np.array([1e-5, 1e-3, 1e-1])
+    kw = dict(method="cg", max_iter=80, tol=0.0, n_iter_no_change=None)
+    path = iterative_path(op, y, lam, factor_layout="compact", **kw)
+    assert path.info["preconditioners"] == "compact"
+    assert len(path.info["anchor_penalties"]) == 3
+    full = iterative_path(operator(X, C), y, lam, factor_layout="cholesky", **kw)
+    k = Gaussian(2.0)
+    Knm, Kmm = k(X, C), k(C, C)
+    jit = path.info["jitter"]
+    for p, l in enumerate(lam):
+        a = np.asarray(path.coef((p, path.shape[1] - 1))).ravel()
+        exact = np.linalg.solve(Knm.T @ Knm / n + l * (Kmm + jit * np.eye(len(C))), Knm.T @ y / n)
+        af = np.asarray(full.coef((p, full.shape[1] - 1))).ravel()
+        np.testing.assert_allclose(Knm @ a, Knm @ exact, atol=1e-6 * np.abs(Knm @ exact).max())
+        np.testing.assert_allclose(Knm @ a, Knm @ af, atol=1e-6 * np.abs(Knm @ af).max())
+
+
+@pytest.mark.parametrize("sigma", [3.0, 10.0])
+def test_float32_compact_factor_is_as_accurate_as_float64(sigma):
+    """The precision rule: the float32 factor with jitter eps sqrt(m) mean(K_ii) predicts
+    within 1.5% of the float64 factor's test RMSE, where the float64 factor of the float32
+    K_mm (truncated at its rounding) lost 20-57% (0.141 / 0.430 against 0.117 / 0.273)."""
+    rng = np.random.default_rng(0)
+    n, d, m = 20_000, 10, 2000
+    X = rng.standard_normal((n, d))
+    w = rng.standard_normal(d) / 3
+    y = np.sin(X @ w) + 0.1 * rng.standard_normal(n)
+    Xt = rng.standard_normal((5000, d))
+    yt = np.sin(Xt @ w)
+    C = X[rng.choice(n, m, replace=False)]
+    kw = dict(method="cg", max_iter=20, tol=0.0, n_iter_no_change=None)
+    test = operator(Xt, C, sigma)
+
+    def rmse(dtype, layout):
+        path = iterative_path(
+            operator(X, C, sigma, dtype=dtype), y, 1e-6, factor_layout=layout, **kw
+        )
+        pred = test.matvec(np.asarray(path.coef(path.best_index), dtype=float))
+        return float(np.sqrt(np.mean((np.ravel(pred) - yt) ** 2))), path.info
+
+    ref, _ = rmse(np.float64, "cholesky")
+    r32, info = rmse(np.float32, "compact")
+    first = np.finfo(np.float32).eps * np.sqrt(m)  # times 10 where the factor failed
+    assert np.log10(info["jitter"] / first) == pytest.approx(
+        round(np.log10(info["jitter"] / first))
+    )
+    assert r32 <= 1.015 * ref
+    truncated, _ = rmse(np.float32, "eigh")  # the float64 factor of the float32 K_mm
+    assert truncated > 1.1 * ref
+
+
+def test_the_jitter_grows_until_the_factor_exists():
+    """Duplicate centers make K_mm singular: the first jitter (below float32's rounding of
+    the duplicated rows) fails, and the factor exists with a jitter 10^k times it."""
+    X, y, C = problem(m=200)
+    C = np.vstack([C, C[:50]])
+    op = operator(X, C, dtype=np.float32)
+    first = 1e-9
+    fac = compact_factor(op, jitter=first)
+    assert fac.jitter > first
+    assert np.log10(fac.jitter / first) == pytest.approx(round(np.log10(fac.jitter / first)))
+    with pytest.raises(np.linalg.LinAlgError, match="no Cholesky factor in float32"):
+        compact_factor(operator(X, C, sigma=1e6, dtype=np.float32), jitter=1e-30)
+
+
+def test_center_gram_into_a_buffer_matches_the_matrix():
+    X, _, C = problem(m=400)
+    for device in DEVICES:
+        op = operator(X, C, device=device)
+        K = np.asarray(op.center_gram())
+        out = (
+            np.empty((400, 400))
+            if not device.is_torch
+            else torch.empty(400, 400, dtype=torch.float64)
+        )
+        got = op.center_gram(out=out)
+        assert got is out
+        np.testing.assert_allclose(np.asarray(out), K, atol=1e-14)
+
+
+def test_layout_rule_and_memory():
+    m, k = 20_000, 1
+    lam = np.geomspace(1e-9, 1e-3, 20)
+    anchors = len(_anchors(lam)[0])
+    assert anchors == 4
+    full = cg_memory(m, k, lam, 20, 0, layout="cholesky")
+    assert cg_layout(m, k, lam, 20, 0, full, 8) == ("cholesky", 0)
+    # float32 takes the compact factor with every anchor where they fit
+    assert cg_layout(m, k, lam, 20, 0, None, 4) == ("compact", anchors)
+    # float64 beyond the full factors: as many anchors as fit, at least one
+    one = cg_memory(m, k, lam, 20, 0, True, "compact", 8, 1)
+    two = cg_memory(m, k, lam, 20, 0, True, "compact", 8, 3)
+    assert cg_layout(m, k, lam, 20, 0, one, 8) == ("compact", 1)
+    assert cg_layout(m, k, lam, 20, 0, two, 8) == ("compact", 3)
+    assert cg_layout(m, k, lam, 20, 0, 1, 8) == ("compact", 1)
+    # one buffer per two extra anchors: 4 m^2 bytes each in float32
+    assert compact.compact_memory(m, 4, 1) < 4 * (m + 1) * m * 1.3
+    assert compact.buffers_for(1) == 1 and compact.buffers_for(3) == 2
+    assert compact.buffers_for(4) == 3
+    # anchors at most as many as slots, spread from the smallest penalty to the largest
+    a, owner = _anchors(lam, 2)
+    assert a[0] == pytest.approx(1e-9) and a[-1] == pytest.approx(1e-3) and len(a) == 2
+    a, owner = _anchors(np.array([0.0, 1e-6, 1e-2]), 1)
+    assert list(a) == [0.0] and set(owner) == {0}
+
+
+def test_an_estimator_over_its_budget_fits_with_the_compact_factor():
+    """A float64 fit whose full factors exceed the budget fits with the compact factor, to
+    the same predictions; float32 data takes it by default."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((6000, 6))
+    y = np.sin(X @ rng.standard_normal(6))
+    kw = dict(
+        penalty=1e-6,
+        n_centers=1200,
+        solver="cg",
+        max_iter=30,
+        tol=0.0,
+        validation_fraction=0.0,
+        random_state=0,
+    )
+    full = NystromRegressor(Gaussian(2.0), **kw).fit(X, y)
+    tight = NystromRegressor(Gaussian(2.0), memory_budget="45MB", **kw).fit(X, y)
+    assert full.path_.info["preconditioners"] == "cholesky"
+    assert tight.path_.info["preconditioners"] == "compact"
+    np.testing.assert_allclose(tight.predict(X), full.predict(X), atol=1e-6)
+    f32 = NystromRegressor(Gaussian(2.0), **kw).fit(X.astype(np.float32), y)
+    assert f32.path_.info["preconditioners"] == "compact"
+    err64 = np.sqrt(np.mean((full.predict(X) - y) ** 2))
+    err32 = np.sqrt(np.mean((f32.predict(X.astype(np.float32)) - y) ** 2))
+    assert err32 <= 1.05 * err64 + 1e-3
