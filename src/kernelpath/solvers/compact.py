@@ -1,5 +1,5 @@
-"""The Nyström factor and FALKON's preconditioner in (m + 1) x m buffers, in the operator's
-precision: the m x m algebra of CG for float32 data and where the float64 factors do not fit.
+"""The Nyström factor and FALKON's preconditioner in (m + 1) x m buffers, in the data's
+precision: the m x m algebra of CG where the full float64 factors do not fit.
 
 The full factor (``linalg.NystromFactor``) keeps R = L^-T, M = L^T L and a Cholesky factor
 per anchor penalty, each a float64 m x m matrix: at m = 50,000 that is 20 GB a matrix. This
@@ -21,14 +21,14 @@ hold (``krylov.cg_layout`` sizes them to the budget).
 The jitter j is the stated rule of the float32 factor: j = eps sqrt(m) mean(K_ii), the size
 of the rounding in K_mm's eigenvalues (the cut-off of ``linalg.nystrom_factor``; eps of the
 dtype), multiplied by 10 until the Cholesky factor exists (at most ``JITTER_TRIES`` times,
-K_mm computed again each time). FALKON adds 1e-5 m in float32 (1.0 at m = 100,000): on
-problem P's kind of data (n = 20,000, m = 2,000, sigma = 3) eps m (2.4e-4) lost 2.7% of
-test RMSE to the float64 factor, eps sqrt(m) (5e-6) none (``tests/test_compact.py``). The
-jitter changes the model's norm from alpha^T K_mm alpha to alpha^T (K_mm + j I) alpha
-(``jitter`` reports it). A preconditioner's shift grows the same way when its factor fails
-in this precision: that changes the iteration's speed, not its solution. The Krylov basis,
-its projected problem and every solution are float64 (``krylov``): the dtype bounds the
-accuracy of each product H0 v, not the solve's own arithmetic.
+K_mm computed again each time). FALKON adds 1e-5 m in float32 (1.0 at m = 100,000); in the
+form eps m (2.4e-4 at m = 2,000) it lost 2.7% of test RMSE on ``tests/test_compact.py``'s
+problem, eps sqrt(m) (5e-6) none. The jitter changes the model's norm from alpha^T K_mm
+alpha to alpha^T (K_mm + j I) alpha (``jitter`` reports it); what that costs against the
+full factor's cut is measured in docs/design.md ("The compact factor"). A preconditioner's
+shift grows the same way when its factor fails in this precision: that changes the
+iteration's speed, not its solution. The Krylov basis, its projected problem and every
+solution are float64 (``krylov``).
 
 On the host (NumPy, or a CPU tensor through its NumPy view) the Cholesky factors are
 LAPACK's ?potrf in place; on a GPU a left-looking blocked Cholesky written with torch
@@ -320,9 +320,7 @@ def blocked_cholesky_(A: Any, block: int = BLOCK) -> None:
             A[j1:, j0:j1] = torch.linalg.solve_triangular(L.mT, panel, upper=True, left=False)
 
 
-def compact_factor(
-    op: Any, dtype: Any = None, jitter: float | None = None, slots: int = 1
-) -> CompactFactor:
+def compact_factor(op: Any, jitter: float | None = None, slots: int = 1) -> CompactFactor:
     """The compact factor of the operator's centers: K_mm written into the buffer by bands
     (``op.center_gram(out=...)``), j I added, and T factored in place; j grows tenfold
     until the factor exists (module docstring).
@@ -331,8 +329,6 @@ def compact_factor(
     ----------
     op : KernelProducts
         Its centers, kernel, dtype and device.
-    dtype : dtype or None
-        The buffers' precision (default: the operator's).
     jitter : float or None
         The first j (default eps sqrt(m) mean(K_ii)).
     slots : int
@@ -344,7 +340,7 @@ def compact_factor(
     CompactFactor
     """
     m = int(op.m)
-    dt = np.dtype(op.dtype if dtype is None else dtype)
+    dt = np.dtype(op.dtype)
     dev = op.device
     count = buffers_for(slots)
     if dev.is_torch:

@@ -161,10 +161,8 @@ def iterative_path(
         )
     layout, slots = "cholesky", 0
     if method == "cg":
-        itemsize = np.dtype(op.dtype).itemsize
-        layout, slots = cg_layout(
-            op.m, Y.shape[1], penalties, max_iter, n_val, memory_limit, itemsize
-        )
+        args = (op.m, Y.shape[1], penalties, max_iter, n_val)
+        layout, slots = cg_layout(*args, memory_limit, np.dtype(op.dtype).itemsize)
         if factor_layout != "auto":  # a compact factor asked for holds every anchor
             grid = penalty_grid(1.0) if penalties is None else np.atleast_1d(penalties)
             layout, slots = factor_layout, len(_anchors(np.asarray(grid, float))[0])
