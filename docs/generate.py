@@ -34,6 +34,7 @@ TABLES: dict[str, list[str]] = {
     "sparse": ["benchmarks/sparse.py", "table"],
     "direct_small_penalty": ["benchmarks/direct_small_penalty.py", "table"],
     "rpcholesky": ["benchmarks/rpcholesky.py", "table"],
+    "compact_float32": ["benchmarks/compact_float32.py", "table"],
 }
 
 

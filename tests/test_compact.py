@@ -102,11 +102,11 @@ def test_cg_with_the_compact_factor_reaches_the_dense_solution(device, blocked):
     form of the Nyström problem, at every penalty of a path with several anchors."""
     if blocked and not device.is_torch:
         pytest.skip("the blocked route is torch's")
-    X, y, C = problem()
+    X, y, C = problem(n=2000, m=250)
     n = len(X)
     op = operator(X, C, device=device)
     lam = np.array([1e-5, 1e-3, 1e-1])
-    kw = dict(method="cg", max_iter=80, tol=0.0, n_iter_no_change=None)
+    kw = dict(method="cg", max_iter=120, tol=0.0, n_iter_no_change=None)
     path = iterative_path(op, y, lam, factor_layout="compact", **kw)
     assert path.info["preconditioners"] == "compact"
     assert len(path.info["anchor_penalties"]) == 3
@@ -122,15 +122,13 @@ def test_cg_with_the_compact_factor_reaches_the_dense_solution(device, blocked):
         np.testing.assert_allclose(Knm @ a, Knm @ af, atol=1e-6 * np.abs(Knm @ af).max())
 
 
-@pytest.mark.parametrize("sigma", [3.0, 10.0])
-def test_float32_compact_factor_is_as_accurate_as_float64(sigma):
-    """The precision rule: the float32 factor with jitter eps sqrt(m) mean(K_ii) predicts
-    within 1.5% of the float64 factor's test RMSE on this problem, where the full factor of
-    the float32 K_mm (truncated at its rounding) lost 20-57% (0.141 / 0.430 against
-    0.117 / 0.273). (Not everywhere: docs/design.md, "The compact factor", lists problems
-    where the jitter cost more than the truncation.)"""
+def test_float32_compact_factor_is_as_accurate_as_float64():
+    """The precision rule: on a problem where the full factor of the float32 K_mm (cut at
+    its rounding) loses 64% of test RMSE (0.269 against 0.164), the float32 compact factor
+    with jitter eps sqrt(m) mean(K_ii) loses 1.6%. (Not everywhere: docs/design.md, "The
+    compact factor", lists problems where the jitter cost more than the cut.)"""
     rng = np.random.default_rng(0)
-    n, d, m = 20_000, 10, 2000
+    n, d, m, sigma = 10_000, 10, 1500, 10.0
     X = rng.standard_normal((n, d))
     w = rng.standard_normal(d) / 3
     y = np.sin(X @ w) + 0.1 * rng.standard_normal(n)
@@ -141,9 +139,8 @@ def test_float32_compact_factor_is_as_accurate_as_float64(sigma):
     test = operator(Xt, C, sigma)
 
     def rmse(dtype, layout):
-        path = iterative_path(
-            operator(X, C, sigma, dtype=dtype), y, 1e-6, factor_layout=layout, **kw
-        )
+        op = operator(X, C, sigma, dtype=dtype)
+        path = iterative_path(op, y, 1e-6, factor_layout=layout, **kw)
         pred = test.matvec(np.asarray(path.coef(path.best_index), dtype=float))
         return float(np.sqrt(np.mean((np.ravel(pred) - yt) ** 2))), path.info
 
@@ -153,9 +150,9 @@ def test_float32_compact_factor_is_as_accurate_as_float64(sigma):
     assert np.log10(info["jitter"] / first) == pytest.approx(
         round(np.log10(info["jitter"] / first))
     )
-    assert r32 <= 1.015 * ref
-    truncated, _ = rmse(np.float32, "eigh")  # the float64 factor of the float32 K_mm
-    assert truncated > 1.1 * ref
+    assert r32 <= 1.02 * ref
+    cut, _ = rmse(np.float32, "eigh")  # the float64 factor of the float32 K_mm
+    assert cut > 1.5 * ref
 
 
 def test_the_jitter_grows_until_the_factor_exists():
