@@ -545,15 +545,21 @@ def test_15_one_core_and_two_choose_the_same_model():
     import sys
 
     cores = sorted(os.sched_getaffinity(0))[:2]
-    runs = []
-    for use in ([cores[0]], cores):
-        out = subprocess.run(
+    # both fits at once (the worker count follows the affinity, not the load)
+    procs = [
+        subprocess.Popen(
             [sys.executable, "-c", _CORES_FIT, json.dumps(use)],
-            check=True,
-            capture_output=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
         )
-        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        for use in ([cores[0]], cores)
+    ]
+    runs = []
+    for proc in procs:
+        out, err = proc.communicate()
+        assert proc.returncode == 0, err
+        runs.append(json.loads(out.strip().splitlines()[-1]))
     one, two = runs
     for name in ("holdout", "3-fold"):
         assert one[name]["params"] == two[name]["params"]
