@@ -240,3 +240,18 @@ def test_an_estimator_over_its_budget_fits_with_the_compact_factor():
     err64 = np.sqrt(np.mean((full.predict(X) - y) ** 2))
     err32 = np.sqrt(np.mean((f32.predict(X32) - y) ** 2))
     assert err32 <= 1.05 * err64 + 1e-3
+
+
+def test_bad_arguments_are_refused_by_name():
+    X, y, C = problem(n=400, m=50)
+    op = operator(X, C)
+    with pytest.raises(ValueError, match="slots"):
+        compact_factor(op, slots=0)
+    with pytest.raises(ValueError, match="jitter"):
+        compact_factor(op, jitter=-1.0)
+    with pytest.raises(ValueError, match="block"):
+        blocked_cholesky_(torch.eye(4, dtype=torch.float64), 0)
+    with pytest.raises(ValueError, match="square"):
+        blocked_cholesky_(torch.ones(3, 4, dtype=torch.float64))
+    with pytest.raises(ValueError, match="factor_layout"):
+        iterative_path(op, y, 1e-3, "cg", 5, factor_layout="dense")

@@ -45,8 +45,9 @@ import scipy.linalg
 
 from .. import _backend as B
 from .._backend import FACTOR_DTYPE
-from .._kernels import cholesky_in_triangle, interruptible
+from .._kernels import LAPACK_IN_THREAD_MIN, cholesky_in_triangle, interruptible
 from .._threads import dense_threads
+from .._validation import check_float, check_int
 
 __all__ = [
     "CompactFactor",
@@ -102,6 +103,26 @@ def _transposed(S: Any) -> Any:
     return S.mT if B.is_tensor(S) else S.T
 
 
+def _add_diagonal_(D: Any, value: float) -> None:
+    """D += value I, in place (a NumPy array or a tensor)."""
+    if B.is_tensor(D):
+        D.diagonal().add_(value)
+    else:
+        D[np.diag_indices_from(D)] += value
+
+
+def _set_lower_(blk: Any, D: Any) -> None:
+    """blk's lower triangle (with the diagonal) <- D's, in place; blk's strict upper
+    triangle, another factor's, is left alone."""
+    if B.is_tensor(blk):
+        torch = B._torch()
+        mask = torch.ones_like(D, dtype=torch.bool).tril()
+        blk.copy_(torch.where(mask, D, blk))
+    else:
+        low = np.tril_indices(len(D))
+        blk[low] = D[low]
+
+
 class CompactFactor:
     """R = T^-1 and the preconditioners' factors in (m + 1) x m buffers (module docstring).
 
@@ -114,7 +135,6 @@ class CompactFactor:
     """
 
     method = "cholesky-compact"
-    M = None  # no M matrix: T T^T is formed into each preconditioner's triangle
 
     def __init__(self, buffers: list[Any], jitter: float) -> None:
         self.buffers = buffers
@@ -213,31 +233,14 @@ class CompactFactor:
         m, b, T = self.m, self.block, self.T
         for i0 in range(0, m, b):
             i1 = min(m, i0 + b)
-            if self.on_device:
-                X = T[i0:i1, i0:].clone()
-                X[:, : i1 - i0] = X[:, : i1 - i0].triu()
-            else:
-                X = T[i0:i1, i0:].copy()
-                X[:, : i1 - i0] = np.triu(X[:, : i1 - i0])
+            X = T[i0:i1, i0:].clone() if self.on_device else T[i0:i1, i0:].copy()
+            X[:, : i1 - i0] = self._diagonal_block(i0, i1)
             if i0:
                 Lw[i0:i1, :i0] = (X @ T[:i0, i0:].T) * scale
             D = (X @ X.T) * scale
             del X
-            self._write_lower_block(Lw, i0, i1, D, shift)
-
-    def _write_lower_block(self, Lw: Any, i0: int, i1: int, D: Any, shift: float) -> None:
-        """Lw[i0:i1, i0:i1]'s lower triangle (with the diagonal) <- D's + shift I; its
-        strict upper triangle belongs to another factor and is left alone."""
-        blk = Lw[i0:i1, i0:i1]
-        if self.on_device:
-            torch = B._torch()
-            D.diagonal().add_(shift)
-            mask = torch.ones_like(D, dtype=torch.bool).tril()
-            blk.copy_(torch.where(mask, D, blk))
-        else:
-            D[np.diag_indices_from(D)] += shift
-            low = np.tril_indices(i1 - i0)
-            blk[low] = D[low]
+            _add_diagonal_(D, shift)
+            _set_lower_(Lw[i0:i1, i0:i1], D)
 
     def preconditioner(self, scale: float, shift: float) -> Callable[[np.ndarray], np.ndarray]:
         """V -> (scale T T^T + shift I)^-1 V, NumPy in and out (float64), in the next free
@@ -268,9 +271,6 @@ class CompactFactor:
 
         return solve
 
-    def diagonalized(self) -> CompactFactor:
-        return self
-
     # ----------------------------------------------------------------- factorization
     def _blocked(self) -> bool:
         """Whether the Cholesky factors are ``blocked_cholesky_`` (a tensor off the host)
@@ -284,7 +284,7 @@ class CompactFactor:
             return
         host = S.numpy() if self.on_device else S  # a CPU tensor's memory, through NumPy
         with dense_threads(self.m**3 / 3):
-            if self.m >= 1000:
+            if self.m >= LAPACK_IN_THREAD_MIN:
                 interruptible(cholesky_in_triangle, host, "lower")
             else:
                 cholesky_in_triangle(host, "lower")
@@ -298,6 +298,9 @@ def blocked_cholesky_(A: Any, block: int = BLOCK) -> None:
     scratch O(m block). Raises ``numpy.linalg.LinAlgError`` when A is not positive
     definite (in its precision)."""
     torch = B._torch()
+    block = check_int(block, "block", 1)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise ValueError(f"A must be a square matrix, got shape {tuple(A.shape)}")
     m = int(A.shape[0])
     for j0 in range(0, m, block):
         j1 = min(m, j0 + block)
@@ -312,9 +315,7 @@ def blocked_cholesky_(A: Any, block: int = BLOCK) -> None:
             raise np.linalg.LinAlgError(
                 f"the matrix is not positive definite (leading minor {j0 + max(int(info), 1)})"
             )
-        blk = A[j0:j1, j0:j1]
-        mask = torch.ones_like(L, dtype=torch.bool).tril()
-        blk.copy_(torch.where(mask, L, blk))
+        _set_lower_(A[j0:j1, j0:j1], L)
         if j1 < m:
             panel = A[j1:, j0:j1]
             A[j1:, j0:j1] = torch.linalg.solve_triangular(L.mT, panel, upper=True, left=False)
@@ -339,6 +340,9 @@ def compact_factor(op: Any, jitter: float | None = None, slots: int = 1) -> Comp
     -------
     CompactFactor
     """
+    slots = check_int(slots, "slots", 1)
+    if jitter is not None:
+        check_float(jitter, "jitter", 0.0, np.inf, low_open=True, high_open=True)
     m = int(op.m)
     dt = np.dtype(op.dtype)
     dev = op.device
@@ -364,10 +368,7 @@ def compact_factor(op: Any, jitter: float | None = None, slots: int = 1) -> Comp
             cur = eps * np.sqrt(m) * mean if first is None else float(first)
         else:
             cur *= 10.0
-        if dev.is_torch:
-            K.diagonal().add_(cur)
-        else:
-            K[np.diag_indices(m)] += cur
+        _add_diagonal_(K, cur)
         try:  # T = L^T in K's upper triangle: the lower triangle of K's transpose
             fac._cholesky_lower(_transposed(K))
         except np.linalg.LinAlgError:

@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from .._backend import FACTOR_DTYPE
+from .._validation import check_choice
 from ..linalg import (
     largest_eigenvalue,
     nu_method_coefficients,
@@ -60,14 +61,13 @@ from ..selection import penalty_grid
 from ._common import Validation, as_2d
 from ._iterates import _Bookkeeping, _Problem
 from .compact import compact_factor
-from .krylov import CG_LAYOUTS, _anchors, _krylov_path, cg_cholesky, cg_layout, cg_memory
+from .krylov import CG_LAYOUTS, _krylov_path, anchor_count, cg_layout, cg_memory
 
 __all__ = [
     "iterative_path",
     "ITERATIVE_METHODS",
     "STEP_RULES",
     "cg_memory",
-    "cg_cholesky",
     "cg_layout",
     "gradient_memory",
 ]
@@ -133,8 +133,8 @@ def iterative_path(
         Bytes the solver may hold beside its operators (``cg_memory``): cg keeps one
         Cholesky factor per anchor when they fit, else one eigendecomposition serves every
         anchor (``NystromFactor.diagonalized``), and where neither fits, the compact factor
-        (``compact.CompactFactor``: one buffer in the operator's precision, one anchor).
-        None: no limit.
+        (``compact.CompactFactor``: buffers in the operator's precision, as many anchors
+        as fit). None: no limit.
     factor_layout : {"auto", "cholesky", "eigh", "compact"}
         cg: the form of the factor (``krylov.cg_layout``); "auto": the first that fits
         ``memory_limit``. gd / nu keep the full factor.
@@ -155,17 +155,13 @@ def iterative_path(
     if isinstance(vop, KernelProducts) and vop.expected_passes is None:
         vop.expected_passes = max_iter
     n_val = 0 if validation is None else len(validation.Y)
-    if factor_layout != "auto" and factor_layout not in CG_LAYOUTS:
-        raise ValueError(
-            f"factor_layout must be 'auto' or one of {CG_LAYOUTS}, got {factor_layout!r}"
-        )
+    check_choice(factor_layout, "factor_layout", ("auto", *CG_LAYOUTS))
     layout, slots = "cholesky", 0
     if method == "cg":
         args = (op.m, Y.shape[1], penalties, max_iter, n_val)
         layout, slots = cg_layout(*args, memory_limit, np.dtype(op.dtype).itemsize)
         if factor_layout != "auto":  # a compact factor asked for holds every anchor
-            grid = penalty_grid(1.0) if penalties is None else np.atleast_1d(penalties)
-            layout, slots = factor_layout, len(_anchors(np.asarray(grid, float))[0])
+            layout, slots = factor_layout, anchor_count(penalties)
         if layout == "compact" and "factor" not in setup:
             setup["factor"] = compact_factor(op, slots=slots)
     prob = _Problem(op, Y, weights, setup, diagonal=layout == "eigh")

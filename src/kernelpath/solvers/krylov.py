@@ -78,6 +78,16 @@ def _anchors(lam: np.ndarray, most: int | None = None) -> tuple[np.ndarray, np.n
     return a, owner
 
 
+def _penalty_array(penalties: Any) -> np.ndarray:
+    """The penalties a path runs (None: its own grid, whose span the unit grid has)."""
+    return penalty_grid(1.0) if penalties is None else np.atleast_1d(np.asarray(penalties, float))
+
+
+def anchor_count(penalties: Any) -> int:
+    """How many anchors the full factor's CG runs for ``penalties`` (None: its own grid)."""
+    return len(_anchors(_penalty_array(penalties))[0])
+
+
 def _preconditioner_kind(factor: Any) -> str:
     if factor.method == "cholesky-compact":
         return "compact"
@@ -112,7 +122,7 @@ def cg_memory(
     eigendecomposition (d x d); the validation predictions of every penalty's point
     (n_val x P k)."""
     layout = layout or ("cholesky" if cholesky else "eigh")
-    lam = penalty_grid(1.0) if penalties is None else np.atleast_1d(np.asarray(penalties, float))
+    lam = _penalty_array(penalties)
     P = len(lam)
     A = len(_anchors(lam, slots if layout == "compact" else None)[0])
     d = krylov_cap(m, k, A, max_iter)
@@ -150,22 +160,13 @@ def cg_layout(
     for layout in CG_LAYOUTS[:-1]:
         if limit is None or cg_memory(m, k, penalties, max_iter, n_val, layout=layout) <= limit:
             return layout, 0
-    lam = penalty_grid(1.0) if penalties is None else np.atleast_1d(np.asarray(penalties, float))
-    slots = len(_anchors(lam)[0])
+    slots = anchor_count(penalties)
     while slots > 1:
         need = cg_memory(m, k, penalties, max_iter, n_val, True, "compact", itemsize, slots)
         if limit is None or need <= limit:
             break
         slots -= 1
     return "compact", slots
-
-
-def cg_cholesky(
-    m: int, k: int, penalties: Any, max_iter: int, n_val: int, limit: int | None
-) -> bool:
-    """Whether CG keeps one Cholesky factor per anchor within ``limit`` bytes
-    (``cg_layout`` says "cholesky")."""
-    return cg_layout(m, k, penalties, max_iter, n_val, limit)[0] == "cholesky"
 
 
 def _extend_basis(
