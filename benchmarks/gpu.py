@@ -279,6 +279,11 @@ def run(a: argparse.Namespace) -> int:
         plan_large(r, a, data, p10, kp, fk)
     elif a.plan == "final":
         plan_final(r, a, kp)
+    elif a.plan == "median":
+        plan_median(r, a, kp, fk)
+    elif a.plan == "mnist":  # MNIST with m = 50,000 as often as the deadline allows
+        while r.left() > 70:
+            mnist_job(r, a, 50_000, max(60.0, r.left() - 5), "--verbose", "2")
     else:
         plan_full(r, a, data, p10, kp, fk)
     doc = json.loads((out / "gpu.json").read_text())
@@ -430,6 +435,20 @@ def plan_final(r: Runner, a: argparse.Namespace, kp: Any) -> None:
     mnist_job(r, a, 50_000, max(60.0, r.left() - 5), "--verbose", "2")
 
 
+def plan_median(r: Runner, a: argparse.Namespace, kp: Any, fk: Any) -> None:
+    """The fifth device session: FALKON's median of 3 against kernelpath's in the same run
+    (problem P, float32, n = 10^7, m = 20,000, the peer first in each round), then
+    kernelpath in float64 for the time left."""
+    kp32 = "kernelpath float32, X on the GPU, n=10^7, m=20,000"
+    fk32 = "FALKON 0.9 float32 (InCoreFalkon), X on the GPU, n=10^7, m=20,000"
+    falkon = r.wait_for_falkon(a.falkon_status, 30)
+    for _ in range(3):
+        if falkon:
+            r.job(fk32, fk("float32"), 160, a.falkon_python)
+        r.job(kp32, kp("float32"), 90)
+    r.job("kernelpath float64, X on the GPU, n=10^7, m=20,000", kp("float64"), 90)
+
+
 def table(path: FsPath) -> list[str]:
     """The markdown tables of the saved GPU runs (``results/gpu.json``: ``{"runs": [...]}``,
     one document per device session, oldest first)."""
@@ -490,7 +509,7 @@ def main() -> int:
     r.add_argument("--falkon-python", default=sys.executable)
     r.add_argument("--falkon-status", default=None, help="file the FALKON build writes at its end")
     r.add_argument("--falkon-wait", type=float, default=150.0)
-    r.add_argument("--plan", choices=["full", "peer", "large", "final"], default="full")
+    r.add_argument("--plan", choices=["full", "peer", "large", "final", "median", "mnist"], default="full")
     r.add_argument("--large-budget", default="72GB", help="memory_budget of the m=100,000 fit")
     r.add_argument("--save", action="store_true", help="append the run to results/gpu.json")
     r.add_argument("--mnist-root", default=None, help="the folder holding mnist/mnist.npz")
