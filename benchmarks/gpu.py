@@ -509,7 +509,9 @@ def main() -> int:
     r.add_argument("--falkon-python", default=sys.executable)
     r.add_argument("--falkon-status", default=None, help="file the FALKON build writes at its end")
     r.add_argument("--falkon-wait", type=float, default=150.0)
-    r.add_argument("--plan", choices=["full", "peer", "large", "final", "median", "mnist"], default="full")
+    r.add_argument(
+        "--plan", choices=["full", "peer", "large", "final", "median", "mnist"], default="full"
+    )
     r.add_argument("--large-budget", default="72GB", help="memory_budget of the m=100,000 fit")
     r.add_argument("--save", action="store_true", help="append the run to results/gpu.json")
     r.add_argument("--mnist-root", default=None, help="the folder holding mnist/mnist.npz")
