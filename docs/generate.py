@@ -35,6 +35,7 @@ TABLES: dict[str, list[str]] = {
     "direct_small_penalty": ["benchmarks/direct_small_penalty.py", "table"],
     "rpcholesky": ["benchmarks/rpcholesky.py", "table"],
     "compact_float32": ["benchmarks/compact_float32.py", "table"],
+    "float32_products": ["benchmarks/float32_products.py", "table"],
 }
 
 

@@ -51,7 +51,7 @@ from ._version import __version__
 from .inputs import is_sparse
 from .kernels import Kernel
 from .operators.features import feature_moments
-from .operators.kernel import CACHE_FRACTION
+from .operators.kernel import CACHE_FRACTION, product_dtype
 from .operators.protocol import KernelProducts, OperatorBuilder
 
 __all__ = ["DaskKernelOperator", "dask_feature_moments", "DaskFeatureOperator", "dask_predict"]
@@ -395,8 +395,13 @@ class DaskKernelOperator:
         parts = self._computed(lambda: self._tasks(method, per_chunk, **kwargs))
         return np.concatenate(parts, axis=0)
 
+    def product_dtype(self, A: Any) -> np.dtype:
+        """The precision of a product with right-hand side ``A`` (the chunks' operators
+        follow ``operators.kernel.product_dtype``)."""
+        return product_dtype(self.dtype, A)
+
     def _host(self, A: Any, rows: int, name: str) -> tuple[np.ndarray, bool]:
-        A2 = np.asarray(B.to_numpy(A), dtype=self.dtype)
+        A2 = np.asarray(B.to_numpy(A), dtype=self.product_dtype(A))
         vec = A2.ndim == 1
         A2 = A2[:, None] if vec else A2
         if A2.ndim != 2 or A2.shape[0] != rows:
@@ -465,11 +470,11 @@ class DaskKernelOperator:
         return self._stacked("diag", [()] * len(self.chunks))
 
     def row_sq_norms(self, T: Any, native: bool = False) -> np.ndarray:
-        T2 = np.ascontiguousarray(B.to_numpy(T), dtype=self.dtype)
+        T2 = np.ascontiguousarray(B.to_numpy(T), dtype=self.product_dtype(T))
         return self._stacked("row_sq_norms", [(T2,)] * len(self.chunks))
 
     def projected_rows(self, T: Any, quad: Any, lin: Any) -> tuple[np.ndarray, np.ndarray]:
-        T2 = np.ascontiguousarray(B.to_numpy(T), dtype=self.dtype)
+        T2 = np.ascontiguousarray(B.to_numpy(T), dtype=self.product_dtype(T))
         per_chunk = [(T2, quad, lin)] * len(self.chunks)
         parts = self._computed(lambda: self._tasks("projected_rows", per_chunk))
         return (

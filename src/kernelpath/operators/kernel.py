@@ -16,6 +16,15 @@ device (CPU or CUDA). Inputs of the products may be NumPy arrays or tensors; res
 NumPy arrays (in the operator's dtype) unless ``native=True`` asks for the operator's own
 arrays (tensors on its device), which the device-side solvers and predictions use.
 
+Precision of the products. On the host, a float32 operator given a float64 right-hand side
+computes that product in float64 (``product_dtype``): its float32 blocks are widened, as
+NumPy's own promotion would, and the sums are float64; ``gram`` (no right-hand side) sums in
+float64 there too (``sum_dtype``). The Nyström solvers' right-hand sides
+R v have large entries of both signs that cancel (R R^T = K_mm^-1), and float32 sums of them
+lose everything below eps32 * cond(K_mm) of the top of the spectrum: on MNIST that made the
+whole CG path noise (``docs/design.md``, "float32 products"). On CUDA the products stay in
+the operator's dtype (the cost of widening every block there is not measured).
+
 Memory. The rows are split into one contiguous chunk per worker; the first rows of every
 chunk are cached, as many as fit in ``CACHE_FRACTION`` of the budget (all of K_nm when it
 fits, a fraction of every chunk otherwise, so that the cheap cached rows are shared evenly
@@ -65,6 +74,9 @@ GEMV_MAX_COLUMNS = 6
 #: smaller ones for wide GEMMs (the same measurements).
 CACHED_GEMV_BLOCK_BYTES = 8 * 1024**2
 CACHED_GEMM_BLOCK_BYTES = 2 * 1024**2
+#: Bytes of one widened piece of a block (``KernelOperator._product_blocks``): a piece and
+#: the product's vectors stay in a core's L2 cache.
+WIDE_BLOCK_BYTES = 1024**2
 #: Products over fewer kernel entries (n m) run on one worker: handing the blocks to the pool
 #: and back costs about 0.3 ms a product, more than a second core saves below this size
 #: (measured here, a fused product, 1 worker against 2: n m = 24,000 0.12 against 0.40 ms;
@@ -90,6 +102,23 @@ def _source_maxima(X: RowSource, budget: int) -> tuple[float, np.ndarray]:
         cached = (top, top_abs)
         base._maxima = cached  # type: ignore[union-attr]
     return float(cached[0]), cached[1]
+
+
+def sum_dtype(dtype: Any, on_cuda: bool = False) -> np.dtype:
+    """The precision of the sums of an operator of ``dtype``: float64 for float32 on the
+    host (the module docstring's "Precision of the products"), else ``dtype``."""
+    if np.dtype(dtype) == np.float32 and not on_cuda:
+        return np.dtype(np.float64)
+    return np.dtype(dtype)
+
+
+def product_dtype(dtype: Any, A: Any, on_cuda: bool = False) -> np.dtype:
+    """The precision of an operator's product with right-hand side ``A``: its sums'
+    (``sum_dtype``) for a float64 ``A``, else the operator's ``dtype``."""
+    given = getattr(A, "dtype", None)
+    if given is not None and B.numpy_dtype(given) == np.float64:
+        return sum_dtype(dtype, on_cuda)
+    return np.dtype(dtype)
 
 
 class KernelOperator:
@@ -289,6 +318,24 @@ class KernelOperator:
     def _blocks(self, worker: int, cached_rows: int | None = None) -> Any:
         return self.cache.blocks(worker, self._kernel_block, self._buffers, cached_rows)
 
+    def _product_blocks(self, worker: int, dtype: Any, cached_rows: int | None = None) -> Any:
+        """``_blocks`` in the product's ``dtype``: a block of another dtype is widened piece
+        by piece (``WIDE_BLOCK_BYTES`` each) into one scratch buffer of the worker, so that
+        the products read the widened rows from the core's cache (the whole 8 MB block
+        widened at once made a cached float32 pass 1.7x slower, against 1.2x)."""
+        dtype = np.dtype(dtype)
+        if dtype == self.dtype:
+            yield from self._blocks(worker, cached_rows)
+            return
+        rows = max(1, WIDE_BLOCK_BYTES // max(1, self.m * dtype.itemsize))
+        buf = B.empty((rows, self.m), self.X, dtype)
+        for s, e, Kb in self._blocks(worker, cached_rows):
+            for i in range(s, e, rows):
+                j = min(e, i + rows)
+                wide = buf[: j - i]
+                wide[...] = Kb[i - s : j - s]
+                yield i, j, wide
+
     def _run(self, fn: Callable[[int], Any]) -> list[Any]:
         return self.cache.run(fn, self.expected_passes)
 
@@ -392,24 +439,34 @@ class KernelOperator:
         self._converted = None
 
     # ---------------------------------------------------------------- conversions
+    def product_dtype(self, A: Any) -> np.dtype:
+        """The precision of a product with right-hand side ``A`` (``product_dtype``)."""
+        return product_dtype(self.dtype, A, self.device.is_cuda)
+
     def _in(self, A: Any, rows: int, name: str) -> tuple[Any, bool]:
-        """A product's input on the operator's device, 2-D, contiguous, in its dtype."""
+        """A product's input on the operator's device, 2-D, contiguous, in the product's
+        dtype (``product_dtype``)."""
         vec = A.ndim == 1 if hasattr(A, "ndim") else np.ndim(A) == 1
-        A2 = B.to_device(A, self.device, self.dtype)
+        A2 = B.to_device(A, self.device, self.product_dtype(A))
         if vec:
             A2 = A2[:, None]
         if A2.ndim != 2 or A2.shape[0] != rows:
             raise ValueError(f"{name} must have {rows} rows, got shape {tuple(A2.shape)}")
         return A2, vec
 
-    def _weights(self, weights: Any) -> Any:
-        """Per-row weights on the device; a host array the solver passes at every iteration
-        is moved once (the solvers never modify their weights)."""
+    def _weights(self, weights: Any, dtype: Any = None) -> Any:
+        """Per-row weights on the device in ``dtype`` (None: the operator's); a host array
+        the solver passes at every iteration is moved once (the solvers never modify their
+        weights)."""
         if weights is None:
             return None
+        dtype = self.dtype if dtype is None else np.dtype(dtype)
         if self._converted is not None and self._converted[0] is weights:
-            return self._converted[1]
-        w = self._in(weights, self.n, "weights")[0][:, 0]
+            if B.dtype_of(self._converted[1]) == dtype:
+                return self._converted[1]
+        w = B.to_device(weights, self.device, dtype)
+        if w.ndim != 1 or w.shape[0] != self.n:
+            raise ValueError(f"weights must have {self.n} rows, got shape {tuple(w.shape)}")
         if self.device.is_torch and not B.is_tensor(weights):
             self._converted = (weights, w)
         return w
@@ -433,10 +490,11 @@ class KernelOperator:
         array of shape (n,) or (n, k)
         """
         B2, vec = self._in(B_, self.m, "B")
-        out = B.empty((self.n, B2.shape[1]), self.X)
+        out = B.empty((self.n, B2.shape[1]), self.X, B.dtype_of(B2))
+        cached = self._cached_rows(B2.shape[1])
 
         def work(w: int) -> None:
-            for s, e, Kb in self._blocks(w, self._cached_rows(B2.shape[1])):
+            for s, e, Kb in self._product_blocks(w, B.dtype_of(B2), cached):
                 B.matmul(Kb, B2, out=out[s:e])
 
         self._run(work)
@@ -457,10 +515,11 @@ class KernelOperator:
         array of shape (m,) or (m, k)
         """
         A2, vec = self._in(A, self.n, "A")
+        cached = self._cached_rows(A2.shape[1])
 
         def work(w: int) -> Any:
-            acc = B.zeros((self.m, A2.shape[1]), self.X)
-            for s, e, Kb in self._blocks(w, self._cached_rows(A2.shape[1])):
+            acc = B.zeros((self.m, A2.shape[1]), self.X, B.dtype_of(A2))
+            for s, e, Kb in self._product_blocks(w, B.dtype_of(A2), cached):
                 acc += Kb.T @ A2[s:e]
             return acc
 
@@ -499,16 +558,17 @@ class KernelOperator:
         array of shape (m,) or (m, k), and the matvec when asked.
         """
         B2, vec = self._in(B_, self.m, "B")
-        w = self._weights(weights)
+        w = self._weights(weights, B.dtype_of(B2))
         k = B2.shape[1]
+        dtype = B.dtype_of(B2)
         # GEMVs on the CPU (see GEMV_MAX_COLUMNS); GPUs have no such penalty
         by_column = k <= GEMV_MAX_COLUMNS and not self.device.is_cuda
-        KB = B.empty((self.n, k), self.X) if return_matvec else None
+        KB = B.empty((self.n, k), self.X, dtype) if return_matvec else None
         Bcols = [B2[:, j].contiguous() if B.is_tensor(B2) else B2[:, j].copy() for j in range(k)]
 
         def work(wk: int) -> Any:
-            acc = B.zeros((k, self.m) if by_column else (self.m, k), self.X)
-            for s, e, Kb in self._blocks(wk, self._cached_rows(k)):
+            acc = B.zeros((k, self.m) if by_column else (self.m, k), self.X, dtype)
+            for s, e, Kb in self._product_blocks(wk, dtype, self._cached_rows(k)):
                 if by_column:
                     for j in range(k):
                         t = Kb @ Bcols[j]
@@ -541,13 +601,13 @@ class KernelOperator:
         pass over the row blocks, O(n m r). Taking a factor T rather than the product T T^T
         avoids the cancellation of a quadratic form with large entries of both signs.
         """
-        T2 = B.to_device(T, self.device, self.dtype)
+        T2 = B.to_device(T, self.device, self.product_dtype(T))
         if T2.ndim != 2 or T2.shape[0] != self.m:
             raise ValueError(f"T must have shape ({self.m}, r), got {tuple(T2.shape)}")
-        out = B.empty((self.n,), self.X)
+        out = B.empty((self.n,), self.X, B.dtype_of(T2))
 
         def work(w: int) -> None:
-            for s, e, Kb in self._blocks(w):
+            for s, e, Kb in self._product_blocks(w, B.dtype_of(T2)):
                 KT = Kb @ T2
                 out[s:e] = B.sq_norms(KT)
 
@@ -561,7 +621,7 @@ class KernelOperator:
         The diagonal and the fitted values of a Nyström smoother for every penalty
         (leave-one-out), O(n m r) with r x (p + q) more per row.
         """
-        T2 = B.to_device(T, self.device, self.dtype)
+        T2 = B.to_device(T, self.device, self.product_dtype(T))
         if T2.ndim != 2 or T2.shape[0] != self.m:
             raise ValueError(f"T must have shape ({self.m}, r), got {tuple(T2.shape)}")
         r = T2.shape[1]
@@ -574,7 +634,7 @@ class KernelOperator:
         out_l = B.empty((self.n, Cl.shape[1]), self.X, np.float64)
 
         def work(w: int) -> None:
-            for s, e, Kb in self._blocks(w):
+            for s, e, Kb in self._product_blocks(w, B.dtype_of(T2)):
                 U = B.astype(Kb @ T2, np.float64)
                 out_l[s:e] = U @ Cl
                 U *= U
@@ -684,13 +744,13 @@ class KernelOperator:
         -------
         array of shape (m, m)
         """
-        w = self._weights(weights)
-
+        dtype = sum_dtype(self.dtype, self.device.is_cuda)
+        w = self._weights(weights, dtype)
         root = None if w is None else w**0.5
 
         def work(wk: int) -> Any:  # each worker's sum, updated in place
-            acc = B.gram_zeros(self.m, self.X, self.dtype)
-            for s, e, Kb in self._blocks(wk):
+            acc = B.gram_zeros(self.m, self.X, dtype)
+            for s, e, Kb in self._product_blocks(wk, dtype):
                 acc = B.add_gram(acc, Kb if root is None else Kb * root[s:e, None])
             return acc
 
