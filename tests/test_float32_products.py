@@ -2,6 +2,8 @@
 float64: without it the Nyström solvers' sums of R v (large entries that cancel) were noise on
 ill-conditioned centers, and a float32 CG path trained to an error of 0 everywhere."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -79,3 +81,20 @@ def test_usps_float32_fit_as_accurate_as_float64():
         errs[dt] = np.mean(est.predict(d["X_test"].astype(dt)) != d["y_test"])
     assert errs[np.float64] < 0.07
     assert errs[np.float32] < errs[np.float64] + 0.005
+
+
+def test_a_noisy_projected_system_warns_for_float32(rng, monkeypatch):
+    """The stated rule: CG's projected matrix must be positive semi-definite; below
+    -1e-5 of its largest eigenvalue its products are noise, which float32 data is warned of
+    (and every path records in ``info["indefinite"]``). float32 sums (the code path before
+    the float64 sums, forced here) make it noise; the float64 sums do not."""
+    X, Y, C = _problem(rng)
+    X32, C32 = X.astype(np.float32), C.astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clean = iterative_path(KernelOperator(X32, C32, Gaussian(sigma=2.0)), Y, None, "cg", 10)
+    assert clean.info["indefinite"] == 0.0
+    monkeypatch.setattr(KernelOperator, "product_dtype", lambda self, A: self.dtype)
+    with pytest.warns(RuntimeWarning, match="projected system has an eigenvalue"):
+        noisy = iterative_path(KernelOperator(X32, C32, Gaussian(sigma=2.0)), Y, None, "cg", 10)
+    assert noisy.info["indefinite"] > 1e-3

@@ -4,6 +4,7 @@ memory and its Cholesky factor."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,15 @@ from ..path import Path
 from ..selection import penalty_grid
 from ._iterates import _Bookkeeping, _Problem
 from .compact import compact_memory
+
+#: CG's projected matrix V^T H0 V is positive semi-definite; an eigenvalue below -this share
+#: of its largest means its products are rounding noise there (float32 sums on ill-conditioned
+#: centers: -0.9 to -1 on MNIST; float64 sums stay at their rounding). ``_krylov_path``
+#: records the worst share in ``path.info["indefinite"]`` and, for data below float64, warns
+#: (issue 45: float32 factors that lose accuracy warn by a stated rule). float64 data reaches
+#: it too, where K_mm's condition nears 1 / eps (scikit-learn's estimator checks: a few dozen
+#: uniform points, as many centers): recorded, not warned.
+INDEFINITE_SHARE = 1e-5
 
 
 # --------------------------------------------------------------------------- cg
@@ -219,6 +229,7 @@ def _krylov_path(
     G = np.zeros((0, 0))  # V^T H0 V
     c = np.zeros((0, k))  # V^T b
     sizes: list[int] = []  # basis size after each iteration
+    indefinite = 0.0  # the largest |negative eigenvalue| of G over its largest, where seen
     # each anchor's own Arnoldi basis of K_t(P_a^-1 (H0 + λ_a I), P_a^-1 b) and newest block
     own = [np.zeros((r, 0)) for _ in anchors]
     newest = [_orthonormalize(precond[a](b), own[a]) for a in range(len(anchors))]
@@ -257,7 +268,10 @@ def _krylov_path(
         sizes.append(V.shape[1])
         # every active penalty's Galerkin solution in the current space
         act_idx = np.flatnonzero(act)
-        Yl = _galerkin(G, c, lam[act_idx])  # (a, d, k)
+        spectrum: list[float] = []
+        Yl = _galerkin(G, c, lam[act_idx], spectrum)  # (a, d, k)
+        if spectrum and spectrum[0] < -INDEFINITE_SHARE * spectrum[1]:
+            indefinite = max(indefinite, -spectrum[0] / spectrum[1])
         na, d = len(act_idx), V.shape[1]
         Ycols = Yl.transpose(1, 0, 2).reshape(d, na * k)  # column a * k + j
         beta_b = np.einsum("adk,dk->ak", Yl, c)
@@ -286,6 +300,16 @@ def _krylov_path(
                 cols = (mine[:, None] * k + np.arange(k)[None, :]).ravel()
                 newest[a] = _orthonormalize(precond[a](resid[:, cols]), V)
         book.report("cg", t)
+    if indefinite and np.dtype(prob.op.dtype) != np.float64:
+        warnings.warn(
+            f"CG's projected system has an eigenvalue of -{indefinite:.2g} of its largest (it "
+            f"must be >= 0): its products are rounding noise below that share of the "
+            f"spectrum (factor {prob.factor.method!r}, data {np.dtype(prob.op.dtype).name}); "
+            "points of the path at smaller penalties are unreliable: give float64 data, or "
+            "larger penalties",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     best_t = book.best_iterations()
     params, train_err, val_err, val_loss, T = book.finish(lam)
     sizes_arr = np.asarray(sizes + [V.shape[1]] * (T - len(sizes)), dtype=int)
@@ -312,6 +336,7 @@ def _krylov_path(
             "preconditioners": _preconditioner_kind(prob.factor),
             "jitter": getattr(prob.factor, "jitter", None),
             "precondition_shifts": getattr(prob.factor, "shifts_used", None),
+            "indefinite": indefinite,
         },
         val_loss=val_loss,
     )
@@ -358,10 +383,15 @@ class _KrylovCoefficients:
         return np.asarray(self.RV[:, :d] @ y).astype(self.dtype)
 
 
-def _galerkin(G: np.ndarray, c: np.ndarray, lam: np.ndarray) -> np.ndarray:
+def _galerkin(
+    G: np.ndarray, c: np.ndarray, lam: np.ndarray, spectrum: list[float] | None = None
+) -> np.ndarray:
     """Solutions y_p of (G + λ_p I) y = c for every λ_p, shape (P, d, k), from one
-    eigendecomposition of the projected matrix G (the Tikhonov filter, 0 on its null space)."""
+    eigendecomposition of the projected matrix G (the Tikhonov filter, 0 on its null space).
+    ``spectrum``: a list that receives G's smallest and largest eigenvalues."""
     g, Q = np.linalg.eigh(G)
+    if spectrum is not None and g.size:
+        spectrum[:] = [float(g[0]), float(g[-1])]
     filt = spectral_filter("tikhonov", np.maximum(g, 0.0), lam)  # (P, d)
     Qc = Q.T @ c
     return np.einsum("de,pe,ek->pdk", Q, filt, Qc)
