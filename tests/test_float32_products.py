@@ -98,3 +98,25 @@ def test_a_noisy_projected_system_warns_for_float32(rng, monkeypatch):
     with pytest.warns(RuntimeWarning, match="projected system has an eigenvalue"):
         noisy = iterative_path(KernelOperator(X32, C32, Gaussian(sigma=2.0)), Y, None, "cg", 10)
     assert noisy.info["indefinite"] > 1e-3
+
+
+@pytest.mark.parametrize("refine", [True, False])
+def test_compact_float32_factor_applies_r_in_float64(rng, monkeypatch, refine):
+    """The compact factor keeps float32 triangles; R v from them by a float32 solve alone
+    (``refine=False``, the code path before) made the projected system noise, and one step
+    of refinement with float64 residuals makes the path float64's."""
+    from kernelpath.solvers.compact import CompactFactor
+
+    if not refine:
+        monkeypatch.setattr(CompactFactor, "_refines", lambda self: False)
+    X, Y, C = _problem(rng)
+    ref = iterative_path(KernelOperator(X, C, Gaussian(sigma=2.0)), Y, None, "cg", 10)
+    op = KernelOperator(X.astype(np.float32), C.astype(np.float32), Gaussian(sigma=2.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        path = iterative_path(op, Y, None, "cg", 10, factor_layout="compact")
+    assert path.info["preconditioners"] == "compact"
+    e32, e64 = path.train_error, ref.train_error
+    both = np.isfinite(e32) & np.isfinite(e64)
+    close = np.allclose(e32[both], e64[both], rtol=0.05) and path.info["indefinite"] == 0.0
+    assert close == refine

@@ -178,12 +178,50 @@ class CompactFactor:
 
     def apply(self, V: Any, native: bool = False) -> Any:
         """R @ V = T^-1 V for V of shape (m, c) (or (m,)): coefficients of coordinates."""
+        if self._refines():
+            return self._refined(V, False)
         out = _solve(self.T, False, False, self._cast(V))
         return out if native else B.to_numpy(out, FACTOR_DTYPE)
 
     def apply_t(self, U: Any) -> np.ndarray:
         """R^T @ U = T^-T U for U of shape (m, c), as a float64 NumPy array."""
+        if self._refines():
+            return self._refined(U, True)
         return B.to_numpy(_solve(self.T, False, True, self._cast(U)), FACTOR_DTYPE)
+
+    def _refines(self) -> bool:
+        """Whether R is applied in float64 by refinement: a factor below float64 on the
+        host, where the operator's sums are float64 (``operators.kernel.sum_dtype``)."""
+        return self.dtype != np.float64 and not self._blocked()
+
+    def _refined(self, V: Any, transpose: bool) -> np.ndarray:
+        """op(T)^-1 V in float64 from the float32 triangle: a solve in its precision, then
+        one step of iterative refinement with the residual V - op(T) x summed in float64
+        (x is then the float64 solution of the stored triangle, to about (eps cond(T))^2).
+        A float32 solve alone gave R v relative errors eps cond(T), which the products'
+        cancellation made noise (docs/design.md, "float32 products")."""
+        V64 = np.asarray(B.to_numpy(V), dtype=FACTOR_DTYPE)
+        solve = lambda W: B.to_numpy(  # noqa: E731
+            _solve(self.T, False, transpose, self._cast(W)), FACTOR_DTYPE
+        )
+        x = solve(V64)
+        return x + solve(V64 - self._tri_matmul(x, transpose))
+
+    def _tri_matmul(self, X: np.ndarray, transpose: bool) -> np.ndarray:
+        """op(T) X in float64 for X of shape (m,) or (m, c), T's row blocks widened one at
+        a time."""
+        m, b, T = self.m, self.block, self.T
+        out = np.empty_like(X)
+        for i0 in range(0, m, b):
+            i1 = min(m, i0 + b)
+            D = np.asarray(B.to_numpy(self._diagonal_block(i0, i1)), dtype=FACTOR_DTYPE)
+            if not transpose:  # (T x)[I] = T[I, I] x[I] + T[I, i1:] x[i1:]
+                rest = np.asarray(B.to_numpy(T[i0:i1, i1:]), dtype=FACTOR_DTYPE)
+                out[i0:i1] = D @ X[i0:i1] + rest @ X[i1:]
+            else:  # (T^T x)[I] = T[I, I]^T x[I] + T[:i0, I]^T x[:i0]
+                rest = np.asarray(B.to_numpy(T[:i0, i0:i1]), dtype=FACTOR_DTYPE)
+                out[i0:i1] = D.T @ X[i0:i1] + rest.T @ X[:i0]
+        return out
 
     def _diagonal_block(self, i0: int, i1: int) -> Any:
         """T[i0:i1, i0:i1] as a new array (zeros below its diagonal)."""
