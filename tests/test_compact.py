@@ -13,7 +13,7 @@ from kernelpath._backend import NUMPY, Device
 from kernelpath.solvers import compact
 from kernelpath.solvers.compact import CompactFactor, blocked_cholesky_, compact_factor
 from kernelpath.solvers.iterative import iterative_path
-from kernelpath.solvers.krylov import _anchors, cg_layout, cg_memory
+from kernelpath.solvers.krylov import _anchors, cg_layout, cg_memory, compact_first_for
 from kernelpath.workspace import Workspace
 
 torch = pytest.importorskip("torch")
@@ -202,6 +202,11 @@ def test_layout_rule_and_memory():
     assert cg_layout(m, k, lam, 20, 0, one, 8) == ("compact", 1)
     assert cg_layout(m, k, lam, 20, 0, two, 8) == ("compact", 3)
     assert cg_layout(m, k, lam, 20, 0, 1, 8) == ("compact", 1)
+    # float32 on the host: the compact factor first, whatever fits
+    assert cg_layout(m, k, lam, 20, 0, None, 4, compact_first=True) == ("compact", anchors)
+    assert cg_layout(m, k, lam, 20, 0, one, 4, compact_first=True)[0] == "compact"
+    assert compact_first_for(4, on_cuda=False) and not compact_first_for(8, on_cuda=False)
+    assert not compact_first_for(4, on_cuda=True)
     # one buffer per two extra anchors: 4 m^2 bytes each in float32
     assert compact.compact_memory(m, 4, 1) < 4 * (m + 1) * m * 1.3
     assert compact.buffers_for(1) == 1 and compact.buffers_for(3) == 2
@@ -236,10 +241,15 @@ def test_an_estimator_over_its_budget_fits_with_the_compact_factor():
     X32 = X.astype(np.float32)
     f32 = NystromRegressor(Gaussian(2.0), memory_budget="30MB", **kw).fit(X32, y)
     assert f32.path_.info["preconditioners"] == "compact"
+    # float32 on the host takes the compact factor within any budget (compact_first_for)
+    roomy = NystromRegressor(Gaussian(2.0), **kw).fit(X32, y)
+    assert roomy.path_.info["preconditioners"] == "compact"
     assert f32.path_.info["jitter"] > 0
     err64 = np.sqrt(np.mean((full.predict(X) - y) ** 2))
     err32 = np.sqrt(np.mean((f32.predict(X32) - y) ** 2))
     assert err32 <= 1.05 * err64 + 1e-3
+    err_roomy = np.sqrt(np.mean((roomy.predict(X32) - y) ** 2))
+    assert err_roomy <= 1.05 * err64 + 1e-3
 
 
 def test_bad_arguments_are_refused_by_name():

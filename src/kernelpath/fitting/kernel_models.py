@@ -24,7 +24,13 @@ from ..solvers import incremental_nystrom_path, iterative_path, nystrom_direct_p
 from ..solvers._common import Validation
 from ..solvers._loo import SmootherCV
 from ..solvers.incremental import incremental_memory
-from ..solvers.iterative import STEP_RULES, cg_layout, cg_memory, gradient_memory
+from ..solvers.iterative import (
+    STEP_RULES,
+    cg_layout,
+    cg_memory,
+    compact_first_for,
+    gradient_memory,
+)
 from ..solvers.newton import PATH_PATIENCE, newton_memory, newton_path
 from ..solvers.nystrom import center_factor, direct_memory
 from ..solvers.spectral import ITERATION_FILTERS
@@ -489,7 +495,8 @@ class NystromFamily(_KernelModel):
         max_iter = self.max_iter(settings)
         itemsize = B.compute_dtype(problem.X).itemsize if hasattr(problem.X, "dtype") else 8
         share = int(SOLVER_SHARE * (problem.budget - problem.held - aside))
-        layout, slots = cg_layout(m, k, pen, max_iter, n_val, share, itemsize)
+        first = compact_first_for(itemsize, problem.device.is_cuda)
+        layout, slots = cg_layout(m, k, pen, max_iter, n_val, share, itemsize, first)
         return cg_memory(m, k, pen, max_iter, n_val, True, layout, itemsize, slots or None)
 
     def path(

@@ -61,7 +61,14 @@ from ..selection import penalty_grid
 from ._common import Validation, as_2d
 from ._iterates import _Bookkeeping, _Problem
 from .compact import compact_factor
-from .krylov import CG_LAYOUTS, _krylov_path, anchor_count, cg_layout, cg_memory
+from .krylov import (
+    CG_LAYOUTS,
+    _krylov_path,
+    anchor_count,
+    cg_layout,
+    cg_memory,
+    compact_first_for,
+)
 
 __all__ = [
     "iterative_path",
@@ -69,6 +76,7 @@ __all__ = [
     "STEP_RULES",
     "cg_memory",
     "cg_layout",
+    "compact_first_for",
     "gradient_memory",
 ]
 
@@ -159,7 +167,9 @@ def iterative_path(
     layout, slots = "cholesky", 0
     if method == "cg":
         args = (op.m, Y.shape[1], penalties, max_iter, n_val)
-        layout, slots = cg_layout(*args, memory_limit, np.dtype(op.dtype).itemsize)
+        itemsize = np.dtype(op.dtype).itemsize
+        first = compact_first_for(itemsize, bool(getattr(op.device, "is_cuda", False)))
+        layout, slots = cg_layout(*args, memory_limit, itemsize, first)
         if factor_layout != "auto":  # a compact factor asked for holds every anchor
             layout, slots = factor_layout, anchor_count(penalties)
         if layout == "compact" and "factor" not in setup:

@@ -159,6 +159,7 @@ def cg_layout(
     n_val: int,
     limit: int | None,
     itemsize: int = 8,
+    compact_first: bool = False,
 ) -> tuple[str, int]:
     """The first of ``CG_LAYOUTS`` whose memory (``cg_memory``) fits ``limit`` bytes, and
     the compact factor's slots (0 for the others): one float64 Cholesky factor per anchor;
@@ -166,8 +167,9 @@ def cg_layout(
     0.7 s against 0.5 s here, m = 4000 5.7 s against 3.2 s); else the compact factor in the
     operator's precision (``itemsize``) with as many anchors as fit, at least one (in
     float32 a buffer holding T and one preconditioner is a twelfth of the first's three
-    float64 matrices). None: no limit."""
-    for layout in CG_LAYOUTS[:-1]:
+    float64 matrices). None: no limit. ``compact_first``: the compact factor whatever fits
+    (float32 data on the host, ``compact_first_for``)."""
+    for layout in () if compact_first else CG_LAYOUTS[:-1]:
         if limit is None or cg_memory(m, k, penalties, max_iter, n_val, layout=layout) <= limit:
             return layout, 0
     slots = anchor_count(penalties)
@@ -177,6 +179,17 @@ def cg_layout(
             break
         slots -= 1
     return "compact", slots
+
+
+def compact_first_for(itemsize: int, on_cuda: bool) -> bool:
+    """Whether CG takes the compact factor before the full ones: for data below float64 on
+    the host. There its R is applied in float64 (``CompactFactor._refined``) and it beat the
+    full factor, whose float64 factor of the float32 K_mm drops the directions below that
+    matrix's rounding, in accuracy and time (``benchmarks/compact_float32.py``: test RMSE
+    +1.9% at worst against the cut's +18% to +76% on three of six problems, and 28.7 s
+    against 89.9 s at m = 8,000). On CUDA the full factor stays first: there P at
+    n = 10⁷, m = 20,000 lost 4.8% with the compact factor's float32 solves (one H100)."""
+    return itemsize < 8 and not on_cuda
 
 
 def _extend_basis(
