@@ -660,6 +660,16 @@ def test_25_in_place_lapack_matches_scipy_and_refuses_what_it_cannot_factor():
         eigh_lower(A.astype(np.float32))
 
 
+def _sigint_default() -> None:
+    """In the child before it starts: SIGINT's default action. A runner started in the
+    background of a shell without job control ignores SIGINT, its children inherit that,
+    and Python then installs no KeyboardInterrupt handler (both test_25 subprocess tests
+    failed that way under `bash .ci/run &`)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_25_ctrl_c_stops_a_factorization_at_once():
     """SIGINT reached an exact KRLS fit only after LAPACK returned (187 s in the audit):
     SciPy's wrappers hold Python's lock for the whole call. The compiled call releases it
@@ -692,6 +702,7 @@ except KeyboardInterrupt:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=_sigint_default,
         )
         assert proc.stdout.readline().strip() == "ready", proc.communicate()[1][-2000:]
         time.sleep(0.5)
@@ -742,7 +753,9 @@ def test_25_the_command_line_ends_at_once_on_ctrl_c_during_a_factorization(tmp_p
     cmd = [sys.executable, "-m", "kernelpath.cli", "fit", str(tmp_path / "d.npz")]
     cmd += ["--model", "krls", "--sigma", "2", "--scale", "off", "--progress"]
     cmd += ["-o", str(tmp_path / "m.kp")]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default
+    )
     lines = []
     while not any("estimated cost" in line for line in lines):  # said before it factors
         line = proc.stderr.readline()
