@@ -443,11 +443,11 @@ class KernelOperator:
         """The precision of a product with right-hand side ``A`` (``product_dtype``)."""
         return product_dtype(self.dtype, A, self.device.is_cuda)
 
-    def _in(self, A: Any, rows: int, name: str) -> tuple[Any, bool]:
-        """A product's input on the operator's device, 2-D, contiguous, in the product's
-        dtype (``product_dtype``)."""
+    def _in(self, A: Any, rows: int, name: str, dtype: Any = None) -> tuple[Any, bool]:
+        """A product's input on the operator's device, 2-D, contiguous, in ``dtype`` (None:
+        the product's, ``product_dtype``)."""
         vec = A.ndim == 1 if hasattr(A, "ndim") else np.ndim(A) == 1
-        A2 = B.to_device(A, self.device, self.product_dtype(A))
+        A2 = B.to_device(A, self.device, self.product_dtype(A) if dtype is None else dtype)
         if vec:
             A2 = A2[:, None]
         if A2.ndim != 2 or A2.shape[0] != rows:
@@ -464,9 +464,7 @@ class KernelOperator:
         if self._converted is not None and self._converted[0] is weights:
             if B.dtype_of(self._converted[1]) == dtype:
                 return self._converted[1]
-        w = B.to_device(weights, self.device, dtype)
-        if w.ndim != 1 or w.shape[0] != self.n:
-            raise ValueError(f"weights must have {self.n} rows, got shape {tuple(w.shape)}")
+        w = self._in(weights, self.n, "weights", dtype)[0][:, 0]
         if self.device.is_torch and not B.is_tensor(weights):
             self._converted = (weights, w)
         return w
@@ -558,9 +556,9 @@ class KernelOperator:
         array of shape (m,) or (m, k), and the matvec when asked.
         """
         B2, vec = self._in(B_, self.m, "B")
-        w = self._weights(weights, B.dtype_of(B2))
-        k = B2.shape[1]
         dtype = B.dtype_of(B2)
+        w = self._weights(weights, dtype)
+        k = B2.shape[1]
         # GEMVs on the CPU (see GEMV_MAX_COLUMNS); GPUs have no such penalty
         by_column = k <= GEMV_MAX_COLUMNS and not self.device.is_cuda
         KB = B.empty((self.n, k), self.X, dtype) if return_matvec else None

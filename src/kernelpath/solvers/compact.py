@@ -201,45 +201,37 @@ class CompactFactor:
         A float32 solve alone gave R v relative errors eps cond(T), which the products'
         cancellation made noise (docs/design.md, "float32 products")."""
         V64 = np.asarray(B.to_numpy(V), dtype=FACTOR_DTYPE)
-        solve = lambda W: B.to_numpy(  # noqa: E731
-            _solve(self.T, False, transpose, self._cast(W)), FACTOR_DTYPE
-        )
-        x = solve(V64)
-        return x + solve(V64 - self._tri_matmul(x, transpose))
 
-    def _tri_matmul(self, X: np.ndarray, transpose: bool) -> np.ndarray:
-        """op(T) X in float64 for X of shape (m,) or (m, c), T's row blocks widened one at
-        a time."""
-        m, b, T = self.m, self.block, self.T
-        out = np.empty_like(X)
-        for i0 in range(0, m, b):
-            i1 = min(m, i0 + b)
-            D = np.asarray(B.to_numpy(self._diagonal_block(i0, i1)), dtype=FACTOR_DTYPE)
-            if not transpose:  # (T x)[I] = T[I, I] x[I] + T[I, i1:] x[i1:]
-                rest = np.asarray(B.to_numpy(T[i0:i1, i1:]), dtype=FACTOR_DTYPE)
-                out[i0:i1] = D @ X[i0:i1] + rest @ X[i1:]
-            else:  # (T^T x)[I] = T[I, I]^T x[I] + T[:i0, I]^T x[:i0]
-                rest = np.asarray(B.to_numpy(T[:i0, i0:i1]), dtype=FACTOR_DTYPE)
-                out[i0:i1] = D.T @ X[i0:i1] + rest.T @ X[:i0]
-        return out
+        def solve(W: np.ndarray) -> np.ndarray:
+            return B.to_numpy(_solve(self.T, False, transpose, self._cast(W)), FACTOR_DTYPE)
+
+        x = solve(V64)
+        return x + solve(V64 - self._tri_product(x, transpose, wide=True))
 
     def _diagonal_block(self, i0: int, i1: int) -> Any:
         """T[i0:i1, i0:i1] as a new array (zeros below its diagonal)."""
         D = self.T[i0:i1, i0:i1]
         return D.triu() if self.on_device else np.triu(D)
 
-    def _tri_product(self, v: np.ndarray, transpose: bool) -> np.ndarray:
-        """T v (or T^T v) for a vector, by blocks of rows, reading T's triangle once."""
+    def _tri_product(self, v: np.ndarray, transpose: bool, wide: bool = False) -> np.ndarray:
+        """T v (or T^T v) for v of shape (m,) or (m, c), by blocks of rows, reading T's
+        triangle once: in the factor's precision where it lives, or (``wide``) in float64
+        on the host, each block of T widened as it is read. A float64 NumPy array."""
         m, b, T = self.m, self.block, self.T
-        vd = self._cast(v)
+        if wide:
+            vd = np.asarray(B.to_numpy(v), dtype=FACTOR_DTYPE)
+            rows = lambda S: np.asarray(B.to_numpy(S), dtype=FACTOR_DTYPE)  # noqa: E731
+        else:
+            vd = self._cast(v)
+            rows = lambda S: S  # noqa: E731
         parts = []
         for i0 in range(0, m, b):
             i1 = min(m, i0 + b)
-            D = self._diagonal_block(i0, i1)
+            D = rows(self._diagonal_block(i0, i1))
             if not transpose:  # (T v)[I] = T[I, I] v[I] + T[I, i1:] v[i1:]
-                part = D @ vd[i0:i1] + T[i0:i1, i1:] @ vd[i1:]
+                part = D @ vd[i0:i1] + rows(T[i0:i1, i1:]) @ vd[i1:]
             else:  # (T^T v)[I] = T[I, I]^T v[I] + T[:i0, I]^T v[:i0]
-                part = D.T @ vd[i0:i1] + T[:i0, i0:i1].T @ vd[:i0]
+                part = D.T @ vd[i0:i1] + rows(T[:i0, i0:i1]).T @ vd[:i0]
             parts.append(B.to_numpy(part, FACTOR_DTYPE))
         return np.concatenate(parts)
 

@@ -168,7 +168,7 @@ def iterative_path(
     if method == "cg":
         args = (op.m, Y.shape[1], penalties, max_iter, n_val)
         itemsize = np.dtype(op.dtype).itemsize
-        first = compact_first_for(itemsize, bool(getattr(op.device, "is_cuda", False)))
+        first = compact_first_for(itemsize, op.device.is_cuda)
         layout, slots = cg_layout(*args, memory_limit, itemsize, first)
         if factor_layout != "auto":  # a compact factor asked for holds every anchor
             layout, slots = factor_layout, anchor_count(penalties)
