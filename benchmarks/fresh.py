@@ -302,7 +302,7 @@ def run_mnist(a: argparse.Namespace) -> dict[str, Any]:
     X, y = d["X_train"].astype(a.dtype), d["y_train"]
     Xt, yt = d["X_test"].astype(a.dtype), d["y_test"]
 
-    def make(m: int, verbose: int = 0) -> Any:
+    def make(m: int | None, verbose: int = 0) -> Any:
         return NystromClassifier(
             scale=False, n_centers=m, random_state=0, device=a.device, verbose=verbose
         )
@@ -310,7 +310,7 @@ def run_mnist(a: argparse.Namespace) -> dict[str, Any]:
     if a.device is not None and a.device.startswith("cuda"):
         import torch
 
-        make(min(a.m, 10_000)).fit(X[:20_000], y[:20_000])
+        make(min(a.m or 10_000, 10_000)).fit(X[:20_000], y[:20_000])
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()
@@ -327,6 +327,7 @@ def run_mnist(a: argparse.Namespace) -> dict[str, Any]:
         "fit_s": sec,
         "test_error_pct": err,
         "m": a.m,
+        "centers": int(est.centers_.shape[0]),
         "dtype": a.dtype,
         "best_params": est.best_params_,
         "kernel": repr(est.kernel_),
@@ -375,7 +376,7 @@ def main() -> int:
     q.add_argument("--profile", action="store_true", help="CUDA: the top kernels of a pass")
     t = sub.add_parser("mnist")
     t.add_argument("--root", required=True, help="the folder holding mnist/mnist.npz")
-    t.add_argument("--m", type=int, required=True)
+    t.add_argument("--m", type=int, default=None, help="n_centers (default: the estimator's)")
     t.add_argument("--dtype", default="float32")
     t.add_argument("--device", default=None)
     t.add_argument("--verbose", type=int, default=0, help="the estimator's progress (stderr)")

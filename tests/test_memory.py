@@ -290,3 +290,28 @@ def test_a_refused_number_of_centers_names_the_most_the_budget_fits(solver):
     assert make(most).fit(X, y).centers_.shape[0] == most
     with pytest.raises(ValueError, match=f"n_centers={most}$"):
         make(most + 1).fit(X, y)
+
+
+def test_the_default_number_of_centers_has_no_cap_and_is_refused_by_name():
+    """Issue 45: n_centers=None is sqrt(n) log(n) at every n (a cap of 5,000 held every n past
+    ~120,000 rows at one m); where the budget cannot hold that many, the fit is refused before
+    any pass, naming the default's m, memory_budget and the most centers the budget fits
+    (that this many fit is the test above's)."""
+    from kernelpath.fitting.kernel_models import default_n_centers
+
+    assert default_n_centers(10**6) == int(np.sqrt(1e6) * np.log(1e6)) == 13815
+    assert default_n_centers(10**7) > 50_000
+    assert default_n_centers(50) == 50 and default_n_centers(200) == 100
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300_000, 2))
+    y = np.sin(X[:, 0])
+    m = default_n_centers(240_000)  # the hold-out's training rows
+    assert m > 5000
+
+    est = kp.NystromRegressor(Gaussian(1.0), memory_budget="300MB", scale=False, random_state=0)
+    with pytest.raises(ValueError, match=r"memory_budget=300 MB is too small") as e:
+        est.fit(X, y)
+    said = str(e.value)
+    assert f"n_centers=None draws sqrt(n) log(n) = {m} centers for 240000 rows" in said
+    most = int(said.rsplit("n_centers=", 1)[1])
+    assert 1000 < most < m

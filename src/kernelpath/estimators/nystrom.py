@@ -113,7 +113,7 @@ _NYSTROM_PARAMS = (
         sharing every kernel pass); "auto": 20 values geometric over 9 decades below the top
         eigenvalue of K / n.
     n_centers : int, sequence of int, "auto" or None, default=None
-        Number m of Nyström centers; None: sqrt(n) log(n), within [100, 5000] (for
+        Number m of Nyström centers; None: sqrt(n) log(n), at least 100 and no cap (for
         ``centers="squeak"``: the size of SQUEAK's dictionary). Larger than the training set:
         clipped with a warning. A sequence of m values, or "auto" (20 values geometric from 1
         to the default), fits the incremental Nyström path over (m, λ) (thesis Algorithm

@@ -55,12 +55,10 @@ __all__ = [
     "NYTROFamily",
     "default_n_centers",
     "DEFAULT_MAX_ITER",
-    "MAX_CENTERS_DEFAULT",
     "AUTO_GRID_SIZE",
 ]
 
 DEFAULT_MAX_ITER = {"gd": 500, "nu": 100, "cg": 100, "landweber": 500}
-MAX_CENTERS_DEFAULT = 5000
 #: Number of m (or D) values of ``n_centers="auto"`` (geometric from 1 to M).
 AUTO_GRID_SIZE = 20
 #: A Nyström screening round fits on at least this many rows per center.
@@ -69,9 +67,12 @@ SCREEN_CENTER_RATIO = 2
 
 def default_n_centers(n: int) -> int:
     """sqrt(n) log(n) uniform centers (Rudi, Camoriano & Rosasco 2015), at least 100, at most
-    5000, at most n."""
+    n, with no other cap (issue 45: a cap of 5,000 held every n past ~120,000 rows at the
+    same model). Where the budget cannot hold them, the fit is refused before any work,
+    naming ``n_centers`` (the most the budget fits) and ``memory_budget``
+    (``_KernelModel.check_memory``)."""
     m = int(np.sqrt(n) * np.log(max(n, 2)))
-    return int(min(n, max(100, min(m, MAX_CENTERS_DEFAULT))))
+    return int(min(n, max(100, m)))
 
 
 @dataclass(frozen=True)
@@ -228,7 +229,13 @@ class _KernelModel(Family):
                     if most
                     else "; it fits no centers here"
                 )
+                if by_default:
+                    hint = (
+                        f" (n_centers=None draws sqrt(n) log(n) = {m} centers for {n} rows)" + hint
+                    )
                 raise BudgetError(str(exc) + hint, exc.need) from None
+
+        by_default = settings.size is None and not self.size_path(settings)
 
         fits = [
             (n, n_va, self.planned_centers(settings, n)) for n, n_va in main_fits(problem, plan)

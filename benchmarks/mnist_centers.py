@@ -1,0 +1,130 @@
+"""MNIST's test error and fit time against the number of centers m on this machine (issue 45).
+
+    python benchmarks/mnist_centers.py run [--m default,2000,5000,10000,20000] [--runs 1]
+        [--dtype float64] [--limit 900]
+    python benchmarks/mnist_centers.py table
+
+The official split (60,000 / 10,000), ``NystromClassifier(scale=False, n_centers=m)`` with
+every other default (the width screen, the λ path by CG on a 20% hold-out); "default" is
+``n_centers=None``. Each fit runs in a fresh process (``benchmarks/fresh.py mnist``), the m
+values in turn, ``--runs`` rounds; a fit past ``--limit`` seconds is stopped and recorded
+as such. Reported: the median fit time, the test error, the peak resident memory, the
+factor CG took, and this machine's ceilings measured in the same run
+(``../shared/tools/machine_limits.py``, where it is). Writes ``results/mnist_centers.json``
+(one entry per m and dtype).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "results" / "mnist_centers.json"
+ROOT = HERE.parent.parent / "shared"
+
+
+def limits() -> dict[str, Any] | None:
+    """This machine's ceilings (``machine_limits.py --quick``), or None without the tool."""
+    tool = ROOT / "tools" / "machine_limits.py"
+    if not tool.exists():
+        return None
+    out = subprocess.run(
+        [sys.executable, str(tool), "--quick"], capture_output=True, text=True, check=False
+    )
+    try:
+        return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+    except (ValueError, IndexError):
+        return None
+
+
+def one(m: str, dtype: str, limit: float) -> dict[str, Any]:
+    """One fit in a fresh process; {"timed_out": limit} when it runs past ``limit`` s."""
+    cmd = [sys.executable, str(HERE / "fresh.py"), "mnist", "--root", str(ROOT / "data")]
+    cmd += [] if m == "default" else ["--m", m]
+    cmd += ["--dtype", dtype]
+    try:
+        out = subprocess.run(
+            cmd, capture_output=True, text=True, check=True, timeout=limit, env=os.environ
+        )
+    except subprocess.TimeoutExpired:
+        return {"timed_out": limit}
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def run(ms: list[str], runs: int, dtype: str, limit: float) -> None:
+    res = json.loads(OUT.read_text()) if OUT.exists() else {}
+    ceilings = limits()
+    got: dict[str, list[dict[str, Any]]] = {m: [] for m in ms}
+    for _ in range(runs):
+        for m in ms:
+            got[m].append(one(m, dtype, limit))
+            print(m, json.dumps(got[m][-1], default=float), flush=True)
+    for m, rows in got.items():
+        done = [r for r in rows if "timed_out" not in r]
+        entry: dict[str, Any] = {"m": m, "dtype": dtype, "runs": len(rows), "limit_s": limit}
+        if done:
+            entry.update(
+                fit_s=statistics.median(r["fit_s"] for r in done),
+                fit_s_all=[r["fit_s"] for r in done],
+                test_error_pct=statistics.median(r["test_error_pct"] for r in done),
+                centers=done[0]["centers"],
+                peak_mb=max(r["peak_mb"] for r in done),
+                factor=done[0]["factor"],
+                best_params=done[0]["best_params"],
+                kernel=done[0]["kernel"],
+            )
+        entry["timed_out"] = len(rows) - len(done)
+        entry["machine_limits"] = ceilings
+        res[f"{m}/{dtype}"] = entry
+    OUT.write_text(json.dumps(res, indent=2, default=float) + "\n")
+    print(table())
+
+
+def _key(item: tuple[str, dict[str, Any]]) -> tuple[int, str]:
+    m = item[1]["m"]
+    return (0 if m == "default" else int(m), item[1]["dtype"])
+
+
+def table() -> str:
+    res = json.loads(OUT.read_text())
+    lines = [
+        "| n_centers | centers used | dtype | test error | fit (s) | peak memory (GB) | factor |",
+        "|---|---:|---|---:|---:|---:|---|",
+    ]
+    for _, r in sorted(res.items(), key=_key):
+        if "fit_s" not in r:
+            lines.append(f"| {r['m']} | | {r['dtype']} | | past {r['limit_s']:.0f} s | | |")
+            continue
+        n = len(r["fit_s_all"])
+        how = f" (median of {n})" if n > 1 else ""
+        lines.append(
+            f"| {r['m']} | {r['centers']:,} | {r['dtype']} | {r['test_error_pct']:.2f}% "
+            f"| {r['fit_s']:.0f}{how} | {r['peak_mb'] / 1e3:.1f} | {r['factor']['factor']} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("mode", choices=["run", "table"])
+    ap.add_argument("--m", default="default,2000,5000,10000,20000")
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--dtype", default="float64")
+    ap.add_argument("--limit", type=float, default=900.0)
+    a = ap.parse_args()
+    if a.mode == "run":
+        run(a.m.split(","), a.runs, a.dtype, a.limit)
+    else:
+        print(table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
