@@ -88,8 +88,9 @@ def run(ms: list[str], runs: int, dtype: str, limit: float) -> None:
 
 
 def _key(item: tuple[str, dict[str, Any]]) -> tuple[int, str]:
-    m = item[1]["m"]
-    return (0 if m == "default" else int(m), item[1]["dtype"])
+    """By the centers a fit used (the default's count is known once it ran), then dtype."""
+    r = item[1]
+    return (int(r.get("centers", 0 if r["m"] == "default" else r["m"])), r["dtype"])
 
 
 def table() -> str:

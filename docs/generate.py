@@ -36,6 +36,8 @@ TABLES: dict[str, list[str]] = {
     "rpcholesky": ["benchmarks/rpcholesky.py", "table"],
     "compact_float32": ["benchmarks/compact_float32.py", "table"],
     "float32_products": ["benchmarks/float32_products.py", "table"],
+    "mnist_centers": ["benchmarks/mnist_centers.py", "table"],
+    "default_centers": ["benchmarks/default_centers.py", "table"],
 }
 
 

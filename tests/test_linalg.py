@@ -125,6 +125,28 @@ def test_cholesky_and_eigen_factors_agree(rng):
     assert eig.top()[0] == pytest.approx(np.linalg.eigvalsh(K).max(), rel=1e-10)
 
 
+@pytest.mark.parametrize("order", ["F", "C"])
+def test_top_eigenpair_by_lanczos_is_the_dense_one(rng, order):
+    """Above ``DENSE_TOP_RANK`` the host factor's ``top`` is Lanczos on M's lower triangle
+    (M in Fortran order as the factor makes it, or C order: then its lower triangle is the
+    transpose's upper one); the eigenpair is the dense solver's to rounding, whatever lies
+    above M's diagonal (the Cholesky factor's M holds only its lower triangle)."""
+    from kernelpath.linalg import DENSE_TOP_RANK, NystromFactor
+
+    C = rng.standard_normal((300, 4))
+    K = Gaussian(1.5)(C, C) + 1e-6 * np.eye(300)
+    f = nystrom_factor(K)
+    assert f.method == "cholesky" and f.rank > DENSE_TOP_RANK
+    M = np.tril(f.M) + np.triu(rng.standard_normal((300, 300)), 1)  # garbage above
+    M = np.asfortranarray(M) if order == "F" else np.ascontiguousarray(M)
+    g = NystromFactor(f.R, M, "cholesky")
+    val, vec = g.top()
+    w, V = np.linalg.eigh(np.tril(f.M) + np.tril(f.M, -1).T)
+    assert val == pytest.approx(w[-1], rel=1e-12)
+    assert val == pytest.approx(np.linalg.eigvalsh(K).max(), rel=1e-8)
+    assert abs(abs(vec @ V[:, -1]) - 1) < 1e-10
+
+
 @pytest.mark.parametrize("m", [1, 2, 7])
 def test_eigh_in_place_matches_numpy(m):
     """Every size, one row included (SciPy < 1.13's dsyevd refuses a 1 x 1 matrix)."""

@@ -27,6 +27,7 @@ import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
 import scipy.sparse.linalg
+from scipy.linalg.blas import dsymv as symv
 
 from ._backend import (
     FACTOR_DTYPE,
@@ -70,6 +71,9 @@ FILTERS = ("tikhonov", "kols", "tsvd", "landweber", "nu")
 #: (the tridiagonal reduction 4/3, the back-transformation 2, divide and conquer at most
 #: 4/3; the count ``_threads.dense_threads`` weighs it by).
 EIGH_FLOPS = 4.7
+#: ``NystromFactor.top`` on the host: a dense eigendecomposition up to this rank (exact and
+#: cheap there), Lanczos above it (scipy's ARPACK: 0.009 s against 0.20 s at r = 1,000).
+DENSE_TOP_RANK = 64
 
 
 #: On CUDA, the Nyström factor, its preconditioners and the products with R stay on the device
@@ -150,13 +154,20 @@ class NystromFactor:
         if self.on_device:  # power iteration on the device: no m x m eigensolver
             val = top_eigenvalue(lambda v: to_numpy(self.M @ self._dev(v)), self.rank, 100, 1e-8)
             return val / (1 + 1e-8), np.asarray(self.top_vector, dtype=FACTOR_DTYPE)
-        with dense_threads(4.0 / 3.0 * self.rank**3):  # the tridiagonal reduction
-            vals, vecs = scipy.linalg.eigh(
-                self.M, lower=True, subset_by_index=[self.rank - 1, self.rank - 1]
-            )
-            if len(vals) == 0:  # LAPACK's MRRR (?syevr) can return no eigenvalue for a subset
-                vals, vecs = scipy.linalg.eigh(self.M, lower=True)
-                vals, vecs = vals[-1:], vecs[:, -1:]
+        r = self.rank
+        if r <= DENSE_TOP_RANK:
+            vals, vecs = scipy.linalg.eigh(self.M, lower=True)
+            return float(vals[-1]), vecs[:, -1]
+        # Lanczos (ARPACK) on M's lower triangle, from a fixed start: LAPACK's subset
+        # eigensolver reduces M to tridiagonal form first (4/3 r^3 flops, memory-bound), 1.5 s
+        # at r = 2,000 here where this takes 0.04 s, the same eigenpair to 1e-16
+        A, lower = (self.M, 1) if self.M.flags.f_contiguous else (self.M.T, 0)
+        op = scipy.sparse.linalg.LinearOperator(
+            (r, r), matvec=lambda v: symv(1.0, A, np.ravel(v), lower=lower), dtype=FACTOR_DTYPE
+        )
+        start = np.random.default_rng(0).standard_normal(r)
+        with dense_threads(2.0 * r * r):
+            vals, vecs = scipy.sparse.linalg.eigsh(op, k=1, which="LA", v0=start)
         return float(vals[0]), vecs[:, 0]
 
     def preconditioner(self, scale: float, shift: float) -> Callable[[np.ndarray], np.ndarray]:
