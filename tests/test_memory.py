@@ -296,7 +296,8 @@ def test_the_default_number_of_centers_has_no_cap_and_is_refused_by_name():
     """Issue 45: n_centers=None is sqrt(n) log(n) at every n (a cap of 5,000 held every n past
     ~120,000 rows at one m); where the budget cannot hold that many, the fit is refused before
     any pass, naming the default's m, memory_budget and the most centers the budget fits
-    (that this many fit is the test above's)."""
+    (that this many fit is the test above's); exact KRLS and given centers are not called
+    the default's."""
     from kernelpath.fitting.kernel_models import default_n_centers
 
     assert default_n_centers(10**6) == int(np.sqrt(1e6) * np.log(1e6)) == 13815
@@ -315,3 +316,12 @@ def test_the_default_number_of_centers_has_no_cap_and_is_refused_by_name():
     assert f"n_centers=None draws sqrt(n) log(n) = {m} centers for 240000 rows" in said
     most = int(said.rsplit("n_centers=", 1)[1])
     assert 1000 < most < m
+    # centers that are not the default's are not called the default's in a refusal
+    small = X[:6000]
+    for other in (
+        kp.KRLSRegressor(Gaussian(1.0), memory_budget="30MB", scale=False),
+        kp.NystromRegressor(Gaussian(1.0), centers=small[:3000], memory_budget="30MB"),
+    ):
+        with pytest.raises(ValueError, match="the most centers it fits here") as e:
+            other.fit(small, y[:6000])
+        assert "n_centers=None" not in str(e.value)

@@ -192,11 +192,17 @@ class _KernelModel(Family):
         (None where the fit decides: a path over m, a strategy that sizes its dictionary)."""
         raise NotImplementedError
 
+    def draws_default_centers(self, settings: FitSettings) -> bool:
+        """Whether the fit draws ``default_n_centers`` centers (``n_centers=None``): what a
+        refusal names as the default's m."""
+        return False
+
     def check_memory(self, problem: FitProblem, plan: Any, settings: FitSettings) -> None:
         """The budget check of ``solve`` on the plan's largest fits with the centers they
         will draw, before the width screen (it refused only after the screen's fits: 2-3.6
         s and 45-68 MB into a 200,000-point fit that could never run)."""
         rows = as_rows(problem.X)
+        by_default = self.draws_default_centers(settings)
 
         def check(n: int, n_va: int, m: int) -> None:
             copies = row_copy_bytes(problem, n, n_va) + rows.center_bytes(m)  # rows, centers
@@ -234,8 +240,6 @@ class _KernelModel(Family):
                         f" (n_centers=None draws sqrt(n) log(n) = {m} centers for {n} rows)" + hint
                     )
                 raise BudgetError(str(exc) + hint, exc.need) from None
-
-        by_default = settings.size is None and not self.size_path(settings)
 
         fits = [
             (n, n_va, self.planned_centers(settings, n)) for n, n_va in main_fits(problem, plan)
@@ -416,6 +420,9 @@ class NystromFamily(_KernelModel):
             return None
         nc = settings.size
         return default_n_centers(n_rows) if nc is None else int(nc)
+
+    def draws_default_centers(self, settings: FitSettings) -> bool:
+        return settings.size is None and self.drawn_centers(settings, 1) is not None
 
     def planned_centers(self, settings: FitSettings, n_rows: int) -> int | None:
         m = self.drawn_centers(settings, n_rows)
