@@ -57,7 +57,11 @@ def worker(data: str, m: str) -> dict[str, Any]:
 
 
 def run(n: int, runs: int) -> None:
+    sys.path.insert(0, str(HERE))
+    from run import machine_info
+
     res = json.loads(OUT.read_text()) if OUT.exists() else {}
+    machine = machine_info()  # this machine's ceilings, measured in the same run
     got: dict[str, list[dict[str, Any]]] = {"default": [], str(OLD_CAP): []}
     with tempfile.TemporaryDirectory() as data:
         subprocess.run(
@@ -83,6 +87,7 @@ def run(n: int, runs: int) -> None:
         }
         for m, rows in got.items()
     }
+    res[str(n)]["machine"] = machine
     OUT.write_text(json.dumps(res, indent=2, default=float) + "\n")
     print(table())
 
@@ -95,6 +100,8 @@ def table() -> str:
     ]
     for n, fits in res.items():
         for m, r in fits.items():
+            if m == "machine":
+                continue
             name = "None (√n log n)" if m == "default" else f"{int(m):,} (the old cap)"
             k = len(r["fit_s_all"])
             how = f" (median of {k})" if k > 1 else ""

@@ -9,8 +9,8 @@ every other default (the width screen, the λ path by CG on a 20% hold-out); "de
 ``n_centers=None``. Each fit runs in a fresh process (``benchmarks/fresh.py mnist``), the m
 values in turn, ``--runs`` rounds; a fit past ``--limit`` seconds is stopped and recorded
 as such. Reported: the median fit time, the test error, the peak resident memory, the
-factor CG took, and this machine's ceilings measured in the same run
-(``../shared/tools/machine_limits.py``, where it is). Writes ``results/mnist_centers.json``
+factor CG took, and this machine's ceilings measured in the same run (``run.machine_info``:
+``../shared/tools/machine_limits.py``, where it is). Writes ``results/mnist_centers.json``
 (one entry per m and dtype).
 """
 
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -30,37 +29,24 @@ OUT = HERE / "results" / "mnist_centers.json"
 ROOT = HERE.parent.parent / "shared"
 
 
-def limits() -> dict[str, Any] | None:
-    """This machine's ceilings (``machine_limits.py --quick``), or None without the tool."""
-    tool = ROOT / "tools" / "machine_limits.py"
-    if not tool.exists():
-        return None
-    out = subprocess.run(
-        [sys.executable, str(tool), "--quick"], capture_output=True, text=True, check=False
-    )
-    try:
-        return dict(json.loads(out.stdout.strip().splitlines()[-1]))
-    except (ValueError, IndexError):
-        return None
-
-
 def one(m: str, dtype: str, limit: float) -> dict[str, Any]:
     """One fit in a fresh process; {"timed_out": limit} when it runs past ``limit`` s."""
     cmd = [sys.executable, str(HERE / "fresh.py"), "mnist", "--root", str(ROOT / "data")]
     cmd += [] if m == "default" else ["--m", m]
     cmd += ["--dtype", dtype]
     try:
-        out = subprocess.run(
-            cmd, capture_output=True, text=True, check=True, timeout=limit, env=os.environ
-        )
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=limit)
     except subprocess.TimeoutExpired:
         return {"timed_out": limit}
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def run(ms: list[str], runs: int, dtype: str, limit: float) -> None:
+    sys.path.insert(0, str(HERE))
+    from run import machine_info
+
     res = json.loads(OUT.read_text()) if OUT.exists() else {}
-    ceilings = limits()
+    machine = machine_info()  # this machine's ceilings, measured in the same run
     got: dict[str, list[dict[str, Any]]] = {m: [] for m in ms}
     for _ in range(runs):
         for m in ms:
@@ -81,7 +67,7 @@ def run(ms: list[str], runs: int, dtype: str, limit: float) -> None:
                 kernel=done[0]["kernel"],
             )
         entry["timed_out"] = len(rows) - len(done)
-        entry["machine_limits"] = ceilings
+        entry["machine"] = machine
         res[f"{m}/{dtype}"] = entry
     OUT.write_text(json.dumps(res, indent=2, default=float) + "\n")
     print(table())

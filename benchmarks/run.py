@@ -102,6 +102,7 @@ def machine_info() -> dict[str, Any]:
         one, allc = mod.exp_rates(np.float64, 2**24, 3, cores)
         info["limits"] = {
             "gemm_gflops_float64": round(mod.gemm_rate(np.float64, 2048, 3), 1),
+            "gemm_gflops_float32": round(mod.gemm_rate(np.float32, 2048, 3), 1),
             "exp_gelem_allcores_float64": round(allc, 2),
             "exp_gelem_1thread_float64": round(one, 2),
             "read_gb_s": round(mod.read_bandwidth(2**27, 3), 1),
