@@ -158,3 +158,35 @@ def test_eigh_in_place_matches_numpy(m):
     s, V = eigh_in_place(A.copy())
     np.testing.assert_allclose(s, np.linalg.eigvalsh(A), rtol=1e-12)
     np.testing.assert_allclose(V @ np.diag(s) @ V.T, A, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_blocked_cholesky_is_lapacks_and_leaves_the_other_triangle(rng, monkeypatch, dtype):
+    """From ``POTRF_BLOCKED_MIN`` rows on ``_potrf`` factors by blocks (OpenBLAS's threaded
+    dpotrf crashed at m = 20,000): here with blocks of 16 from 64 rows on, both triangles of
+    one buffer, against NumPy's Cholesky; the other triangle keeps its numbers."""
+    from kernelpath import _kernels
+    from kernelpath._kernels import cholesky_in_triangle
+
+    monkeypatch.setattr(_kernels, "POTRF_BLOCKED_MIN", 64)
+    monkeypatch.setattr(_kernels, "POTRF_BLOCK", 16)
+    X = rng.standard_normal((150, 5))
+    K = np.exp(-((X[:, None, :] - X[None]) ** 2).sum(-1) / 8) + 0.1 * np.eye(150)
+    L = np.linalg.cholesky(K)
+    tol = 1e-10 if dtype == np.float64 else 2e-4
+    for triangle in ("lower", "upper"):
+        for order in ("C", "F"):
+            A = np.array(K + 7.0 * np.triu(np.ones_like(K), 1) * (triangle == "lower"), dtype)
+            A = np.asarray(A, order=order)
+            if triangle == "upper":
+                A = np.asarray(K + 7.0 * np.tril(np.ones_like(K), -1), dtype=dtype, order=order)
+            other = np.triu(A, 1) if triangle == "lower" else np.tril(A, -1)
+            cholesky_in_triangle(A, triangle)
+            got = np.tril(A) if triangle == "lower" else np.triu(A).T
+            np.testing.assert_allclose(got, L, atol=tol)
+            kept = np.triu(A, 1) if triangle == "lower" else np.tril(A, -1)
+            np.testing.assert_array_equal(kept, other)
+    bad = K.copy()
+    bad[100, 100] = -1.0
+    with pytest.raises(np.linalg.LinAlgError):
+        cholesky_in_triangle(bad, "lower")

@@ -222,9 +222,22 @@ def cholesky_in_triangle(K: np.ndarray, triangle: str) -> None:
     _potrf(A, (triangle == "lower") == (A is K))
 
 
+#: From this order on ``_potrf`` factors by blocks of ``POTRF_BLOCK`` columns itself:
+#: OpenBLAS's threaded ?potrf (SciPy's 0.3.30, two threads) crashed this machine's process
+#: (SIGSEGV in dpotrf) on a 20,000 x 20,000 kernel matrix once torch or Numba was imported,
+#: a known class of OpenBLAS faults (its issues #352, #1413, #2562); the blocked form calls
+#: ?potrf on 1,024-row blocks only and runs the rest as threaded GEMM and triangular
+#: solves, in the same time (29 s against 26-38 s there).
+POTRF_BLOCKED_MIN = 4096
+POTRF_BLOCK = 1024
+
+
 def _potrf(A: np.ndarray, lower: bool) -> np.ndarray:
     """LAPACK's ?potrf on the ``lower`` (else upper) triangle of a Fortran-ordered A, in
-    place; A is returned."""
+    place (by blocks from ``POTRF_BLOCKED_MIN`` rows on); A is returned."""
+    if len(A) >= POTRF_BLOCKED_MIN:
+        _blocked_potrf(A if lower else A.T)
+        return A
     import ctypes
 
     compiled = _lapack()
@@ -245,6 +258,28 @@ def _potrf(A: np.ndarray, lower: bool) -> np.ndarray:
             else f"potrf: argument {-code} is invalid"
         )
     return A
+
+
+def _blocked_potrf(X: np.ndarray) -> None:
+    """The lower Cholesky factor of the lower triangle of X (a square view with unit stride
+    along one axis: BLAS reads its blocks in place), written there, left-looking by blocks
+    of ``POTRF_BLOCK`` columns: each block column is updated by one GEMM with the columns
+    before it, its diagonal block factored by ``_potrf`` (a copy), and the rows below it
+    solved against that factor. The upper triangle is neither read nor written."""
+    n = len(X)
+    for j in range(0, n, POTRF_BLOCK):
+        e = min(n, j + POTRF_BLOCK)
+        D = np.array(X[j:e, j:e], order="F")
+        if j:
+            D -= X[j:e, :j] @ X[j:e, :j].T
+            if e < n:
+                X[e:, j:e] -= X[e:, :j] @ X[j:e, :j].T
+        L = _potrf(D, True)
+        low = np.tril_indices(e - j)
+        X[j:e, j:e][low] = L[low]
+        if e < n:
+            rows = scipy.linalg.solve_triangular(L, X[e:, j:e].T, lower=True, check_finite=False)
+            X[e:, j:e] = rows.T
 
 
 #: helper threads still running a call that ``interruptible`` left after an interrupt

@@ -189,8 +189,7 @@ class NystromFactor:
             return solve
         P = scale * self.M  # Fortran order, like M: factored in place (one m x m each)
         P[np.diag_indices_from(P)] += shift
-        with dense_threads(self.rank**3 / 3):
-            cf = scipy.linalg.cho_factor(P, lower=True, overwrite_a=True, check_finite=False)
+        cf = (cholesky_in_place(P), True)  # (its lower triangle: what cho_solve reads)
         return lambda V: scipy.linalg.cho_solve(cf, V, check_finite=False)
 
     def diagonalized(self) -> NystromFactor:
@@ -242,6 +241,17 @@ def cholesky_in_place(K: np.ndarray) -> np.ndarray:
             return interruptible(cholesky_lower, K)
         A = K.T if K.flags.c_contiguous and not K.flags.f_contiguous else K
         return scipy.linalg.cholesky(A, lower=True, overwrite_a=True, check_finite=False)
+
+
+def _zero_strict_upper(L: np.ndarray) -> np.ndarray:
+    """L with zeros above its diagonal, by blocks of columns (no m x m index arrays)."""
+    m = len(L)
+    step = 1024
+    for j in range(0, m, step):
+        e = min(m, j + step)
+        L[:j, j:e] = 0.0
+        L[j:e, j:e] = np.tril(L[j:e, j:e])
+    return L
 
 
 def factor_on_device(device: Device, m: int) -> bool:
@@ -331,7 +341,7 @@ def _cholesky_factor(K: np.ndarray, eps: float, preconditioned: bool) -> Nystrom
     """``nystrom_factor``'s R = L^-T where K is safely positive definite, else None."""
     m = K.shape[0]
     try:
-        L = scipy.linalg.cholesky(K, lower=True, check_finite=False)
+        L = _zero_strict_upper(cholesky_in_place(np.array(K, order="F")))
     except np.linalg.LinAlgError:
         return None
     if not np.all(np.isfinite(L)):
@@ -377,8 +387,8 @@ def regularized_factor(K_mm: Any, weights: Any, gamma: float) -> NystromFactor:
         raise ValueError(f"gamma must be a positive number, got {gamma!r}")
     Mw = w[:, None] * K * w[None, :]
     Mw[np.diag_indices_from(Mw)] += gamma
-    with dense_threads(5.0 * len(w) ** 3):  # the factor, its inverse and two products
-        L = scipy.linalg.cholesky(Mw, lower=True, check_finite=False)
+    L = cholesky_in_place(Mw)  # (its lower triangle: what the solve reads)
+    with dense_threads(4.0 * len(w) ** 3):  # its inverse and two products
         Linv = scipy.linalg.solve_triangular(L, np.eye(len(w)), lower=True, check_finite=False)
         R = np.ascontiguousarray(w[:, None] * Linv.T)
         KR = K @ R

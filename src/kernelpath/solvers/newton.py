@@ -40,8 +40,7 @@ import numpy as np
 import scipy.linalg
 
 from .._backend import FACTOR_DTYPE
-from .._threads import dense_threads
-from ..linalg import NystromFactor
+from ..linalg import NystromFactor, cholesky_in_place
 from ..path import Path, lex_argmin
 from ..selection import error_rate
 from ._common import Validation, as_2d, weights_or_ones
@@ -222,8 +221,7 @@ def _spd_solver(H: np.ndarray) -> Any:
     least-squares solution where H is singular: no curvature along a direction with no
     gradient)."""
     try:
-        with dense_threads(len(H) ** 3 / 3):
-            cf = scipy.linalg.cho_factor(H, lower=True, check_finite=False)
+        cf = (cholesky_in_place(np.array(H, order="F")), True)  # (lower triangle: read)
         if np.all(np.isfinite(cf[0])):
             return lambda v: scipy.linalg.cho_solve(cf, v, check_finite=False)
     except np.linalg.LinAlgError:
