@@ -38,6 +38,7 @@ TABLES: dict[str, list[str]] = {
     "float32_products": ["benchmarks/float32_products.py", "table"],
     "mnist_centers": ["benchmarks/mnist_centers.py", "table"],
     "default_centers": ["benchmarks/default_centers.py", "table"],
+    "lowrank_preconditioner": ["benchmarks/lowrank_preconditioner.py", "table"],
 }
 
 

@@ -201,7 +201,13 @@ def test_layout_rule_and_memory():
     two = cg_memory(m, k, lam, 20, 0, True, "compact", 8, 3)
     assert cg_layout(m, k, lam, 20, 0, one, 8) == ("compact", 1)
     assert cg_layout(m, k, lam, 20, 0, two, 8) == ("compact", 3)
-    assert cg_layout(m, k, lam, 20, 0, 1, 8) == ("compact", 1)
+    assert cg_layout(m, k, lam, 20, 0, 1, 8) == ("compact", 1)  # nothing fits: refused
+    # below one compact buffer: the low-rank preconditioner, O(m r) bytes
+    low = cg_memory(m, k, lam, 20, 0, layout="lowrank")
+    assert low < one / 3
+    assert cg_layout(m, k, lam, 20, 0, low, 8) == ("lowrank", 0)
+    assert cg_layout(m, k, lam, 20, 0, low, 4, compact_first=True) == ("lowrank", 0)
+    assert cg_layout(m, k, lam, 20, 0, low - 1, 8) == ("compact", 1)
     # float32 on the host: the compact factor first, whatever fits
     assert cg_layout(m, k, lam, 20, 0, None, 4, compact_first=True) == ("compact", anchors)
     assert cg_layout(m, k, lam, 20, 0, one, 4, compact_first=True)[0] == "compact"

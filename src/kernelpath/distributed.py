@@ -466,6 +466,11 @@ class DaskKernelOperator:
         op = self.builder.operator(self.centers, self.centers, self.kernel)
         return op.center_gram(out=out)
 
+    def center_operator(self, memory_budget: int, columns: Any = None) -> Any:
+        """K_mm (or K_m,S) as a streamed operator here (the centers are here)."""
+        op = self.builder.operator(self.centers, self.centers, self.kernel)
+        return op.center_operator(memory_budget, columns)
+
     def diag(self, native: bool = False) -> np.ndarray:
         return self._stacked("diag", [()] * len(self.chunks))
 

@@ -9,6 +9,7 @@ solver needs, each for several right-hand sides at once:
 - ``fused(B, w)`` = K_nm.T diag(w) K_nm B   (m, k) -> (m, k), one pass over the rows
 - ``gram(w)``    = K_nm.T diag(w) K_nm (m, m)
 - ``center_gram()`` = K_mm             (m, m)
+- ``center_operator()`` = K_mm as a streamed operator (its products in O(m) memory a row)
 - ``row_sq_norms(T)`` = ||row_i(K_nm T)||^2 = diag(K_nm T T^T K_nm.T)  (m, r) -> (n,)
 
 Backends. The blocks are computed where X lives: NumPy on the host, or PyTorch on X's
@@ -370,6 +371,27 @@ class KernelOperator:
         else:  # in place, by bands: no m x m temporary
             B.symmetrize(K)
         return self._out(K, native)
+
+    def center_operator(self, memory_budget: int, columns: Any = None) -> KernelOperator:
+        """K_mm (or its ``columns``: K_m,S) as an operator over the centers, streamed: its
+        products cost O(m) memory a block row, never m x m (the low-rank preconditioner's
+        inner product and sketch, ``solvers.lowrank``).
+
+        Parameters
+        ----------
+        memory_budget : int
+            Bytes its blocks may take.
+        columns : array of int or None
+            Indices of the centers that are its columns (None: every center).
+
+        Returns
+        -------
+        KernelOperator of shape (m, m) or (m, len(columns)), nothing cached
+        """
+        cols = self.centers if columns is None else self.centers[np.asarray(columns)]
+        return KernelOperator(
+            self.centers, cols, self.kernel, memory_budget, cache=False, n_jobs=self.n_jobs
+        )
 
     def diag(self, native: bool = False) -> Any:
         """k(x_i, x_i) for the data points.

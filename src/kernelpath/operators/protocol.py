@@ -69,6 +69,11 @@ class KernelProducts(Operator, Protocol):
         written there by bands of rows."""
         ...
 
+    def center_operator(self, memory_budget: int, columns: Any = None) -> Any:
+        """K_mm (or K_m,S of the centers ``columns``) as a streamed operator over the
+        centers, (m, m) or (m, len(columns))."""
+        ...
+
     def diag(self, native: bool = False) -> Any:
         """k(x_i, x_i) of the rows, (n,)."""
         ...

@@ -69,6 +69,7 @@ from .krylov import (
     cg_memory,
     compact_first_for,
 )
+from .lowrank import LOWRANK_RANK, lowrank_factor
 
 __all__ = [
     "iterative_path",
@@ -104,6 +105,7 @@ def iterative_path(
     memory_limit: int | None = None,
     stopping_threshold: float | None = None,
     factor_layout: str = "auto",
+    preconditioner_rank: int = LOWRANK_RANK,
 ) -> Path:
     """Path over iterations (and penalties) of an iterative Nyström solver.
 
@@ -142,10 +144,14 @@ def iterative_path(
         Cholesky factor per anchor when they fit, else one eigendecomposition serves every
         anchor (``NystromFactor.diagonalized``), and where neither fits, the compact factor
         (``compact.CompactFactor``: buffers in the operator's precision, as many anchors
-        as fit). None: no limit.
-    factor_layout : {"auto", "cholesky", "eigh", "compact"}
+        as fit), and where no m x m matrix fits, the low-rank preconditioner
+        (``lowrank.LowRankFactor``, O(m r) bytes). None: no limit.
+    factor_layout : {"auto", "cholesky", "eigh", "compact", "lowrank"}
         cg: the form of the factor (``krylov.cg_layout``); "auto": the first that fits
         ``memory_limit``. gd / nu keep the full factor.
+    preconditioner_rank : int
+        r, the rank of the low-rank preconditioner's sketch of K_mm (at most m; the first r
+        centers), where cg takes it.
 
     Returns
     -------
@@ -174,6 +180,8 @@ def iterative_path(
             layout, slots = factor_layout, anchor_count(penalties)
         if layout == "compact" and "factor" not in setup:
             setup["factor"] = compact_factor(op, slots=slots)
+        if layout == "lowrank" and "factor" not in setup:
+            setup["factor"] = lowrank_factor(op, preconditioner_rank)
     prob = _Problem(op, Y, weights, setup, diagonal=layout == "eigh")
     if penalties is None:  # 20 values below the scale of K / n, estimated by s_max(K_mm) / m
         lam = penalty_grid(prob.factor.top()[0] / op.m)

@@ -19,6 +19,7 @@ from ..path import Path
 from ..selection import penalty_grid
 from ._iterates import _Bookkeeping, _Problem
 from .compact import compact_memory
+from .lowrank import LOWRANK_NEW_SHARE, LOWRANK_RANK, lowrank_memory
 
 #: CG's projected matrix V^T H0 V is positive semi-definite; an eigenvalue below -this share
 #: of its largest means its products are rounding noise there (float32 sums on ill-conditioned
@@ -101,6 +102,8 @@ def anchor_count(penalties: Any) -> int:
 def _preconditioner_kind(factor: Any) -> str:
     if factor.method == "cholesky-compact":
         return "compact"
+    if factor.method == "lowrank":
+        return "lowrank"
     return "diagonal" if factor.M.ndim == 1 else "cholesky"
 
 
@@ -120,6 +123,7 @@ def cg_memory(
     layout: str | None = None,
     itemsize: int = 8,
     slots: int | None = None,
+    rank: int = LOWRANK_RANK,
 ) -> int:
     """Bytes CG's path holds beside its operators at its peak, for m centers, k outputs, the
     ``penalties`` it is given (None: its own grid), ``max_iter`` and ``n_val`` validation
@@ -130,7 +134,8 @@ def cg_memory(
     anchors (None: every anchor; "compact"); then the Krylov basis V, H0 V and the anchors'
     own bases (r x d each, d = ``krylov_cap``), the projected matrix and its
     eigendecomposition (d x d); the validation predictions of every penalty's point
-    (n_val x P k)."""
+    (n_val x P k). "lowrank": the low-rank factor of rank ``rank`` (``lowrank_memory``) and
+    K_mm V beside the basis."""
     layout = layout or ("cholesky" if cholesky else "eigh")
     lam = _penalty_array(penalties)
     P = len(lam)
@@ -140,6 +145,8 @@ def cg_memory(
     val = 2 * n_val * P * k
     if layout == "compact":
         return compact_memory(m, itemsize, A) + 8 * int(basis + val)
+    if layout == "lowrank":  # K_mm V and each chain's K_mm own beside the basis
+        return lowrank_memory(m, rank) + 8 * int(basis + 2 * m * d + val)
     if layout == "cholesky":
         peak = (2 + A) * m * m + basis + val
     else:  # R, M and dsyevr's two m x m; then the rotated R alone
@@ -148,7 +155,7 @@ def cg_memory(
 
 
 #: The forms of CG's factor, fastest first (``cg_layout``).
-CG_LAYOUTS = ("cholesky", "eigh", "compact")
+CG_LAYOUTS = ("cholesky", "eigh", "compact", "lowrank")
 
 
 def cg_layout(
@@ -167,9 +174,11 @@ def cg_layout(
     0.7 s against 0.5 s here, m = 4000 5.7 s against 3.2 s); else the compact factor in the
     operator's precision (``itemsize``) with as many anchors as fit, at least one (in
     float32 a buffer holding T and one preconditioner is a twelfth of the first's three
-    float64 matrices). None: no limit. ``compact_first``: the compact factor whatever fits
-    (float32 data on the host, ``compact_first_for``)."""
-    for layout in () if compact_first else CG_LAYOUTS[:-1]:
+    float64 matrices); where even one buffer does not fit, the low-rank preconditioner
+    (``lowrank``: O(m r) bytes, slower to converge: docs/design.md) if it fits, else the
+    compact factor's need (the caller refuses). None: no limit. ``compact_first``: the
+    compact factor whatever fits (float32 data on the host, ``compact_first_for``)."""
+    for layout in () if compact_first else CG_LAYOUTS[:2]:
         if limit is None or cg_memory(m, k, penalties, max_iter, n_val, layout=layout) <= limit:
             return layout, 0
     slots = anchor_count(penalties)
@@ -178,6 +187,11 @@ def cg_layout(
         if limit is None or need <= limit:
             break
         slots -= 1
+    if limit is not None and slots == 1:
+        need = cg_memory(m, k, penalties, max_iter, n_val, True, "compact", itemsize, 1)
+        low = cg_memory(m, k, penalties, max_iter, n_val, layout="lowrank")
+        if need > limit and low <= limit:  # no m x m matrix fits: the low-rank one
+            return "lowrank", 0
     return "compact", slots
 
 
@@ -193,30 +207,50 @@ def compact_first_for(itemsize: int, on_cuda: bool) -> bool:
 
 
 def _extend_basis(
-    V: np.ndarray, HV: np.ndarray, Z: np.ndarray, HZ: np.ndarray, rel: float = 1e-8
-) -> tuple[np.ndarray, np.ndarray]:
+    V: np.ndarray,
+    HV: np.ndarray,
+    Z: np.ndarray,
+    HZ: np.ndarray,
+    rel: float = 1e-8,
+    KV: np.ndarray | None = None,
+    KZ: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Orthonormal new directions Q (and H0 Q) spanning the part of Z orthogonal to V.
 
     Z is orthogonalized against V twice (classical Gram-Schmidt), then factored by a
     pivoted QR, Z P = Q T; columns with |T_ii| below ``rel`` are dropped. Since H0 is linear,
-    H0 Q follows from H0 Z and H0 V by the same combination, without another operator pass.
+    H0 Q follows from H0 Z and H0 V by the same combination, without another operator pass
+    (and K Q from K Z and K V, given them: the low-rank factor's inner product).
     """
     scale = np.linalg.norm(Z, axis=0).max() if Z.size else 0.0
     if scale == 0.0:
-        return Z[:, :0], HZ[:, :0]
+        return Z[:, :0], HZ[:, :0], None if KZ is None else KZ[:, :0]
     for _ in range(2):
         if V.shape[1]:
             coef = V.T @ Z
             Z = Z - V @ coef
             HZ = HZ - HV @ coef
+            if KZ is not None and KV is not None:
+                KZ = KZ - KV @ coef
     _, T, piv = scipy.linalg.qr(Z, mode="economic", pivoting=True)
     keep = int(np.sum(np.abs(np.diag(T)) > rel * scale))
     if keep == 0:
-        return Z[:, :0], HZ[:, :0]
+        return Z[:, :0], HZ[:, :0], None if KZ is None else KZ[:, :0]
     Tk = T[:keep, :keep]
-    Q = scipy.linalg.solve_triangular(Tk, Z[:, piv[:keep]].T, trans="T").T
-    HQ = scipy.linalg.solve_triangular(Tk, HZ[:, piv[:keep]].T, trans="T").T
-    return Q, HQ
+
+    def combine(A: np.ndarray) -> np.ndarray:
+        return scipy.linalg.solve_triangular(Tk, A[:, piv[:keep]].T, trans="T").T
+
+    return combine(Z), combine(HZ), None if KZ is None else combine(KZ)
+
+
+def _whitening(B: np.ndarray, floor: float) -> np.ndarray:
+    """W with W^T B W = I on B's eigenvectors whose eigenvalue exceeds ``floor`` (B = V^T K V:
+    directions of span V whose squared K-norm is K's rounding are left out, the full
+    factor's cut-off), shape (d, d')."""
+    s, E = np.linalg.eigh((B + B.T) / 2)
+    keep = s > floor
+    return E[:, keep] / np.sqrt(s[keep])
 
 
 def _krylov_path(
@@ -227,6 +261,9 @@ def _krylov_path(
     tol: float,
 ) -> Path:
     P, k, r = len(lam), prob.k, prob.r
+    # the low-rank factor's coordinates are alpha, the model's norm alpha^T K_mm alpha: the
+    # Galerkin problems then see V^T K_mm V (Bk) in place of I, whitened (``_whitening``)
+    inner = getattr(prob.factor, "inner", None)
     # the compact factor holds as many preconditioners as it has slots
     anchors, owner = _anchors(lam, getattr(prob.factor, "slots", None))
     n_val = len(book.validation.Y) if book.validation is not None else 0
@@ -239,6 +276,9 @@ def _krylov_path(
     validation = book.validation
     V = np.zeros((r, 0))  # orthonormal basis of the union of the anchors' Krylov spaces
     HV = np.zeros((r, 0))
+    KV = np.zeros((r, 0)) if inner is not None else V  # K_mm V (the inner product's)
+    Bk = np.zeros((0, 0))  # V^T K_mm V (the low-rank factor's)
+    W = np.zeros((0, 0))  # its inverse Cholesky factor L^-T (Bk = L L^T)
     G = np.zeros((0, 0))  # V^T H0 V
     c = np.zeros((0, k))  # V^T b
     sizes: list[int] = []  # basis size after each iteration
@@ -258,49 +298,71 @@ def _krylov_path(
             break
         U = np.hstack([newest[a] for a in live])
         HU = prob.H0(U)  # the one pass over the data of this iteration
-        Vnew, HVnew = _extend_basis(V, HV, U, HU)
+        KU = U if inner is None else inner(U)  # (the low-rank factor: K_mm U)
+        Vnew, HVnew, KVnew = _extend_basis(
+            V,
+            HV,
+            U,
+            HU,
+            1e-8 if inner is None else LOWRANK_NEW_SHARE,
+            KV,
+            None if inner is None else KU,
+        )
         # the anchors' next blocks: their own operator on their own newest vectors
         start = 0
         for a in live:
             width = newest[a].shape[1]
             u, hu = U[:, start : start + width], HU[:, start : start + width]
+            ku = KU[:, start : start + width]
             own[a] = np.hstack([own[a], u])
-            newest[a] = _orthonormalize(precond[a](hu + anchors[a] * u), own[a])
+            newest[a] = _orthonormalize(precond[a](hu + anchors[a] * ku), own[a])
             start += width
         if Vnew.shape[1] > d_cap - V.shape[1]:  # the basis is as large as it may grow
-            Vnew, HVnew = Vnew[:, : d_cap - V.shape[1]], HVnew[:, : d_cap - V.shape[1]]
+            room = d_cap - V.shape[1]
+            Vnew, HVnew = Vnew[:, :room], HVnew[:, :room]
+            KVnew = None if KVnew is None else KVnew[:, :room]
             if Vnew.shape[1] == 0:
                 break
         if Vnew.shape[1] == 0:
             continue
+        if KVnew is not None:  # V^T K V
+            Bk = np.block([[Bk, KV.T @ Vnew], [KVnew.T @ V, KVnew.T @ Vnew]])
         # extend the projected problem
         G = np.block([[G, V.T @ HVnew], [HVnew.T @ V, Vnew.T @ HVnew]])
         G = (G + G.T) / 2
         c = np.vstack([c, Vnew.T @ b])
         V, HV = np.hstack([V, Vnew]), np.hstack([HV, HVnew])
+        KV = V if KVnew is None else np.hstack([KV, KVnew])
         sizes.append(V.shape[1])
-        # every active penalty's Galerkin solution in the current space
+        # every active penalty's Galerkin solution in the current space (with K_mm's inner
+        # product: in coordinates z of V W z, W^T Bk W = I, ``_whitening``)
+        if inner is not None:
+            W = _whitening(Bk, prob.factor.floor)
+        Gw, cw = (G, c) if inner is None else (W.T @ G @ W, W.T @ c)
         act_idx = np.flatnonzero(act)
         spectrum: list[float] = []
-        Yl = _galerkin(G, c, lam[act_idx], spectrum)  # (a, d, k)
+        Yl = _galerkin(Gw, cw, lam[act_idx], spectrum)  # (a, d, k)
         if spectrum and spectrum[0] < -INDEFINITE_SHARE * spectrum[1]:
             indefinite = max(indefinite, -spectrum[0] / spectrum[1])
-        na, d = len(act_idx), V.shape[1]
+        na, d = len(act_idx), Gw.shape[0]
         Ycols = Yl.transpose(1, 0, 2).reshape(d, na * k)  # column a * k + j
-        beta_b = np.einsum("adk,dk->ak", Yl, c)
-        beta_H_beta = np.einsum("dak,adk->ak", (G @ Ycols).reshape(d, na, k), Yl)
+        beta_b = np.einsum("adk,dk->ak", Yl, cw)
+        beta_H_beta = np.einsum("dak,adk->ak", (Gw @ Ycols).reshape(d, na, k), Yl)
         book.train_err[act, t - 1] = prob.train_error(beta_b, beta_H_beta)
         book.last_iter[act] = t
         lam_cols = np.repeat(lam[act_idx], k)
+        if inner is not None:
+            Ycols = W @ Ycols  # in V's coordinates
         VY = V @ Ycols  # the active points' coordinates beta, (r, na k)
-        resid = HV @ Ycols + lam_cols * VY - np.tile(b, (1, na))
+        KVY = VY if inner is None else KV @ Ycols
+        resid = HV @ Ycols + lam_cols * KVY - np.tile(b, (1, na))
         conv = (np.linalg.norm(resid, axis=0) <= tol * np.tile(bnorm, na)).reshape(na, k)
         conv = conv.all(axis=1)
         if validation is not None:  # one validation pass for the active points
             Fv = validation.op.matvec(prob.factor.apply(VY, native=True))
             Fv = np.asarray(Fv, dtype=FACTOR_DTYPE).reshape(n_val, -1)
             book.record_validation(t, act, Fv, k)
-        del VY
+        del VY, KVY
         book.converged[act_idx[conv]] = True
         # an anchor whose chain is exhausted (its Krylov space is invariant, e.g. when its
         # preconditioner is exact) but whose penalties have not converged restarts from
@@ -326,8 +388,9 @@ def _krylov_path(
     best_t = book.best_iterations()
     params, train_err, val_err, val_loss, T = book.finish(lam)
     sizes_arr = np.asarray(sizes + [V.shape[1]] * (T - len(sizes)), dtype=int)
-    coefs = _KrylovCoefficients(prob.factor, V, G, c, lam, sizes_arr, prob.op.dtype)
-    del V, HV, own, newest, precond
+    whiten = None if inner is None else (Bk, prob.factor.floor)
+    coefs = _KrylovCoefficients(prob.factor, V, G, c, lam, sizes_arr, prob.op.dtype, whiten)
+    del V, HV, KV, own, newest, precond
     stored: dict[tuple[int, ...], np.ndarray] = {
         (p, int(best_t[p])): coefs((p, int(best_t[p]))) for p in range(P) if T
     }
@@ -350,6 +413,7 @@ def _krylov_path(
             "jitter": getattr(prob.factor, "jitter", None),
             "precondition_shifts": getattr(prob.factor, "shifts_used", None),
             "indefinite": indefinite,
+            "preconditioner_rank": getattr(prob.factor, "preconditioner_rank", None),
         },
         val_loss=val_loss,
     )
@@ -382,17 +446,24 @@ class _KrylovCoefficients:
         lam: np.ndarray,
         sizes: np.ndarray,
         dtype: Any,
+        whiten: tuple[np.ndarray, float] | None = None,
     ) -> None:
         self.RV = np.asarray(factor.apply(V), dtype=FACTOR_DTYPE)
         self.G, self.c, self.lam, self.sizes = G, c, lam, sizes
         self.dtype = dtype
+        self.whiten = whiten  # (V^T K V, floor): the low-rank factor's inner product
 
     def __call__(self, idx: tuple[int, ...]) -> np.ndarray:
         p, t_idx = idx
         d = int(self.sizes[t_idx])
         if d == 0:
             return np.zeros((self.RV.shape[0], self.c.shape[1]), dtype=self.dtype)
-        y = _galerkin(self.G[:d, :d], self.c[:d], self.lam[p : p + 1])[0]
+        G, c = self.G[:d, :d], self.c[:d]
+        if self.whiten is None:
+            y = _galerkin(G, c, self.lam[p : p + 1])[0]
+        else:
+            W = _whitening(self.whiten[0][:d, :d], self.whiten[1])
+            y = W @ _galerkin(W.T @ G @ W, W.T @ c, self.lam[p : p + 1])[0]
         return np.asarray(self.RV[:, :d] @ y).astype(self.dtype)
 
 
