@@ -56,7 +56,7 @@ from ._validation import check_choice, check_dask_rows, check_float, check_int, 
 from .data.sources import as_source, is_lazy_array
 from .inputs import as_rows, rows_in_memory, take_rows
 from .kernels import Kernel, make_kernel
-from .linalg import eigh_in_place, nystrom_factor
+from .linalg import cholesky_in_place, eigh_in_place, nystrom_factor, zero_strict_upper
 from .workspace import Workspace
 
 __all__ = [
@@ -123,11 +123,12 @@ def _exact_scores(X: np.ndarray, kernel: Kernel, lam: float, workspace: Workspac
     K = np.asarray(op.center_gram(), dtype=FACTOR_DTYPE)
     shift = lam * n
     K[np.diag_indices_from(K)] += shift
-    L, info = scipy.linalg.lapack.dpotrf(K, lower=1, overwrite_a=1, clean=1)
-    if info != 0:
+    try:  # (by blocks from 4,096 rows on: ``linalg.cholesky_in_place``)
+        L = zero_strict_upper(cholesky_in_place(K))
+    except np.linalg.LinAlgError:
         raise ValueError(
             f"K + penalty * n * I is not numerically positive definite (penalty={lam:g})"
-        )
+        ) from None
     Linv, info = scipy.linalg.lapack.dtrtri(L, lower=1, overwrite_c=1)
     del L, K
     # (K + λnI)^-1 = L^-T L^-1: its diagonal holds the squared column norms of L^-1
@@ -224,7 +225,7 @@ def _eq5_factor(K_dd: np.ndarray, w: np.ndarray, shift: float) -> np.ndarray:
     point i and the dictionary)."""
     M = w[:, None] * K_dd * w[None, :]
     M[np.diag_indices_from(M)] += shift
-    L = scipy.linalg.cholesky(M, lower=True, check_finite=False)
+    L = cholesky_in_place(M)  # (its lower triangle: what the solve reads)
     Linv_t = scipy.linalg.solve_triangular(L, np.eye(len(w)), lower=True, check_finite=False).T
     return w[:, None] * Linv_t
 
@@ -235,7 +236,7 @@ def _eq5_in_dictionary(K_c: np.ndarray, w: np.ndarray, shift: float) -> np.ndarr
     WK = w[:, None] * K_c
     M = WK * w[None, :]
     M[np.diag_indices_from(M)] += shift
-    L = scipy.linalg.cholesky(M, lower=True, check_finite=False)
+    L = cholesky_in_place(M)  # (its lower triangle: what the solve reads)
     V = scipy.linalg.solve_triangular(L, WK, lower=True, check_finite=False)
     return np.einsum("ij,ij->j", V, V)
 

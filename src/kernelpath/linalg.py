@@ -55,6 +55,7 @@ __all__ = [
     "factor_on_device",
     "eigh_in_place",
     "cholesky_in_place",
+    "zero_strict_upper",
     "DEVICE_FACTOR_MIN_CENTERS",
     "NystromFactor",
     "spectral_filter",
@@ -243,7 +244,7 @@ def cholesky_in_place(K: np.ndarray) -> np.ndarray:
         return scipy.linalg.cholesky(A, lower=True, overwrite_a=True, check_finite=False)
 
 
-def _zero_strict_upper(L: np.ndarray) -> np.ndarray:
+def zero_strict_upper(L: np.ndarray) -> np.ndarray:
     """L with zeros above its diagonal, by blocks of columns (no m x m index arrays)."""
     m = len(L)
     step = 1024
@@ -341,7 +342,7 @@ def _cholesky_factor(K: np.ndarray, eps: float, preconditioned: bool) -> Nystrom
     """``nystrom_factor``'s R = L^-T where K is safely positive definite, else None."""
     m = K.shape[0]
     try:
-        L = _zero_strict_upper(cholesky_in_place(np.array(K, order="F")))
+        L = zero_strict_upper(cholesky_in_place(np.array(K, order="F")))
     except np.linalg.LinAlgError:
         return None
     if not np.all(np.isfinite(L)):

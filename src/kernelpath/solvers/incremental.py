@@ -42,13 +42,14 @@ import scipy.linalg
 import scipy.linalg.lapack
 
 from .._backend import FACTOR_DTYPE
-from .._threads import dense_threads
 from ..linalg import (
     cholesky_downdate,
+    cholesky_in_place,
     cholesky_update,
     independent_columns,
     nystrom_factor,
     top_eigenvalue,
+    zero_strict_upper,
 )
 from ..operators.protocol import KernelProducts
 from ..path import Path
@@ -118,9 +119,11 @@ def incremental_factor(
     if method == "blocked":
         # one LAPACK factorization when no center is dependent (the common case), else the
         # factorization that skips them
-        with dense_threads(len(H) ** 3 / 3):
-            R, info = scipy.linalg.lapack.dpotrf(H, lower=0, clean=1)
-        if info == 0 and np.all(np.diag(R) ** 2 > atol):
+        try:  # R = L^T (by blocks from 4,096 rows on: ``linalg.cholesky_in_place``)
+            R = zero_strict_upper(cholesky_in_place(np.array(H, order="F"))).T
+        except np.linalg.LinAlgError:
+            R = None
+        if R is not None and np.all(np.diag(R) ** 2 > atol):
             return np.arange(len(H)), R
         kept, L = independent_columns(H, 0.0, atol=atol)
         return kept, np.ascontiguousarray(L.T)
