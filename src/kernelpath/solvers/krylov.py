@@ -145,7 +145,7 @@ def cg_memory(
     val = 2 * n_val * P * k
     if layout == "compact":
         return compact_memory(m, itemsize, A) + 8 * int(basis + val)
-    if layout == "lowrank":  # K_mm V and each chain's K_mm own beside the basis
+    if layout == "lowrank":  # R K_mm R V beside the basis, and its new block's copies
         return lowrank_memory(m, rank) + 8 * int(basis + 2 * m * d + val)
     if layout == "cholesky":
         peak = (2 + A) * m * m + basis + val
@@ -261,8 +261,8 @@ def _krylov_path(
     tol: float,
 ) -> Path:
     P, k, r = len(lam), prob.k, prob.r
-    # the low-rank factor's coordinates are alpha, the model's norm alpha^T K_mm alpha: the
-    # Galerkin problems then see V^T K_mm V (Bk) in place of I, whitened (``_whitening``)
+    # the low-rank factor's coordinates beta (alpha = R beta) have the Gram matrix R K_mm R,
+    # not I: the Galerkin problems then see V^T R K_mm R V (Bk) in place of I (``_galerkin``)
     inner = getattr(prob.factor, "inner", None)
     # the compact factor holds as many preconditioners as it has slots
     anchors, owner = _anchors(lam, getattr(prob.factor, "slots", None))
@@ -276,9 +276,8 @@ def _krylov_path(
     validation = book.validation
     V = np.zeros((r, 0))  # orthonormal basis of the union of the anchors' Krylov spaces
     HV = np.zeros((r, 0))
-    KV = np.zeros((r, 0)) if inner is not None else V  # K_mm V (the inner product's)
-    Bk = np.zeros((0, 0))  # V^T K_mm V (the low-rank factor's)
-    W = np.zeros((0, 0))  # its inverse Cholesky factor L^-T (Bk = L L^T)
+    KV = np.zeros((r, 0)) if inner is not None else V  # the inner product's Gram times V
+    Bk = np.zeros((0, 0))  # V^T KV (the low-rank factor's)
     G = np.zeros((0, 0))  # V^T H0 V
     c = np.zeros((0, k))  # V^T b
     sizes: list[int] = []  # basis size after each iteration
@@ -298,7 +297,7 @@ def _krylov_path(
             break
         U = np.hstack([newest[a] for a in live])
         HU = prob.H0(U)  # the one pass over the data of this iteration
-        KU = U if inner is None else inner(U)  # (the low-rank factor: K_mm U)
+        KU = U if inner is None else inner(U)  # (the low-rank factor: R K_mm R U)
         Vnew, HVnew, KVnew = _extend_basis(
             V,
             HV,
@@ -325,7 +324,7 @@ def _krylov_path(
                 break
         if Vnew.shape[1] == 0:
             continue
-        if KVnew is not None:  # V^T K V
+        if KVnew is not None:  # V^T KV
             Bk = np.block([[Bk, KV.T @ Vnew], [KVnew.T @ V, KVnew.T @ Vnew]])
         # extend the projected problem
         G = np.block([[G, V.T @ HVnew], [HVnew.T @ V, Vnew.T @ HVnew]])
@@ -334,25 +333,20 @@ def _krylov_path(
         V, HV = np.hstack([V, Vnew]), np.hstack([HV, HVnew])
         KV = V if KVnew is None else np.hstack([KV, KVnew])
         sizes.append(V.shape[1])
-        # every active penalty's Galerkin solution in the current space (with K_mm's inner
-        # product: in coordinates z of V W z, W^T Bk W = I, ``_whitening``)
-        if inner is not None:
-            W = _whitening(Bk, prob.factor.floor)
-        Gw, cw = (G, c) if inner is None else (W.T @ G @ W, W.T @ c)
+        # every active penalty's Galerkin solution in the current space
+        gram = None if inner is None else (Bk, prob.factor.floor)
         act_idx = np.flatnonzero(act)
         spectrum: list[float] = []
-        Yl = _galerkin(Gw, cw, lam[act_idx], spectrum)  # (a, d, k)
+        Yl = _galerkin(G, c, lam[act_idx], spectrum, gram)  # (a, d, k)
         if spectrum and spectrum[0] < -INDEFINITE_SHARE * spectrum[1]:
             indefinite = max(indefinite, -spectrum[0] / spectrum[1])
-        na, d = len(act_idx), Gw.shape[0]
+        na, d = len(act_idx), V.shape[1]
         Ycols = Yl.transpose(1, 0, 2).reshape(d, na * k)  # column a * k + j
-        beta_b = np.einsum("adk,dk->ak", Yl, cw)
-        beta_H_beta = np.einsum("dak,adk->ak", (Gw @ Ycols).reshape(d, na, k), Yl)
+        beta_b = np.einsum("adk,dk->ak", Yl, c)
+        beta_H_beta = np.einsum("dak,adk->ak", (G @ Ycols).reshape(d, na, k), Yl)
         book.train_err[act, t - 1] = prob.train_error(beta_b, beta_H_beta)
         book.last_iter[act] = t
         lam_cols = np.repeat(lam[act_idx], k)
-        if inner is not None:
-            Ycols = W @ Ycols  # in V's coordinates
         VY = V @ Ycols  # the active points' coordinates beta, (r, na k)
         KVY = VY if inner is None else KV @ Ycols
         resid = HV @ Ycols + lam_cols * KVY - np.tile(b, (1, na))
@@ -451,28 +445,34 @@ class _KrylovCoefficients:
         self.RV = np.asarray(factor.apply(V), dtype=FACTOR_DTYPE)
         self.G, self.c, self.lam, self.sizes = G, c, lam, sizes
         self.dtype = dtype
-        self.whiten = whiten  # (V^T K V, floor): the low-rank factor's inner product
+        self.whiten = whiten  # (V^T KV, floor): the low-rank factor's Gram matrix
 
     def __call__(self, idx: tuple[int, ...]) -> np.ndarray:
         p, t_idx = idx
         d = int(self.sizes[t_idx])
         if d == 0:
             return np.zeros((self.RV.shape[0], self.c.shape[1]), dtype=self.dtype)
-        G, c = self.G[:d, :d], self.c[:d]
-        if self.whiten is None:
-            y = _galerkin(G, c, self.lam[p : p + 1])[0]
-        else:
-            W = _whitening(self.whiten[0][:d, :d], self.whiten[1])
-            y = W @ _galerkin(W.T @ G @ W, W.T @ c, self.lam[p : p + 1])[0]
+        gram = None if self.whiten is None else (self.whiten[0][:d, :d], self.whiten[1])
+        y = _galerkin(self.G[:d, :d], self.c[:d], self.lam[p : p + 1], gram=gram)[0]
         return np.asarray(self.RV[:, :d] @ y).astype(self.dtype)
 
 
 def _galerkin(
-    G: np.ndarray, c: np.ndarray, lam: np.ndarray, spectrum: list[float] | None = None
+    G: np.ndarray,
+    c: np.ndarray,
+    lam: np.ndarray,
+    spectrum: list[float] | None = None,
+    gram: tuple[np.ndarray, float] | None = None,
 ) -> np.ndarray:
     """Solutions y_p of (G + λ_p I) y = c for every λ_p, shape (P, d, k), from one
     eigendecomposition of the projected matrix G (the Tikhonov filter, 0 on its null space).
-    ``spectrum``: a list that receives G's smallest and largest eigenvalues."""
+    ``spectrum``: a list that receives G's smallest and largest eigenvalues. ``gram``:
+    (B, floor), the basis' Gram matrix where it is not I (the low-rank factor's): then
+    (G + λ_p B) y = c, solved in B's whitened coordinates (``_whitening``; ``spectrum`` is
+    theirs)."""
+    if gram is not None:
+        W = _whitening(*gram)
+        return np.einsum("de,pek->pdk", W, _galerkin(W.T @ G @ W, W.T @ c, lam, spectrum))
     g, Q = np.linalg.eigh(G)
     if spectrum is not None and g.size:
         spectrum[:] = [float(g[0]), float(g[-1])]
