@@ -150,8 +150,8 @@ def iterative_path(
         cg: the form of the factor (``krylov.cg_layout``); "auto": the first that fits
         ``memory_limit``. gd / nu keep the full factor.
     preconditioner_rank : int
-        r, the rank of the low-rank preconditioner's sketch of K_mm (at most m; the first r
-        centers), where cg takes it.
+        r, the rank of the low-rank preconditioner's randomized Nyström sketch of K_mm (at
+        most m), where cg takes it.
 
     Returns
     -------

@@ -5,9 +5,11 @@ m x m matrix at least: 20 GB in float64 and 10 GB in float32 at m = 50,000. This
 an m x r matrix, r << m (issue 45; the idea of EigenPro 3, Abedsoltan, Belkin & Pandit 2023,
 and of the randomized Nyström preconditioner of Frangella, Tropp & Udell 2023):
 
-- **Sketch.** K_mm ~ K_mS K_SS^+ K_Sm from r of the centers S (the first r: uniform centers
-  are drawn in random order, pivoted ones in the order they were picked):
-  K_mS K_SS^(-1/2) = U diag(mu)^(1/2) V^T (thin SVD), so K_mm ~ U diag(mu) U^T.
+- **Sketch.** A rank-r Nyström approximation K_mm ~ U diag(mu) U^T: by default the
+  randomized one, (K_mm Omega)(Omega^T K_mm Omega)^+(K_mm Omega)^T for an orthonormal
+  Gaussian Omega (one streamed product with K_mm); or K_mS K_SS^+ K_Sm of the first r
+  centers (``sketch="columns"``: uniform centers are drawn in random order). Its thin SVD
+  gives U and mu (``lowrank_factor``).
 - **Coordinates.** alpha = R beta with R = U diag(mu)^(-1/2) U^T + mu_r^(-1/2) (I - U U^T)
   (symmetric, applied in O(m r)): on the sketch's directions the full factor's whitening,
   beyond it one scale. R K_mm R is then near I on the sketch and small beyond it (not I:
@@ -64,9 +66,9 @@ CENTER_BLOCK_BYTES = 16 * 1024**2
 
 
 def lowrank_memory(m: int, rank: int) -> int:
-    """Bytes the low-rank factor holds at its peak: K_mS, its whitened copy and the SVD's
-    factor and work (four m x r float64 matrices), and the streamed K_mm products'
-    blocks."""
+    """Bytes the low-rank factor holds at its peak: the sketch (Omega and K_mm Omega, or
+    K_mS), its whitened copy and the SVD's factor and work (four m x r float64 matrices),
+    and the streamed K_mm products' blocks."""
     r = min(int(rank), int(m))
     return 8 * (4 * m * r + 2 * r * r) + CENTER_BLOCK_BYTES
 
