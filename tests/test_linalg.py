@@ -190,3 +190,14 @@ def test_blocked_cholesky_is_lapacks_and_leaves_the_other_triangle(rng, monkeypa
     bad[100, 100] = -1.0
     with pytest.raises(np.linalg.LinAlgError):
         cholesky_in_triangle(bad, "lower")
+
+
+def test_zero_strict_upper_and_largest_eigenpair_refuse_bad_input():
+    from kernelpath.linalg import largest_eigenpair, zero_strict_upper
+
+    L = np.ones((3, 3))
+    np.testing.assert_array_equal(zero_strict_upper(L), np.tril(np.ones((3, 3))))
+    with pytest.raises(ValueError, match="L must be a square"):
+        zero_strict_upper(np.ones((3, 2)))
+    with pytest.raises(ValueError, match="dim"):
+        largest_eigenpair(lambda v: v, 1)

@@ -36,6 +36,9 @@ def test_center_operator_products_are_those_of_k_mm():
     np.testing.assert_allclose(gram.matvec(V), Kmm @ V, rtol=1e-12, atol=1e-12)
     cols = np.array([5, 0, 77])
     np.testing.assert_allclose(op.center_operator(2**20, cols).dense(), Kmm[:, cols])
+    for bad in ([0, 120], [-1], [[1, 2]], [0.5]):
+        with pytest.raises(ValueError, match="columns"):
+            op.center_operator(2**20, bad)
 
 
 @pytest.mark.parametrize("sketch", ["gaussian", "columns"])

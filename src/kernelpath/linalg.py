@@ -246,6 +246,8 @@ def cholesky_in_place(K: np.ndarray) -> np.ndarray:
 
 def zero_strict_upper(L: np.ndarray) -> np.ndarray:
     """L with zeros above its diagonal, by blocks of columns (no m x m index arrays)."""
+    if np.ndim(L) != 2 or L.shape[0] != L.shape[1]:
+        raise ValueError(f"L must be a square matrix, got shape {np.shape(L)}")
     m = len(L)
     step = 1024
     for j in range(0, m, step):
@@ -595,6 +597,8 @@ def largest_eigenpair(
     """The largest eigenvalue of a symmetric operator of size ``dim`` >= 2 and its unit
     eigenvector, by Lanczos (``eigsh``) to relative accuracy ``tol`` (0: machine precision)
     from ``v0`` (None: ARPACK's random start)."""
+    if int(dim) < 2:
+        raise ValueError(f"dim must be at least 2 (Lanczos), got {dim!r}")
     op = scipy.sparse.linalg.LinearOperator(  # its dtype given: no probing product
         (dim, dim),
         matvec=lambda v: np.asarray(matvec(np.ravel(v)), dtype=FACTOR_DTYPE),

@@ -388,7 +388,18 @@ class KernelOperator:
         -------
         KernelOperator of shape (m, m) or (m, len(columns)), nothing cached
         """
-        cols = self.centers if columns is None else self.centers[np.asarray(columns)]
+        if columns is not None:
+            columns = np.asarray(columns)
+            if (
+                columns.ndim != 1
+                or not np.issubdtype(columns.dtype, np.integer)
+                or (columns.size and (columns.min() < 0 or columns.max() >= self.m))
+            ):
+                raise ValueError(
+                    f"columns must be a 1-D array of center indices in [0, {self.m}), got "
+                    f"{columns!r}"
+                )
+        cols = self.centers if columns is None else self.centers[columns]
         return KernelOperator(
             self.centers, cols, self.kernel, memory_budget, cache=False, n_jobs=self.n_jobs
         )

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from .._backend import FACTOR_DTYPE
-from .._validation import check_choice
+from .._validation import check_choice, check_int
 from ..linalg import (
     largest_eigenvalue,
     nu_method_coefficients,
@@ -170,6 +170,7 @@ def iterative_path(
         vop.expected_passes = max_iter
     n_val = 0 if validation is None else len(validation.Y)
     check_choice(factor_layout, "factor_layout", ("auto", *CG_LAYOUTS))
+    check_int(preconditioner_rank, "preconditioner_rank", 1)
     layout, slots = "cholesky", 0
     if method == "cg":
         args = (op.m, Y.shape[1], penalties, max_iter, n_val)
