@@ -39,17 +39,13 @@ PROBLEMS = [
 
 
 def row(n: int, d: int, m: int, sigma: float, scale: str) -> dict[str, Any]:
+    from run import sine_problem
+
     from kernelpath.kernels import Gaussian
     from kernelpath.solvers.iterative import iterative_path
     from kernelpath.workspace import Workspace
 
-    rng = np.random.default_rng(0)
-    w = rng.standard_normal(d) / (3.0 if scale == "third" else np.sqrt(d))
-    X = rng.standard_normal((n, d))
-    y = np.sin(X @ w) + 0.1 * rng.standard_normal(n)
-    Xt = rng.standard_normal((20_000, d))
-    yt = np.sin(Xt @ w)
-    C = X[rng.choice(n, m, replace=False)]
+    X, y, Xt, yt, C = sine_problem(n, d, m, 3.0 if scale == "third" else np.sqrt(d))
     ws = Workspace.of(None, None)
     kernel = Gaussian(sigma)
     test = ws.operator(Xt, C, kernel)

@@ -35,19 +35,14 @@ CHECKPOINTS = (10, 20, 40, 60)
 
 def fit(n: int, m: int, layout: str, rank: int, iters: int) -> dict[str, Any]:
     """One fit in this process; its measurements."""
+    from run import sine_problem
+
     from kernelpath.kernels import Gaussian
     from kernelpath.progress import listening
     from kernelpath.solvers.iterative import iterative_path
     from kernelpath.workspace import Workspace
 
-    d = 20
-    rng = np.random.default_rng(0)
-    w = rng.standard_normal(d) / np.sqrt(d)
-    X = rng.standard_normal((n, d))
-    y = np.sin(X @ w) + 0.1 * rng.standard_normal(n)
-    Xt = rng.standard_normal((20_000, d))
-    yt = np.sin(Xt @ w)
-    C = X[rng.choice(n, m, replace=False)]
+    X, y, Xt, yt, C = sine_problem(n, 20, m, np.sqrt(20))
     ws = Workspace.of(None, None)
     kernel = Gaussian(5.0)
     op = ws.operator(X, C, kernel)

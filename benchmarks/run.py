@@ -119,6 +119,20 @@ def save(name: str, payload: dict[str, Any]) -> FsPath:
     return path
 
 
+def sine_problem(
+    n: int, d: int, m: int, w_scale: float, n_test: int = 20_000
+) -> tuple[np.ndarray, ...]:
+    """(X, y, X_test, y_test, centers) of y = sin(<w, x>) + 0.1 eps, x ~ N(0, I_d),
+    w ~ N(0, I_d) / ``w_scale`` (sqrt(d): problem P), m centers drawn uniformly from X, the
+    test targets noiseless; seed 0."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal(d) / w_scale
+    X = rng.standard_normal((n, d))
+    y = np.sin(X @ w) + 0.1 * rng.standard_normal(n)
+    Xt = rng.standard_normal((n_test, d))
+    return X, y, Xt, np.sin(Xt @ w), X[rng.choice(n, m, replace=False)]
+
+
 def rmse(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.sqrt(np.mean((a - b) ** 2)))
 
