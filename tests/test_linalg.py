@@ -176,10 +176,10 @@ def test_blocked_cholesky_is_lapacks_and_leaves_the_other_triangle(rng, monkeypa
     tol = 1e-10 if dtype == np.float64 else 2e-4
     for triangle in ("lower", "upper"):
         for order in ("C", "F"):
-            A = np.array(K + 7.0 * np.triu(np.ones_like(K), 1) * (triangle == "lower"), dtype)
-            A = np.asarray(A, order=order)
-            if triangle == "upper":
-                A = np.asarray(K + 7.0 * np.tril(np.ones_like(K), -1), dtype=dtype, order=order)
+            # the other triangle holds numbers that are not K's
+            ones = np.ones_like(K)
+            junk = np.triu(ones, 1) if triangle == "lower" else np.tril(ones, -1)
+            A = np.array(K + 7.0 * junk, dtype=dtype, order=order)
             other = np.triu(A, 1) if triangle == "lower" else np.tril(A, -1)
             cholesky_in_triangle(A, triangle)
             got = np.tril(A) if triangle == "lower" else np.triu(A).T
