@@ -170,6 +170,9 @@ def test_blocked_cholesky_is_lapacks_and_leaves_the_other_triangle(rng, monkeypa
 
     monkeypatch.setattr(_kernels, "POTRF_BLOCKED_MIN", 64)
     monkeypatch.setattr(_kernels, "POTRF_BLOCK", 16)
+    calls = []
+    blocked = _kernels._blocked_potrf
+    monkeypatch.setattr(_kernels, "_blocked_potrf", lambda X: calls.append(1) or blocked(X))
     X = rng.standard_normal((150, 5))
     K = np.exp(-((X[:, None, :] - X[None]) ** 2).sum(-1) / 8) + 0.1 * np.eye(150)
     L = np.linalg.cholesky(K)
@@ -186,6 +189,7 @@ def test_blocked_cholesky_is_lapacks_and_leaves_the_other_triangle(rng, monkeypa
             np.testing.assert_allclose(got, L, atol=tol)
             kept = np.triu(A, 1) if triangle == "lower" else np.tril(A, -1)
             np.testing.assert_array_equal(kept, other)
+    assert len(calls) == 4  # every factor above went by blocks
     bad = K.copy()
     bad[100, 100] = -1.0
     with pytest.raises(np.linalg.LinAlgError):
