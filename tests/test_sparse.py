@@ -144,7 +144,14 @@ def test_every_estimator_fits_csr_as_it_fits_the_dense_rows(name, kw):
     np.testing.assert_allclose(fa, fb, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(out(b, X[:100]), fb, rtol=1e-8, atol=1e-10)
     if hasattr(a, "best_params_"):
-        assert a.best_params_ == b.best_params_
+        # the same candidate; a penalty refined by a continuous search may differ in its
+        # last digits (CI's did: 1.79198784842887e-05 against 1.7919878484288663e-05)
+        assert a.best_params_.keys() == b.best_params_.keys()
+        for key, value in a.best_params_.items():
+            if isinstance(value, float):
+                assert value == pytest.approx(b.best_params_[key], rel=1e-8), key
+            else:
+                assert value == b.best_params_[key], key
 
 
 def test_centers_of_very_sparse_rows_stay_sparse_and_the_file_keeps_them(tmp_path):
