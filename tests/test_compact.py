@@ -10,10 +10,17 @@ import scipy.linalg
 
 from kernelpath import Gaussian, NystromRegressor
 from kernelpath._backend import NUMPY, Device
-from kernelpath.solvers import compact
+from kernelpath.solvers import compact, krylov
 from kernelpath.solvers.compact import CompactFactor, blocked_cholesky_, compact_factor
 from kernelpath.solvers.iterative import iterative_path
-from kernelpath.solvers.krylov import _anchors, cg_layout, cg_memory, compact_first_for
+from kernelpath.solvers.krylov import (
+    _anchors,
+    anchor_count,
+    cg_layout,
+    cg_memory,
+    compact_first_for,
+    compact_over_eigh,
+)
 from kernelpath.workspace import Workspace
 
 torch = pytest.importorskip("torch")
@@ -271,3 +278,35 @@ def test_bad_arguments_are_refused_by_name():
         blocked_cholesky_(torch.ones(3, 4, dtype=torch.float64))
     with pytest.raises(ValueError, match="factor_layout"):
         iterative_path(op, y, 1e-3, "cg", 5, factor_layout="dense")
+
+
+def test_ill_conditioned_centers_take_the_compact_factor_in_place_of_eigh(monkeypatch):
+    """From ``COMPACT_OVER_EIGH_MIN_CENTERS`` centers (lowered here to 100), CG's full
+    factor, where K_mm fails the Cholesky form's test, gives way to the float64 compact
+    factor holding every anchor; its path equals the eigendecomposition's (what
+    factor_layout="cholesky" still takes) at every penalty. Well-conditioned centers keep
+    the Cholesky form; many anchors, fewer centers or a layout asked for keep the
+    eigendecomposition."""
+    monkeypatch.setattr(krylov, "COMPACT_OVER_EIGH_MIN_CENTERS", 100)
+    X, y, C = problem(n=2000, d=2, m=250)
+    lam = np.array([1e-5, 1e-3])
+    kw = dict(method="cg", max_iter=120, tol=0.0, n_iter_no_change=None)
+    path = iterative_path(operator(X, C), y, lam, **kw)
+    assert path.info["factor"] == "cholesky-compact"
+    assert len(path.info["anchor_penalties"]) == 2
+    eig = iterative_path(operator(X, C), y, lam, factor_layout="cholesky", **kw)
+    assert eig.info["factor"] == "eigh"
+    # cond(K_mm) ~ 1e20: the jitter (3.5e-14) and the eigendecomposition's cut treat K_mm's
+    # rounding directions apart, 4e-6 of the largest prediction at λ = 1e-5; a dense solve
+    # of either normal equations is further off (3e-4: the condition squared)
+    Knm = Gaussian(2.0)(X, C)
+    for p in range(len(lam)):
+        a = np.asarray(path.coef((p, path.shape[1] - 1))).ravel()
+        e = np.asarray(eig.coef((p, eig.shape[1] - 1))).ravel()
+        np.testing.assert_allclose(Knm @ a, Knm @ e, atol=1e-5 * np.abs(Knm @ e).max())
+    many = np.geomspace(1e-1, 1e-13, 20)
+    assert anchor_count(many) == 7 and not compact_over_eigh(250, many, False)
+    assert iterative_path(operator(X, C), y, many, **{**kw, "max_iter": 3}).info["factor"] == "eigh"
+    assert not compact_over_eigh(99, lam, False) and not compact_over_eigh(250, lam, True)
+    sharp = iterative_path(operator(*problem(n=2000, d=5, m=250)[::2], sigma=0.5), y, lam, **kw)
+    assert sharp.info["factor"] == "cholesky"

@@ -50,6 +50,7 @@ from ._threads import dense_threads
 
 __all__ = [
     "nystrom_factor",
+    "cholesky_nystrom_factor",
     "nystrom_factor_device",
     "regularized_factor",
     "factor_on_device",
@@ -338,6 +339,19 @@ def nystrom_factor(
     del U
     R /= np.sqrt(s)
     return NystromFactor(R, s, "eigh")
+
+
+def cholesky_nystrom_factor(
+    K_mm: np.ndarray, dtype_eps: float | None = None, preconditioned: bool = True
+) -> NystromFactor | None:
+    """``nystrom_factor`` where K_mm is safely positive definite (R = L^-T, by its rule),
+    else None, in place of its eigendecomposition: for a caller with another factor to take
+    (CG's compact factor where the eigendecomposition would cost more,
+    ``krylov.compact_over_eigh``)."""
+    K = np.asarray(K_mm, dtype=FACTOR_DTYPE)
+    eps = np.finfo(FACTOR_DTYPE).eps if dtype_eps is None else dtype_eps
+    with dense_threads(K.shape[0] ** 3):
+        return _cholesky_factor(K, eps, preconditioned)
 
 
 def _cholesky_factor(K: np.ndarray, eps: float, preconditioned: bool) -> NystromFactor | None:

@@ -51,6 +51,7 @@ import numpy as np
 from .._backend import FACTOR_DTYPE
 from .._validation import check_choice, check_int
 from ..linalg import (
+    factor_on_device,
     largest_eigenvalue,
     nu_method_coefficients,
     top_eigenvalue,
@@ -68,8 +69,10 @@ from .krylov import (
     cg_layout,
     cg_memory,
     compact_first_for,
+    compact_over_eigh,
 )
 from .lowrank import LOWRANK_RANK, lowrank_factor
+from .nystrom import center_cholesky_factor
 
 __all__ = [
     "iterative_path",
@@ -145,7 +148,11 @@ def iterative_path(
         anchor (``NystromFactor.diagonalized``), and where neither fits, the compact factor
         (``compact.CompactFactor``: buffers in the operator's precision, as many anchors
         as fit), and where no m x m matrix fits, the low-rank preconditioner
-        (``lowrank.LowRankFactor``, O(m r) bytes). None: no limit.
+        (``lowrank.LowRankFactor``, O(m r) bytes). None: no limit. Where the full factor
+        is taken but the centers' K_mm is not safely positive definite for its Cholesky
+        form, from ``krylov.COMPACT_OVER_EIGH_MIN_CENTERS`` centers on the host and with few
+        anchors, the compact factor in the operator's precision holds every anchor in place
+        of K_mm's eigendecomposition (``krylov.compact_over_eigh``).
     factor_layout : {"auto", "cholesky", "eigh", "compact", "lowrank"}
         cg: the form of the factor (``krylov.cg_layout``); "auto": the first that fits
         ``memory_limit``. gd / nu keep the full factor.
@@ -179,6 +186,14 @@ def iterative_path(
         layout, slots = cg_layout(*args, memory_limit, itemsize, first)
         if factor_layout != "auto":  # a compact factor asked for holds every anchor
             layout, slots = factor_layout, anchor_count(penalties)
+        elif layout == "cholesky" and "factor" not in setup:
+            on_device = factor_on_device(op.device, op.m)
+            if compact_over_eigh(op.m, penalties, on_device):
+                full = center_cholesky_factor(op)
+                if full is None:  # K_mm ill-conditioned: the compact factor, not eigh's
+                    layout, slots = "compact", anchor_count(penalties)
+                else:
+                    setup["factor"] = full
         if layout == "compact" and "factor" not in setup:
             setup["factor"] = compact_factor(op, slots=slots)
         if layout == "lowrank" and "factor" not in setup:

@@ -12,6 +12,7 @@ import scipy.linalg
 
 from .._backend import FACTOR_DTYPE
 from ..linalg import (
+    EIGH_FLOPS,
     NystromFactor,
     spectral_filter,
 )
@@ -193,6 +194,30 @@ def cg_layout(
         if need > limit and low <= limit:  # no m x m matrix fits: the low-rank one
             return "lowrank", 0
     return "compact", slots
+
+
+#: The centers from which CG's full factor gives way to the compact factor (in float64 on
+#: float64 data) where K_mm fails the Cholesky form's test (``compact_over_eigh``). Below it
+#: the eigendecomposition costs seconds (m = 4,000: 5.7 s here) and keeps its exact cut of
+#: K_mm's rounding directions; at m = 20,000 (P, n = 50,000) the fit reached the end of its
+#: tenth iteration after 754 s with it and after 185 s with the compact factor (the failed
+#: Cholesky form included), at the same test RMSE (0.03640), 11.0 GB at the peak
+#: against 12.8 (docs/design.md, "The compact factor in place of the eigendecomposition").
+COMPACT_OVER_EIGH_MIN_CENTERS = 8_000
+
+
+def compact_over_eigh(m: int, penalties: Any, on_device: bool) -> bool:
+    """Whether CG's full factor ("cholesky" layout), where the centers' K_mm is not safely
+    positive definite for its Cholesky form, takes the compact factor holding every anchor
+    in place of the eigendecomposition: on the host, from ``COMPACT_OVER_EIGH_MIN_CENTERS``
+    centers, where the compact factor's Cholesky factors cost fewer flops (T, then per
+    anchor T T^T and its factor: (1 + 2 A) m^3 / 3 for A anchors) than the
+    eigendecomposition (``linalg.EIGH_FLOPS`` m^3: up to 6 anchors). Its memory is at most
+    the full factor's (``cg_memory``: (A + 2) // 2 buffers of m (m + 1) against the full
+    factor's R, M and A factors)."""
+    anchors = anchor_count(penalties)
+    cheaper = (1 + 2 * anchors) / 3 < EIGH_FLOPS
+    return not on_device and m >= COMPACT_OVER_EIGH_MIN_CENTERS and cheaper
 
 
 def compact_first_for(itemsize: int, on_cuda: bool) -> bool:

@@ -39,6 +39,7 @@ from ._loo import SmootherCV, eigen_smoother_scores
 __all__ = [
     "nystrom_direct_path",
     "center_factor",
+    "center_cholesky_factor",
     "direct_memory",
     "DIRECT_MATRICES",
     "QR_MATRICES",
@@ -97,6 +98,14 @@ def center_factor(op: KernelProducts, preconditioned: bool = True) -> NystromFac
     if linalg.factor_on_device(op.device, op.m):
         return linalg.nystrom_factor_device(op.center_gram(native=True), dtype_eps=eps)
     return linalg.nystrom_factor(op.center_gram(), dtype_eps=eps, preconditioned=preconditioned)
+
+
+def center_cholesky_factor(op: KernelProducts) -> NystromFactor | None:
+    """``center_factor`` on the host where the centers' K_mm is safely positive definite
+    (R = L^-T), else None in place of its eigendecomposition
+    (``linalg.cholesky_nystrom_factor``)."""
+    eps = float(np.finfo(op.dtype).eps)
+    return linalg.cholesky_nystrom_factor(op.center_gram(), dtype_eps=eps)
 
 
 def nystrom_direct_path(
