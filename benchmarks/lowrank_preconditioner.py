@@ -9,9 +9,15 @@ Gaussian σ = 5), the same rows and centers (uniform, seed 0) for every fit, λ 
 without validation (tol = 0), test RMSE against the noiseless target on 20,000 held-out rows
 at iterations 10, 20, 40 and 60 of the same path (the Krylov path keeps every iterate).
 Each configuration runs ``--runs`` times, the configurations alternating, each fit in a fresh
-process; the table reports the median time. ``full``: ``factor_layout="auto"`` (the full
-float64 factor where it fits: one Cholesky factor per anchor); ``lowrank r``:
-``factor_layout="lowrank"``, ``preconditioner_rank=r``.
+process; the table reports the median time. ``full``: ``factor_layout="cholesky"`` (the
+full float64 factor: one Cholesky factor per anchor, or K_mm's eigendecomposition where K_mm
+fails its Cholesky form's test; what ``"auto"`` took before ``krylov.compact_over_eigh``);
+``auto``: the layout rule's choice (``krylov.cg_layout``, no memory limit, and
+``compact_over_eigh``); ``compact float64``:
+``factor_layout="compact"`` (FALKON's two triangles in one buffer, T of K_mm + j I with the
+float64 jitter j, ``solvers/compact.py``); ``lowrank r``: ``factor_layout="lowrank"``,
+``preconditioner_rank=r``. ``--layouts`` picks the configurations (``full,lowrank`` by
+default); rows already recorded for the same problem and other configurations are kept.
 """
 
 from __future__ import annotations
@@ -84,19 +90,49 @@ def fit(n: int, m: int, layout: str, rank: int, iters: int) -> dict[str, Any]:
     }
 
 
-def configs(ranks: list[int]) -> list[tuple[str, str, int]]:
-    return [("full", "auto", 0)] + [(f"lowrank {r}", "lowrank", r) for r in ranks]
+def configs(layouts: list[str], ranks: list[int]) -> list[tuple[str, str, int]]:
+    """(row name, factor_layout, rank) of each configuration asked for: "full" (the full float64
+    factor: one Cholesky factor per anchor, or the eigendecomposition), "auto" (the layout rule's
+    choice), "compact" (the compact factor in float64, one anchor) and "lowrank" (one row
+    per rank)."""
+    out: list[tuple[str, str, int]] = []
+    for layout in layouts:
+        if layout == "full":
+            out.append(("full", "cholesky", 0))
+        elif layout == "auto":
+            out.append(("auto", "auto", 0))
+        elif layout == "compact":
+            out.append(("compact float64", "compact", 0))
+        elif layout == "lowrank":
+            out += [(f"lowrank {r}", "lowrank", r) for r in ranks]
+        else:
+            raise SystemExit(f"unknown layout {layout!r}: full, auto, compact or lowrank")
+    return out
 
 
-def run(n: int, m: int, ranks: list[int], runs: int, iters: int) -> dict[str, Any]:
+def run(
+    n: int, m: int, layouts: list[str], ranks: list[int], runs: int, iters: int
+) -> dict[str, Any]:
+    """Run the configurations; rows of other configurations already recorded for the same
+    problem are kept (each row keeps its own machine's ceilings)."""
     sys.path.insert(0, str(HERE))
     from run import machine_info
 
-    doc: dict[str, Any] = {"n": n, "m": m, "iterations": iters, "machine": machine_info()}
-    rows: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in configs(ranks)}
     every = json.loads(OUT.read_text()) if OUT.is_file() else {"problems": {}}
+    key = f"n = {n:,}, m = {m:,}"
+    machine = machine_info()
+    doc: dict[str, Any] = every["problems"].get(key) or {"n": n, "m": m, "rows": {}}
+    if doc.get("iterations", iters) != iters:
+        doc = {"n": n, "m": m, "rows": {}}  # another count of iterations: start again
+    doc["iterations"] = iters
+    doc.setdefault("machine", machine)
+    doc.setdefault("machines", {})
+    rows: dict[str, list[dict[str, Any]]] = doc.setdefault("rows", {})
+    for name, _, _ in configs(layouts, ranks):
+        rows[name] = []
+        doc["machines"][name] = machine
     for i in range(runs):
-        for name, layout, rank in configs(ranks):
+        for name, layout, rank in configs(layouts, ranks):
             args = [str(n), str(m), layout, str(rank), str(iters)]
             cmd = [sys.executable, __file__, "one", *args]
             res = subprocess.run(cmd, capture_output=True, text=True, check=True)
@@ -139,7 +175,7 @@ def problem_table(doc: dict[str, Any]) -> list[str]:
             sec = statistics.median(r["seconds_at"][c] for r in runs)
             cells.append(f"{runs[0]['test_rmse'][c]:.4f} in {sec:.0f} s")
         peak = max(r["peak_rss_gb"] for r in runs)
-        label = f"{name} ({runs[0]['factor']})" if name == "full" else name
+        label = f"{name} ({runs[0]['factor']})" if name in ("full", "auto") else name
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {peak:.1f} GB |")
     return lines
 
@@ -151,6 +187,7 @@ def main() -> int:
     ap.add_argument("--n", type=int, default=50_000)
     ap.add_argument("--m", type=int, default=10_000)
     ap.add_argument("--ranks", default="1000,3000")
+    ap.add_argument("--layouts", default="full,lowrank", help="full, auto, compact, lowrank")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--iterations", type=int, default=60)
     a = ap.parse_args()
@@ -160,7 +197,7 @@ def main() -> int:
         return 0
     if a.cmd == "run":
         ranks = [int(r) for r in a.ranks.split(",")]
-        run(a.n, a.m, ranks, a.runs, a.iterations)
+        run(a.n, a.m, a.layouts.split(","), ranks, a.runs, a.iterations)
     print("\n".join(table(json.loads(OUT.read_text()))))
     return 0
 

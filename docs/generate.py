@@ -39,6 +39,7 @@ TABLES: dict[str, list[str]] = {
     "mnist_centers": ["benchmarks/mnist_centers.py", "table"],
     "default_centers": ["benchmarks/default_centers.py", "table"],
     "lowrank_preconditioner": ["benchmarks/lowrank_preconditioner.py", "table"],
+    "million_p": ["benchmarks/million_p.py", "table"],
 }
 
 

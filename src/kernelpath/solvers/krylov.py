@@ -200,7 +200,7 @@ def cg_layout(
 #: float64 data) where K_mm fails the Cholesky form's test (``compact_over_eigh``). Below it
 #: the eigendecomposition costs seconds (m = 4,000: 5.7 s here) and keeps its exact cut of
 #: K_mm's rounding directions; at m = 20,000 (P, n = 50,000) the fit reached the end of its
-#: tenth iteration after 754 s with it and after 185 s with the compact factor (the failed
+#: tenth iteration after 754 s with it and after 186 s with the compact factor (the failed
 #: Cholesky form included), at the same test RMSE (0.03640), 11.0 GB at the peak
 #: against 12.8 (docs/design.md, "The compact factor in place of the eigendecomposition").
 COMPACT_OVER_EIGH_MIN_CENTERS = 8_000
