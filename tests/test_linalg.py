@@ -205,3 +205,25 @@ def test_zero_strict_upper_and_largest_eigenpair_refuse_bad_input():
         zero_strict_upper(np.ones((3, 2)))
     with pytest.raises(ValueError, match="dim"):
         largest_eigenpair(lambda v: v, 1)
+
+
+def test_cholesky_nystrom_factor_is_the_inverse_or_none_and_refuses_bad_input():
+    """R R^T = K^-1 (NumPy's inverse) and R^T K R = I where K is well conditioned; None
+    (not an eigendecomposition) where it is not; bad K_mm refused by name."""
+    from kernelpath.linalg import cholesky_nystrom_factor
+
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((40, 40))
+    K = A @ A.T + 40 * np.eye(40)
+    fac = cholesky_nystrom_factor(K)
+    assert fac is not None and fac.method == "cholesky"
+    np.testing.assert_allclose(fac.R @ fac.R.T, np.linalg.inv(K), rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(fac.R.T @ K @ fac.R, np.eye(40), atol=1e-10)
+    x = rng.standard_normal((30, 1))
+    near_singular = np.exp(-((x - x.T) ** 2) / 50)  # cond ~ 1e17 and beyond
+    assert cholesky_nystrom_factor(near_singular) is None
+    for bad in (np.ones((3, 4)), np.ones(3), np.zeros((0, 0))):
+        with pytest.raises(ValueError, match="K_mm must be a non-empty square"):
+            cholesky_nystrom_factor(bad)
+    with pytest.raises(ValueError, match="K_mm has NaN"):
+        cholesky_nystrom_factor(np.full((3, 3), np.nan))

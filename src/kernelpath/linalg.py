@@ -323,8 +323,7 @@ def nystrom_factor(
     m = K.shape[0]
     eps = np.finfo(FACTOR_DTYPE).eps if dtype_eps is None else dtype_eps
     if rcond is None and m > 0:
-        with dense_threads(m**3):  # the Cholesky factor, its inverse and M: m^3 / 3 each
-            fac = _cholesky_factor(K, eps, preconditioned)
+        fac = _cholesky_factor(K, eps, preconditioned)
         if fac is not None:
             return fac
     with dense_threads(EIGH_FLOPS * m**3):
@@ -349,30 +348,34 @@ def cholesky_nystrom_factor(
     (CG's compact factor where the eigendecomposition would cost more,
     ``krylov.compact_over_eigh``)."""
     K = np.asarray(K_mm, dtype=FACTOR_DTYPE)
+    if K.ndim != 2 or K.shape[0] != K.shape[1] or K.shape[0] == 0:
+        raise ValueError(f"K_mm must be a non-empty square matrix, got shape {K.shape}")
+    if not np.isfinite(K).all():
+        raise ValueError("K_mm has NaN or infinite entries")
     eps = np.finfo(FACTOR_DTYPE).eps if dtype_eps is None else dtype_eps
-    with dense_threads(K.shape[0] ** 3):
-        return _cholesky_factor(K, eps, preconditioned)
+    return _cholesky_factor(K, eps, preconditioned)
 
 
 def _cholesky_factor(K: np.ndarray, eps: float, preconditioned: bool) -> NystromFactor | None:
     """``nystrom_factor``'s R = L^-T where K is safely positive definite, else None."""
     m = K.shape[0]
-    try:
-        L = zero_strict_upper(cholesky_in_place(np.array(K, order="F")))
-    except np.linalg.LinAlgError:
-        return None
-    if not np.all(np.isfinite(L)):
-        return None
-    anorm = float(np.abs(K).sum(axis=0).max())
-    rc, info = scipy.linalg.lapack.dpocon(L, anorm, uplo="L")
-    if info != 0 or not rc > eps * m**1.5:
-        return None
-    M = _lauum_lower(L) if preconditioned else None
-    # L (Fortran order) inverted in place: R = L^-T is its C-ordered transpose
-    Linv, info = scipy.linalg.lapack.dtrtri(L, lower=1, overwrite_c=1)
-    if info != 0:
-        return None
-    return NystromFactor(np.ascontiguousarray(Linv.T), M, "cholesky")
+    with dense_threads(m**3):  # the Cholesky factor, its inverse and M: m^3 / 3 each
+        try:
+            L = zero_strict_upper(cholesky_in_place(np.array(K, order="F")))
+        except np.linalg.LinAlgError:
+            return None
+        if not np.all(np.isfinite(L)):
+            return None
+        anorm = float(np.abs(K).sum(axis=0).max())
+        rc, info = scipy.linalg.lapack.dpocon(L, anorm, uplo="L")
+        if info != 0 or not rc > eps * m**1.5:
+            return None
+        M = _lauum_lower(L) if preconditioned else None
+        # L (Fortran order) inverted in place: R = L^-T is its C-ordered transpose
+        Linv, info = scipy.linalg.lapack.dtrtri(L, lower=1, overwrite_c=1)
+        if info != 0:
+            return None
+        return NystromFactor(np.ascontiguousarray(Linv.T), M, "cholesky")
 
 
 def regularized_factor(K_mm: Any, weights: Any, gamma: float) -> NystromFactor:
