@@ -3,6 +3,7 @@
     python benchmarks/threads.py run [--fits adult/cg,ijcnn1/rf] [--rounds 3]
     python benchmarks/threads.py load [--fits synthetic/rf,adult/cg] [--rounds 3]
     python benchmarks/threads.py table
+    python benchmarks/threads.py stream [--streams incremental,recursive] [--rounds 3]
 
 Each fit is ``benchmarks/defaults.py``'s default estimator (the width screen included) on its
 set's first split, timed in a fresh process, the modes alternating, median of ``--rounds``:
@@ -26,6 +27,15 @@ fits, the issue's measurement) and ``one_thread``. The fits are
 ``LOAD_FITS``: every default fit of ``benchmarks/defaults.py`` (``SET/cg``) and the issue's
 default random features, exact KRLS and EigenPro on 3,000 rows x 8 (``synthetic/FAMILY``:
 y = sin(<w, x>) + 0.1 eps). Writes ``results/threads_load.json``.
+
+``stream`` times the online learners (``STREAMS``: 3,000 single-sample updates of
+``IncrementalRLSClassifier`` on 200 random Fourier features, then 200 predictions;
+``RecursiveRLS`` on 4,000 samples in batches of 20 with 400 features; ``RebalancedRLSClassifier``
+on 3,000 samples in batches of 30 with 300 features, predicting after each) in the modes
+``one_blas_thread`` (the default: ``_threads.stream_threads`` around every update and
+prediction) and ``libraries`` (that context replaced by one that does nothing: kernelpath
+before it), with and without ``LOAD_PROCESSES`` busy processes. Writes
+``results/threads_stream.json``.
 """
 
 from __future__ import annotations
@@ -63,6 +73,78 @@ DEFAULT_SETS = (
     "energy", "wine", "yacht", "airfoil", "abalone", "ijcnn1", "adult", "usps",
 )  # fmt: skip
 LOAD_FITS = (*SYNTHETIC, *(f"{s}/cg" for s in DEFAULT_SETS))
+STREAM_OUT = HERE / "results" / "threads_stream.json"
+STREAMS = ("incremental", "recursive", "rebalanced")
+STREAM_MODES = ("one_blas_thread", "libraries")
+
+
+def stream_worker(learner: str, mode: str) -> dict[str, Any]:
+    """In a fresh process: one online learner's stream under ``mode``."""
+    import contextlib
+
+    import numpy as np
+
+    import kernelpath as kp
+    import kernelpath._threads
+
+    if mode == "libraries":
+        kernelpath._threads.stream_threads = contextlib.nullcontext  # type: ignore[assignment]
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((4000, 4))
+    y = np.sin(X[:, 0]) * X[:, 1] + 0.1 * rng.standard_normal(4000)
+    labels = np.where(X[:, 2] > 1.2, 2, (X[:, 0] > 0).astype(int))
+    D = {"incremental": 200, "recursive": 400, "rebalanced": 300}[learner]
+    phi = kp.RandomFourierFeatures(kp.Gaussian(1.0), n_features=D, random_state=0)
+    phi.fit(X[:1])
+    t = time.perf_counter()
+    if learner == "incremental":
+        inc = kp.IncrementalRLSClassifier(features=phi, validation_every=6)
+        for i in range(3000):
+            inc.partial_fit(X[i], labels[i])
+        score = float(np.mean(inc.predict(X[3000:3200]) == labels[3000:3200]))
+    elif learner == "recursive":
+        rls = kp.RecursiveRLS(penalty=1e-3, features=phi)
+        for i in range(0, 4000, 20):
+            rls.partial_fit(X[i : i + 20], y[i : i + 20])
+        score = float(np.sqrt(np.mean((rls.predict(X[:500]) - y[:500]) ** 2)))
+    else:
+        reb = kp.RebalancedRLSClassifier(penalty=1e-2, features=phi)
+        for i in range(0, 3000, 30):
+            reb.partial_fit(X[i : i + 30], labels[i : i + 30], classes=[0, 1, 2])
+            reb.predict(X[3000:3010])
+        score = float(np.mean(reb.predict(X[3000:3500]) == labels[3000:3500]))
+    return {"fit_s": time.perf_counter() - t, "score": score}
+
+
+def stream(learners: list[str], rounds: int) -> None:
+    """Each learner under load and quiet, the modes alternating, median of ``rounds``."""
+    res = json.loads(STREAM_OUT.read_text()) if STREAM_OUT.exists() else {}
+    for learner in learners:
+        runs, last = _loaded_rounds(["stream-worker", learner], STREAM_MODES, rounds)
+        scores = {k: r["score"] for k, r in last.items()}
+        med = {k: statistics.median(v) for k, v in runs.items()}
+        res[learner] = {"median_s": med, "score": scores, "runs": runs, "rounds": rounds}
+        print(learner, " ".join(f"{k} {v:.2f}" for k, v in med.items()), flush=True)
+        STREAM_OUT.write_text(json.dumps(res, indent=1) + "\n")
+
+
+def stream_table() -> str:
+    """The online learners: one BLAS thread against the libraries' threads, loaded and
+    quiet."""
+    res = json.loads(STREAM_OUT.read_text())
+    lines = [
+        "| learner | loaded: one thread | libraries | ratio | quiet: one thread | libraries "
+        "| ratio |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for learner, r in res.items():
+        m = r["median_s"]
+        cells = []
+        for state in ("load", "quiet"):
+            one, lib = m[f"{state}/one_blas_thread"], m[f"{state}/libraries"]
+            cells.append(f"{one:.2f} s | {lib:.2f} s | {one / lib:.2f}×")
+        lines.append(f"| {learner} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def _synthetic(family: str) -> tuple[Any, ...]:
@@ -124,33 +206,52 @@ def _busy() -> list[subprocess.Popen[bytes]]:
     return procs
 
 
+def _loaded_rounds(
+    command: list[str], modes: tuple[str, ...], rounds: int, skip: Any = None
+) -> tuple[dict[str, list[float]], dict[str, dict[str, Any]]]:
+    """``command`` + [mode] in fresh processes, with ``LOAD_PROCESSES`` busy processes and
+    without, the modes alternating, ``rounds`` times (``skip(busy, mode)``: a pair not run):
+    the times per "load/MODE" or "quiet/MODE", and each key's last result."""
+    runs: dict[str, list[float]] = {}
+    last: dict[str, dict[str, Any]] = {}
+    for _ in range(rounds):
+        for busy in (True, False):
+            for mode in modes:
+                if skip is not None and skip(busy, mode):
+                    continue
+                procs = _busy() if busy else []
+                try:
+                    out = subprocess.run(
+                        [sys.executable, __file__, *command, mode],
+                        check=True,
+                        capture_output=True,
+                        text=True,
+                    )
+                finally:
+                    for p in procs:
+                        p.kill()
+                        p.wait()
+                r = json.loads(out.stdout.strip().splitlines()[-1])
+                key = f"{'load' if busy else 'quiet'}/{mode}"
+                runs.setdefault(key, []).append(r["fit_s"])
+                last[key] = r
+    return runs, last
+
+
 def load(fits: list[str], rounds: int) -> None:
     """Each fit under load and quiet, the modes alternating, median of ``rounds``."""
     res = json.loads(LOAD_OUT.read_text()) if LOAD_OUT.exists() else {}
     for fit in fits:
-        runs: dict[str, list[float]] = {}
-        errors: dict[str, float] = {}
-        for _ in range(rounds):
-            for busy in (True, False):
-                for mode in LOAD_MODES:
-                    if busy and mode == "before" and not fit.startswith("synthetic/"):
-                        continue  # the issue's measurement; minutes per set otherwise
-                    procs = _busy() if busy else []
-                    try:
-                        out = subprocess.run(
-                            [sys.executable, __file__, "worker", fit, mode],
-                            check=True,
-                            capture_output=True,
-                            text=True,
-                        )
-                    finally:
-                        for p in procs:
-                            p.kill()
-                            p.wait()
-                    r = json.loads(out.stdout.strip().splitlines()[-1])
-                    key = f"{'load' if busy else 'quiet'}/{mode}"
-                    runs.setdefault(key, []).append(r["fit_s"])
-                    errors[key] = r["test_error"]
+        # "before" loaded: the issue's measurement, on the synthetic fits only (minutes per
+        # set otherwise)
+        synthetic = fit.startswith("synthetic/")
+        runs, last = _loaded_rounds(
+            ["worker", fit],
+            LOAD_MODES,
+            rounds,
+            lambda busy, mode, synthetic=synthetic: busy and mode == "before" and not synthetic,
+        )
+        errors = {k: r["test_error"] for k, r in last.items()}
         med = {k: statistics.median(v) for k, v in runs.items()}
         res[fit] = {"median_s": med, "test_error": errors, "runs": runs, "rounds": rounds}
         print(fit, " ".join(f"{k} {v:.2f}" for k, v in med.items()), flush=True)
@@ -224,10 +325,23 @@ def table() -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["run", "load", "table", "load-table", "worker"])
+    ap.add_argument(
+        "mode",
+        choices=[
+            "run",
+            "load",
+            "table",
+            "load-table",
+            "worker",
+            "stream",
+            "stream-table",
+            "stream-worker",
+        ],
+    )
     ap.add_argument("args", nargs="*")
     ap.add_argument("--fits", default=",".join(FITS))
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--streams", default=",".join(STREAMS))
     a = ap.parse_args()
     if a.mode == "worker":
         print(json.dumps(worker(*a.args)))
@@ -238,6 +352,12 @@ def main() -> None:
         load(fits, a.rounds)
     elif a.mode == "load-table":
         print(load_table())
+    elif a.mode == "stream-worker":
+        print(json.dumps(stream_worker(*a.args)))
+    elif a.mode == "stream":
+        stream(a.streams.split(","), a.rounds)
+    elif a.mode == "stream-table":
+        print(stream_table())
     else:
         print(table())
 

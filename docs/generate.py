@@ -25,6 +25,7 @@ TABLES: dict[str, list[str]] = {
     "cli_cost": ["benchmarks/cli.py", "--table"],
     "krls_cost": ["benchmarks/krls_cost.py", "table"],
     "threads_load": ["benchmarks/threads.py", "load-table"],
+    "threads_stream": ["benchmarks/threads.py", "stream-table"],
     "float32": ["benchmarks/float32.py", "table"],
     "startup": ["benchmarks/startup.py", "table"],
     "accuracy": ["benchmarks/accuracy.py", "table"],

@@ -114,3 +114,43 @@ def test_the_count_sees_busy_processes_and_not_this_ones_threads():
         for p in busy:
             p.kill()
             p.wait()
+
+
+def test_online_learners_update_and_predict_on_one_blas_thread(two_threads, quiet_machine, rng):
+    """The online learners' updates and predictions run BLAS on one thread (rank-one updates
+    and D x D triangular solves: under load two threads spun away their time slices), read
+    through the feature map they call; the count is restored after each call."""
+    from kernelpath import (
+        IncrementalRLSClassifier,
+        RebalancedRLSClassifier,
+        RecursiveRLS,
+        SemiparametricRegressor,
+    )
+
+    W = rng.standard_normal((3, 20))
+    seen: set[int] = set()
+
+    def phi(X):
+        seen.update(_blas_threads())
+        return np.cos(np.asarray(X)[:, :3] @ W)  # the semiparametric map sees (x, ŷ)
+
+    X = rng.standard_normal((60, 3))
+    y = np.sin(X[:, 0])
+    labels = (X[:, 1] > 0).astype(int)
+    learners = [
+        (RecursiveRLS(penalty=1e-2, features=phi), y),
+        (IncrementalRLSClassifier(features=phi, validation_every=4), labels),
+        (RebalancedRLSClassifier(features=phi), labels),
+        (SemiparametricRegressor(lambda Z: np.asarray(Z)[:, None, :2], features=phi), y),
+    ]
+    for est, target in learners:
+        est.fit(X[:30], target[:30])
+        est.partial_fit(X[30:], target[30:])
+        est.predict(X[:5])
+        assert seen == {1}, type(est).__name__
+        assert _blas_threads() == {2}
+        seen.clear()
+    with fit_threads():  # inside a fit: the fit's rule
+        with dense_threads(1e15):
+            learners[0][0].predict(X[:5])
+            assert seen == {2}

@@ -23,19 +23,36 @@ So ``fit_threads`` counts, when the fit starts, the tasks of other processes tha
 running or ready to run (``/proc/loadavg``'s running count, less this process's running
 threads; the least of ``LOAD_SAMPLES`` readings) and gives the dense operations at most
 the cores they leave free, at least one (``free_cores``).
+
+The online learners' updates and predictions (``one_blas_thread``) run BLAS on one thread
+without that count: their operations are rank-one updates and triangular solves of D x D
+factors, which two threads do not speed up, and a reading of the load (1.4 ms) costs more
+than a sample's update.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any, TypeVar
 
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["DENSE_MIN_FLOPS", "blas_controller", "fit_threads", "dense_threads", "free_cores"]
+F = TypeVar("F", bound=Callable[..., Any])
+
+__all__ = [
+    "DENSE_MIN_FLOPS",
+    "blas_controller",
+    "fit_threads",
+    "dense_threads",
+    "free_cores",
+    "stream_threads",
+    "one_blas_thread",
+]
 
 #: A dense operation of at least this many floating-point operations runs on the threads
 #: BLAS had before the fit (an eigendecomposition of m = 800, 0.06 s on one core here; a
@@ -128,3 +145,29 @@ def dense_threads(flops: float) -> Iterator[None]:
         return
     with blas_controller().limit(limits=outer, user_api="blas"):
         yield
+
+
+@contextmanager
+def stream_threads() -> Iterator[None]:
+    """BLAS on one thread inside (an online learner's update or prediction), without the
+    count of busy cores (``dense_threads`` inside does nothing); nested: nothing."""
+    if _outer.get() is not None:
+        yield
+        return
+    token = _outer.set(1)
+    try:
+        with blas_controller().limit(limits=1, user_api="blas"):
+            yield
+    finally:
+        _outer.reset(token)
+
+
+def one_blas_thread(method: F) -> F:
+    """``method`` run inside ``stream_threads`` (looked up when called)."""
+
+    @functools.wraps(method)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        with stream_threads():
+            return method(*args, **kwargs)
+
+    return wrapped  # type: ignore[return-value]

@@ -13,6 +13,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from .. import _backend as B
+from .._threads import one_blas_thread
 from .._validation import (
     check_class_weight,
     check_labels,
@@ -149,6 +150,7 @@ class StreamClassifier:
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, self._fitted_attr)
 
+    @one_blas_thread
     def fit(self, X: Any, y: Any, classes: Any = None) -> Any:
         """Forget everything, then learn from (X, y) sample by sample (``partial_fit``).
 
@@ -265,6 +267,7 @@ class StreamClassifier:
         cache["map"] = cal
         return cal
 
+    @one_blas_thread
     def predict_log_proba(self, X: Any) -> np.ndarray:
         """Log-probabilities of the classes.
 
@@ -286,6 +289,7 @@ class StreamClassifier:
         F = np.asarray(B.to_numpy(self.decision_function(X)), dtype=np.float64)  # type: ignore[attr-defined]
         return log_probabilities(2 * F - 1, self._probability_map())
 
+    @one_blas_thread
     def predict_proba(self, X: Any) -> np.ndarray:
         """Probabilities of the classes (``predict_log_proba``'s exponential).
 
@@ -301,6 +305,7 @@ class StreamClassifier:
         """
         return np.exp(self.predict_log_proba(X))
 
+    @one_blas_thread
     def score(self, X: Any, y: Any) -> float:
         """Accuracy of ``predict`` on (X, y).
 

@@ -11,6 +11,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend as B
+from .._threads import one_blas_thread
 from .._validation import check_choice, check_float, check_int
 from ..linalg import cholesky_update
 from .common import StreamClassifier, _rows, as_feature_map, fitted_features
@@ -168,6 +169,7 @@ class IncrementalRLSClassifier(StreamClassifier, BaseEstimator):
         g = np.where(counts > 0, k / np.maximum(counts, 1.0), 1.0)
         return g**alpha
 
+    @one_blas_thread
     def partial_fit(self, X: Any, y: Any, classes: Any = None) -> IncrementalRLSClassifier:
         """Learn from one sample (1-D x) or a batch, one sample at a time; unseen labels are
         added as new classes.
@@ -238,6 +240,7 @@ class IncrementalRLSClassifier(StreamClassifier, BaseEstimator):
         a = int(ok[np.argmax(self._alphas[ok])])
         return int(np.argmax(scores[:, a])), a
 
+    @one_blas_thread
     def decision_function(
         self, X: Any, penalty: float | None = None, alpha: float | None = None
     ) -> np.ndarray:
@@ -260,6 +263,7 @@ class IncrementalRLSClassifier(StreamClassifier, BaseEstimator):
         Z = np.asarray(self._map(X2), dtype=np.float64)
         return B.like_input((Z @ self._weights(int(hit[0]))) * self._gamma(a), X)
 
+    @one_blas_thread
     def predict(
         self, X: Any, penalty: float | None = None, alpha: float | None = None
     ) -> np.ndarray:

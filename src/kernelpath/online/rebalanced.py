@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend as B
+from .._threads import one_blas_thread
 from .._validation import check_float
 from .common import (
     HELDOUT_CHUNKS,
@@ -93,6 +94,7 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
         self.class_counts_ = np.append(self.class_counts_, 0)
         return len(self.classes_) - 1
 
+    @one_blas_thread
     def partial_fit(self, X: Any, y: Any, classes: Any = None) -> RebalancedRLSClassifier:
         """Add samples (1-D x or a batch); unseen labels are new classes.
 
@@ -134,6 +136,7 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
         self._coef_cache.clear()
 
     @property
+    @one_blas_thread
     def coef_(self) -> np.ndarray:
         check_is_fitted(self)
         coef = self._coef_cache.get("coef")
@@ -155,6 +158,7 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
             self._coef_cache["coef"] = coef
         return coef
 
+    @one_blas_thread
     def decision_function(self, X: Any) -> np.ndarray:
         """Scores of the classes.
 
@@ -172,6 +176,7 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
         Z = np.asarray(self._map(X2), dtype=np.float64)
         return B.like_input(Z @ self.coef_, X)
 
+    @one_blas_thread
     def predict(self, X: Any) -> np.ndarray:
         """Labels of the largest score.
 

@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend as B
 from .._backend import check_real
+from .._threads import one_blas_thread
 from .._validation import check_float
 from ..linalg import cholesky_update
 from .common import _host, _rows, as_feature_map, check_n_features, fitted_features, require_y
@@ -90,6 +91,7 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
             if hasattr(self, name):
                 delattr(self, name)
 
+    @one_blas_thread
     def fit(self, X: Any, y: Any) -> RecursiveRLS:
         """Forget everything and learn from (X, y) sample by sample.
 
@@ -105,6 +107,7 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
         self._reset()
         return self.partial_fit(X, y)
 
+    @one_blas_thread
     def partial_fit(self, X: Any, y: Any) -> RecursiveRLS:
         """Update with one sample (1-D x) or a mini-batch, one rank-one update per sample.
 
@@ -178,6 +181,7 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
         self._W_cache: dict[str, np.ndarray] = {}  # W, until the next sample
 
     @property
+    @one_blas_thread
     def coef_(self) -> np.ndarray:
         check_is_fitted(self)
         W = self._W_cache.get("W")
@@ -187,6 +191,7 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
             W = self._W_cache["W"] = scipy.linalg.solve_triangular(R, T, check_finite=False)
         return W[:, 0] if self._vector_y and W.shape[1] == 1 else W
 
+    @one_blas_thread
     def predict(self, X: Any) -> np.ndarray:
         """φ(X) W.
 

@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend as B
+from .._threads import one_blas_thread
 from .._validation import check_int
 from ..features import RandomFourierFeatures
 from ..inputs import dense_block
@@ -108,6 +109,7 @@ class SemiparametricRegressor(BaseEstimator):
             )
         return P
 
+    @one_blas_thread
     def fit(self, X: Any, y: Any) -> SemiparametricRegressor:
         """Forget everything and learn from (X, y) sample by sample.
 
@@ -127,6 +129,7 @@ class SemiparametricRegressor(BaseEstimator):
                 delattr(self, name)
         return self.partial_fit(X, y)
 
+    @one_blas_thread
     def partial_fit(self, X: Any, y: Any) -> SemiparametricRegressor:
         """Update with one sample or a batch, parametric part first.
 
@@ -202,10 +205,12 @@ class SemiparametricRegressor(BaseEstimator):
         self.correction_.partial_fit(self._normalized(X, y_hat), Y - y_hat)
 
     @property
+    @one_blas_thread
     def parameters_(self) -> np.ndarray:
         check_is_fitted(self)
         return self._prior + self.parametric_.coef_
 
+    @one_blas_thread
     def predict_parametric(self, X: Any) -> np.ndarray:
         """The parametric part alone, ŷ = Φ(x) π̂.
 
@@ -222,6 +227,7 @@ class SemiparametricRegressor(BaseEstimator):
         X2 = check_n_features(self, dense_block(_rows(X)))
         return B.like_input(np.einsum("ntp,p->nt", self._phi(X2), self.parameters_), X)
 
+    @one_blas_thread
     def predict(self, X: Any) -> np.ndarray:
         """ŷ + Δŷ, shape (n_samples, T), or (n_samples,) after a fit on a 1-D y.
 
