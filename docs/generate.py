@@ -41,6 +41,7 @@ TABLES: dict[str, list[str]] = {
     "default_centers": ["benchmarks/default_centers.py", "table"],
     "lowrank_preconditioner": ["benchmarks/lowrank_preconditioner.py", "table"],
     "million_p": ["benchmarks/million_p.py", "table"],
+    "eigh_layout": ["benchmarks/eigh_layout.py", "table"],
 }
 
 

@@ -19,6 +19,7 @@ from kernelpath.solvers.krylov import (
     cg_layout,
     cg_memory,
     compact_first_for,
+    compact_in_reach,
     compact_over_eigh,
 )
 from kernelpath.workspace import Workspace
@@ -280,6 +281,15 @@ def test_bad_arguments_are_refused_by_name():
         iterative_path(op, y, 1e-3, "cg", 5, factor_layout="dense")
 
 
+def _same_predictions(path, other, Knm, share):
+    """The two paths' last iterates predict alike at every penalty, to ``share`` of the
+    largest prediction."""
+    for p in range(path.shape[0]):
+        a = np.asarray(path.coef((p, path.shape[1] - 1))).ravel()
+        e = np.asarray(other.coef((p, other.shape[1] - 1))).ravel()
+        np.testing.assert_allclose(Knm @ a, Knm @ e, atol=share * np.abs(Knm @ e).max())
+
+
 def test_ill_conditioned_centers_take_the_compact_factor_in_place_of_eigh(monkeypatch):
     """From ``COMPACT_OVER_EIGH_MIN_CENTERS`` centers (lowered here to 100), CG's full
     factor, where K_mm fails the Cholesky form's test, gives way to the float64 compact
@@ -299,14 +309,62 @@ def test_ill_conditioned_centers_take_the_compact_factor_in_place_of_eigh(monkey
     # cond(K_mm) ~ 1e20: the jitter (3.5e-14) and the eigendecomposition's cut treat K_mm's
     # rounding directions apart, 4e-6 of the largest prediction at λ = 1e-5; a dense solve
     # of either normal equations is further off (3e-4: the condition squared)
-    Knm = Gaussian(2.0)(X, C)
-    for p in range(len(lam)):
-        a = np.asarray(path.coef((p, path.shape[1] - 1))).ravel()
-        e = np.asarray(eig.coef((p, eig.shape[1] - 1))).ravel()
-        np.testing.assert_allclose(Knm @ a, Knm @ e, atol=1e-5 * np.abs(Knm @ e).max())
+    _same_predictions(path, eig, Gaussian(2.0)(X, C), 1e-5)
     many = np.geomspace(1e-1, 1e-13, 20)
     assert anchor_count(many) == 7 and not compact_over_eigh(250, many, False)
     assert iterative_path(operator(X, C), y, many, **{**kw, "max_iter": 3}).info["factor"] == "eigh"
     assert not compact_over_eigh(99, lam, False) and not compact_over_eigh(250, lam, True)
     sharp = iterative_path(operator(*problem(n=2000, d=5, m=250)[::2], sigma=0.5), y, lam, **kw)
     assert sharp.info["factor"] == "cholesky"
+
+
+def test_a_budget_without_a_factor_per_anchor_takes_the_compact_factor_over_eigh(monkeypatch):
+    """Where a Cholesky factor per anchor does not fit but the eigendecomposition that
+    serves every anchor does, and K_mm fails its Cholesky test, CG takes the compact factor
+    holding every anchor (from ``COMPACT_OVER_EIGH_MIN_CENTERS`` centers, lowered here to
+    100; up to ``EIGH_LAYOUT_MAX_ANCHORS``) if it fits, and its path equals the
+    eigendecompositions' (what factor_layout="eigh" takes) at every penalty. K_mm that
+    passes the test, too many anchors, a budget with room only for the eigendecomposition's
+    matrices, fewer centers or the device keep the eigendecomposition."""
+    monkeypatch.setattr(krylov, "COMPACT_OVER_EIGH_MIN_CENTERS", 100)
+    X, y, C = problem(n=2000, d=2, m=250)  # cond(K_mm) ~ 1e20 at σ = 2
+    lam = np.geomspace(1e-2, 1e-5, 4)
+    A = anchor_count(lam)
+    assert 2 <= A <= krylov.EIGH_LAYOUT_MAX_ANCHORS
+    kw = dict(method="cg", max_iter=120, tol=0.0, n_iter_no_change=None)
+    args = (250, 1, lam, 120, 0)
+    eigh_need = cg_memory(*args, layout="eigh")
+    # a basis of all m dimensions (120 iterations x A anchors > m) beside either
+    limit = max(eigh_need, cg_memory(*args, True, "compact", 8, A))
+    assert limit < cg_memory(*args, layout="cholesky")
+    assert cg_layout(*args, limit) == ("eigh", 0) and compact_in_reach("eigh", *args, limit, False)
+    path = iterative_path(operator(X, C), y, lam, memory_limit=limit, **kw)
+    assert path.info["factor"] == "cholesky-compact"
+    assert len(path.info["anchor_penalties"]) == A
+    eig = iterative_path(operator(X, C), y, lam, factor_layout="eigh", **kw)
+    assert eig.info["factor"] == "eigh"  # R from K_mm's eigendecomposition, then M's
+    # the eigendecomposition's cut drops K_mm's directions below its rounding, the jitter
+    # keeps them: 5e-5 of the largest prediction apart at λ = 1e-5, where the compact
+    # factor's training error is the lower (0.00954 against 0.00962)
+    _same_predictions(path, eig, Gaussian(2.0)(X, C), 1e-4)
+    assert np.all(path.train_error[:, -1] <= eig.train_error[:, -1] * (1 + 1e-9))
+    # well-conditioned centers: the Cholesky form, rotated to a diagonal
+    Xs, ys, Cs = problem(n=2000, d=5, m=250)
+    sharp = iterative_path(operator(Xs, Cs, sigma=0.5), ys, lam, memory_limit=limit, **kw)
+    assert sharp.info["factor"] == "cholesky-eigh"
+    # 8 anchors: more buffers than the layout's four matrices
+    many = np.geomspace(1e-1, 1e-15, 20)
+    assert anchor_count(many) > krylov.EIGH_LAYOUT_MAX_ANCHORS
+    assert not compact_over_eigh(250, many, False, "eigh")
+    assert not compact_over_eigh(99, lam, False, "eigh")
+    assert not compact_over_eigh(250, lam, True, "eigh")
+    # 7 anchors: four buffers and the basis beside them do not fit where the
+    # eigendecomposition's matrices just fit
+    seven = np.geomspace(1e-1, 1e-13, 20)
+    assert anchor_count(seven) == 7 and compact_over_eigh(250, seven, False, "eigh")
+    args7 = (250, 1, seven, 3, 0)
+    tight = cg_memory(*args7, layout="eigh")
+    assert cg_layout(*args7, tight) == ("eigh", 0)
+    assert not compact_in_reach("eigh", *args7, tight, False)
+    small = iterative_path(operator(X, C), y, seven, memory_limit=tight, **{**kw, "max_iter": 3})
+    assert small.info["factor"] == "eigh"

@@ -16,7 +16,7 @@ from .._validation import check_choice, check_float, check_int, check_size
 from ..centers import CenterSelection, chooses_size, select_centers, without_repeats
 from ..inputs import as_rows, center_rows
 from ..kernels import Kernel
-from ..linalg import regularized_factor
+from ..linalg import factor_on_device, regularized_factor
 from ..operators.protocol import KernelProducts
 from ..path import Path
 from ..selection import STOPPING_RULES
@@ -29,6 +29,7 @@ from ..solvers.iterative import (
     cg_layout,
     cg_memory,
     compact_first_for,
+    compact_in_reach,
     gradient_memory,
 )
 from ..solvers.newton import PATH_PATIENCE, newton_memory, newton_path
@@ -511,7 +512,14 @@ class NystromFamily(_KernelModel):
         share = int(SOLVER_SHARE * (problem.budget - problem.held - aside))
         first = compact_first_for(itemsize, problem.device.is_cuda)
         layout, slots = cg_layout(m, k, pen, max_iter, n_val, share, itemsize, first)
-        return cg_memory(m, k, pen, max_iter, n_val, True, layout, itemsize, slots or None)
+        need = cg_memory(m, k, pen, max_iter, n_val, True, layout, itemsize, slots or None)
+        on_device = factor_on_device(problem.device, m)
+        reach = compact_in_reach(layout, m, k, pen, max_iter, n_val, share, on_device)
+        if layout == "eigh" and reach:
+            # the compact factor where K_mm fails its Cholesky test: its basis beside it
+            compact = cg_memory(m, k, pen, max_iter, n_val, True, "compact", 8, None)
+            need = max(need, compact)
+        return need
 
     def path(
         self,

@@ -69,6 +69,7 @@ from .krylov import (
     cg_layout,
     cg_memory,
     compact_first_for,
+    compact_in_reach,
     compact_over_eigh,
 )
 from .lowrank import LOWRANK_RANK, lowrank_factor
@@ -81,6 +82,8 @@ __all__ = [
     "cg_memory",
     "cg_layout",
     "compact_first_for",
+    "compact_in_reach",
+    "compact_over_eigh",
     "gradient_memory",
 ]
 
@@ -183,17 +186,16 @@ def iterative_path(
         args = (op.m, Y.shape[1], penalties, max_iter, n_val)
         itemsize = np.dtype(op.dtype).itemsize
         first = compact_first_for(itemsize, op.device.is_cuda)
+        on_device = factor_on_device(op.device, op.m)
         layout, slots = cg_layout(*args, memory_limit, itemsize, first)
         if factor_layout != "auto":  # a compact factor asked for holds every anchor
             layout, slots = factor_layout, anchor_count(penalties)
-        elif layout == "cholesky" and "factor" not in setup:
-            on_device = factor_on_device(op.device, op.m)
-            if compact_over_eigh(op.m, penalties, on_device):
-                full = center_cholesky_factor(op)
-                if full is None:  # K_mm ill-conditioned: the compact factor, not eigh's
-                    layout, slots = "compact", anchor_count(penalties)
-                else:
-                    setup["factor"] = full
+        elif "factor" not in setup and compact_in_reach(layout, *args, memory_limit, on_device):
+            full = center_cholesky_factor(op)
+            if full is None:  # K_mm ill-conditioned: the compact factor, not eigh's
+                layout, slots = "compact", anchor_count(penalties)
+            else:  # "eigh": rotated to a diagonal by _Problem
+                setup["factor"] = full
         if layout == "compact" and "factor" not in setup:
             setup["factor"] = compact_factor(op, slots=slots)
         if layout == "lowrank" and "factor" not in setup:

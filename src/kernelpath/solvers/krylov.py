@@ -206,18 +206,53 @@ def cg_layout(
 COMPACT_OVER_EIGH_MIN_CENTERS = 8_000
 
 
-def compact_over_eigh(m: int, penalties: Any, on_device: bool) -> bool:
-    """Whether CG's full factor ("cholesky" layout), where the centers' K_mm is not safely
-    positive definite for its Cholesky form, takes the compact factor holding every anchor
-    in place of the eigendecomposition: on the host, from ``COMPACT_OVER_EIGH_MIN_CENTERS``
-    centers, where the compact factor's Cholesky factors cost fewer flops (T, then per
-    anchor T T^T and its factor: (1 + 2 A) m^3 / 3 for A anchors) than the
-    eigendecomposition (``linalg.EIGH_FLOPS`` m^3: up to 6 anchors). Its memory is at most
-    the full factor's (``cg_memory``: (A + 2) // 2 buffers of m (m + 1) against the full
-    factor's R, M and A factors)."""
+#: The most anchors for which the compact factor takes the place of the "eigh" layout: its
+#: (A + 2) // 2 buffers of m (m + 1) are then at most that layout's four m x m matrices.
+EIGH_LAYOUT_MAX_ANCHORS = 7
+
+
+def compact_over_eigh(m: int, penalties: Any, on_device: bool, layout: str = "cholesky") -> bool:
+    """Whether CG, where the centers' K_mm is not safely positive definite for a Cholesky
+    factor, takes the compact factor holding every anchor in place of K_mm's
+    eigendecomposition: on the host, from ``COMPACT_OVER_EIGH_MIN_CENTERS`` centers, and
+
+    - ``layout="cholesky"`` (a Cholesky factor per anchor fits): where the compact factor's
+      Cholesky factors cost fewer flops (T, then per anchor T T^T and its factor:
+      (1 + 2 A) m^3 / 3 for A anchors) than the eigendecomposition (``linalg.EIGH_FLOPS``
+      m^3: up to 6 anchors). Its memory is at most the full factor's (``cg_memory``:
+      (A + 2) // 2 buffers of m (m + 1) against R, M and A factors).
+    - ``layout="eigh"`` (M rotated to a diagonal, where a factor per anchor does not fit):
+      up to ``EIGH_LAYOUT_MAX_ANCHORS``. That layout would cost K_mm's eigendecomposition
+      and M's (2 ``EIGH_FLOPS`` m^3) and R Q (2 m^3), against at most 5 m^3 for 7 anchors;
+      its buffers are at most the layout's four m x m matrices, but the basis beside them
+      can tip them over the budget (``compact_in_reach`` checks it)."""
     anchors = anchor_count(penalties)
-    cheaper = (1 + 2 * anchors) / 3 < EIGH_FLOPS
+    if layout == "eigh":
+        cheaper = anchors <= EIGH_LAYOUT_MAX_ANCHORS
+    else:
+        cheaper = (1 + 2 * anchors) / 3 < EIGH_FLOPS
     return not on_device and m >= COMPACT_OVER_EIGH_MIN_CENTERS and cheaper
+
+
+def compact_in_reach(
+    layout: str,
+    m: int,
+    k: int,
+    penalties: Any,
+    max_iter: int,
+    n_val: int,
+    limit: int | None,
+    on_device: bool,
+) -> bool:
+    """Whether CG, having taken ``layout`` ("cholesky" or "eigh": ``cg_layout``), takes the
+    float64 compact factor holding every anchor where K_mm fails its Cholesky test
+    (``compact_over_eigh``, and for "eigh" its memory within ``limit``)."""
+    if layout not in ("cholesky", "eigh") or not compact_over_eigh(m, penalties, on_device, layout):
+        return False
+    if layout == "cholesky" or limit is None:
+        return True
+    A = anchor_count(penalties)
+    return cg_memory(m, k, penalties, max_iter, n_val, True, "compact", 8, A) <= limit
 
 
 def compact_first_for(itemsize: int, on_cuda: bool) -> bool:
