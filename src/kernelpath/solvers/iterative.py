@@ -152,10 +152,11 @@ def iterative_path(
         (``compact.CompactFactor``: buffers in the operator's precision, as many anchors
         as fit), and where no m x m matrix fits, the low-rank preconditioner
         (``lowrank.LowRankFactor``, O(m r) bytes). None: no limit. Where the full factor
-        is taken but the centers' K_mm is not safely positive definite for its Cholesky
-        form, from ``krylov.COMPACT_OVER_EIGH_MIN_CENTERS`` centers on the host and with few
-        anchors, the compact factor in the operator's precision holds every anchor in place
-        of K_mm's eigendecomposition (``krylov.compact_over_eigh``).
+        or the eigendecomposition is taken but the centers' K_mm is not safely positive
+        definite for its Cholesky form, from ``krylov.COMPACT_OVER_EIGH_MIN_CENTERS``
+        centers on the host and with few anchors, the compact factor in the operator's
+        precision holds every anchor in place of K_mm's eigendecomposition
+        (``krylov.compact_in_reach``; for the eigendecomposition's layout, where it fits).
     factor_layout : {"auto", "cholesky", "eigh", "compact", "lowrank"}
         cg: the form of the factor (``krylov.cg_layout``); "auto": the first that fits
         ``memory_limit``. gd / nu keep the full factor.
