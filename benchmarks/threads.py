@@ -118,14 +118,10 @@ def stream_worker(learner: str, mode: str) -> dict[str, Any]:
 
 def stream(learners: list[str], rounds: int) -> None:
     """Each learner under load and quiet, the modes alternating, median of ``rounds``."""
-    res = json.loads(STREAM_OUT.read_text()) if STREAM_OUT.exists() else {}
     for learner in learners:
-        runs, last = _loaded_rounds(["stream-worker", learner], STREAM_MODES, rounds)
-        scores = {k: r["score"] for k, r in last.items()}
-        med = {k: statistics.median(v) for k, v in runs.items()}
-        res[learner] = {"median_s": med, "score": scores, "runs": runs, "rounds": rounds}
-        print(learner, " ".join(f"{k} {v:.2f}" for k, v in med.items()), flush=True)
-        STREAM_OUT.write_text(json.dumps(res, indent=1) + "\n")
+        _loaded_rounds(
+            STREAM_OUT, learner, ["stream-worker", learner], STREAM_MODES, rounds, "score"
+        )
 
 
 def stream_table() -> str:
@@ -207,11 +203,18 @@ def _busy() -> list[subprocess.Popen[bytes]]:
 
 
 def _loaded_rounds(
-    command: list[str], modes: tuple[str, ...], rounds: int, skip: Any = None
-) -> tuple[dict[str, list[float]], dict[str, dict[str, Any]]]:
+    out: Path,
+    name: str,
+    command: list[str],
+    modes: tuple[str, ...],
+    rounds: int,
+    result: str,
+    skip: Any = None,
+) -> None:
     """``command`` + [mode] in fresh processes, with ``LOAD_PROCESSES`` busy processes and
-    without, the modes alternating, ``rounds`` times (``skip(busy, mode)``: a pair not run):
-    the times per "load/MODE" or "quiet/MODE", and each key's last result."""
+    without, the modes alternating, ``rounds`` times (``skip(busy, mode)``: a pair not run),
+    recorded in ``out`` under ``name`` beside its other entries: the median time per
+    "load/MODE" or "quiet/MODE", every time, and each key's last ``result``."""
     runs: dict[str, list[float]] = {}
     last: dict[str, dict[str, Any]] = {}
     for _ in range(rounds):
@@ -221,7 +224,7 @@ def _loaded_rounds(
                     continue
                 procs = _busy() if busy else []
                 try:
-                    out = subprocess.run(
+                    done = subprocess.run(
                         [sys.executable, __file__, *command, mode],
                         check=True,
                         capture_output=True,
@@ -231,31 +234,37 @@ def _loaded_rounds(
                     for p in procs:
                         p.kill()
                         p.wait()
-                r = json.loads(out.stdout.strip().splitlines()[-1])
+                r = json.loads(done.stdout.strip().splitlines()[-1])
                 key = f"{'load' if busy else 'quiet'}/{mode}"
                 runs.setdefault(key, []).append(r["fit_s"])
                 last[key] = r
-    return runs, last
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    res = json.loads(out.read_text()) if out.exists() else {}
+    res[name] = {
+        "median_s": med,
+        result: {k: r[result] for k, r in last.items()},
+        "runs": runs,
+        "rounds": rounds,
+    }
+    print(name, " ".join(f"{k} {v:.2f}" for k, v in med.items()), flush=True)
+    out.write_text(json.dumps(res, indent=1) + "\n")
 
 
 def load(fits: list[str], rounds: int) -> None:
     """Each fit under load and quiet, the modes alternating, median of ``rounds``."""
-    res = json.loads(LOAD_OUT.read_text()) if LOAD_OUT.exists() else {}
     for fit in fits:
         # "before" loaded: the issue's measurement, on the synthetic fits only (minutes per
         # set otherwise)
         synthetic = fit.startswith("synthetic/")
-        runs, last = _loaded_rounds(
+        _loaded_rounds(
+            LOAD_OUT,
+            fit,
             ["worker", fit],
             LOAD_MODES,
             rounds,
+            "test_error",
             lambda busy, mode, synthetic=synthetic: busy and mode == "before" and not synthetic,
         )
-        errors = {k: r["test_error"] for k, r in last.items()}
-        med = {k: statistics.median(v) for k, v in runs.items()}
-        res[fit] = {"median_s": med, "test_error": errors, "runs": runs, "rounds": rounds}
-        print(fit, " ".join(f"{k} {v:.2f}" for k, v in med.items()), flush=True)
-        LOAD_OUT.write_text(json.dumps(res, indent=1) + "\n")
 
 
 def load_table() -> str:

@@ -514,11 +514,10 @@ class NystromFamily(_KernelModel):
         layout, slots = cg_layout(m, k, pen, max_iter, n_val, share, itemsize, first)
         need = cg_memory(m, k, pen, max_iter, n_val, True, layout, itemsize, slots or None)
         on_device = factor_on_device(problem.device, m)
-        reach = compact_in_reach(layout, m, k, pen, max_iter, n_val, share, on_device)
-        if layout == "eigh" and reach:
-            # the compact factor where K_mm fails its Cholesky test: its basis beside it
-            compact = cg_memory(m, k, pen, max_iter, n_val, True, "compact", 8, None)
-            need = max(need, compact)
+        if layout == "eigh" and compact_in_reach(
+            layout, m, k, pen, max_iter, n_val, share, on_device
+        ):  # the compact factor where K_mm fails its Cholesky test, its basis beside it
+            need = max(need, cg_memory(m, k, pen, max_iter, n_val, True, "compact", 8, None))
         return need
 
     def path(

@@ -70,7 +70,6 @@ from .krylov import (
     cg_memory,
     compact_first_for,
     compact_in_reach,
-    compact_over_eigh,
 )
 from .lowrank import LOWRANK_RANK, lowrank_factor
 from .nystrom import center_cholesky_factor
@@ -83,7 +82,6 @@ __all__ = [
     "cg_layout",
     "compact_first_for",
     "compact_in_reach",
-    "compact_over_eigh",
     "gradient_memory",
 ]
 
