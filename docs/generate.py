@@ -42,6 +42,7 @@ TABLES: dict[str, list[str]] = {
     "lowrank_preconditioner": ["benchmarks/lowrank_preconditioner.py", "table"],
     "million_p": ["benchmarks/million_p.py", "table"],
     "eigh_layout": ["benchmarks/eigh_layout.py", "table"],
+    "block_rows": ["benchmarks/block_rows.py", "table"],
 }
 
 

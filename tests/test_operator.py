@@ -63,6 +63,31 @@ def test_cache_respects_budget(data, rng):
     assert small.block_rows * small.m * 8 * 2 * small.n_jobs <= small.budget
 
 
+def test_streamed_blocks_have_the_rows_the_distances_gemm_needs(rng):
+    """From m of about 8,000 on, 4 MB of a row block are too few rows for the GEMM of the
+    distances: at least 128 rows (within 24 MiB for narrow data), 256 for data of 256
+    features or more; the budget still bounds them, and sparse rows keep 4 MB."""
+    import scipy.sparse as sp
+
+    from kernelpath.operators import kernel as K
+
+    assert K.streamed_block_rows(2000 * 8, 20) == 4 * 1024**2 // 16000  # 262, as before
+    assert K.streamed_block_rows(20_000 * 8, 20) == 128  # 4 MB: 26 rows
+    assert K.streamed_block_rows(50_000 * 8, 20) == 24 * 1024**2 // 400_000  # 62
+    assert K.streamed_block_rows(50_000 * 8, 784) == 256
+    assert K.streamed_block_rows(10**6 * 8, 20) == 16
+    X = rng.standard_normal((300, 300))
+    C = np.tile(X, (30, 1))[:9000]  # m = 9,000: 4 MB hold 58 rows
+    assert KernelOperator(X, C, Gaussian(20.0), memory_budget="1GB").block_rows == 256
+    assert KernelOperator(X[:, :20], C[:, :20], Gaussian(5.0), "1GB").block_rows == 128
+    tight = KernelOperator(X[:, :20], C[:, :20], Gaussian(5.0), memory_budget="8MB", cache=False)
+    assert tight.block_rows * tight.m * 8 * 2 * tight.n_jobs <= tight.budget
+    Xs = sp.random(300, 20, density=0.05, format="csr", random_state=0)
+    Cs = sp.random(9000, 20, density=0.05, format="csr", random_state=1)
+    sparse = KernelOperator(Xs, Cs, Gaussian(5.0), memory_budget="1GB")
+    assert sparse.sparse and sparse.block_rows == 4 * 1024**2 // (9000 * 8)
+
+
 def test_release_and_recompute(data, rng):
     X, C = data
     op = KernelOperator(X, C, Gaussian(1.0), memory_budget="1GB")

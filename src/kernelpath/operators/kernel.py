@@ -64,6 +64,22 @@ __all__ = ["KernelOperator", "CACHE_FRACTION"]
 #: while the elementwise transform (exp, ...) and the products run over it (measured per
 #: element on one core, m = 2000: the same cost from 128 to 512 rows, 15% more at 64).
 BLOCK_BYTES = 4 * 1024**2
+#: ...but at least this many rows (up to ``NARROW_BLOCK_MAX_BYTES``): from m of about 8,000
+#: on, 4 MB are fewer rows than OpenBLAS's GEMM of the distances needs to run well
+#: (``streamed_block_rows``; measured: one fused pass, two workers, Gelem/s at 16/26, 64,
+#: 128 and 256 rows: d = 20, m = 20,000: 0.43, 0.52, 0.56, 0.54; m = 50,000: 0.40, 0.51,
+#: 0.45, 0.41; d = 100, m = 20,000: 0.21, 0.24, 0.26, 0.26).
+MIN_BLOCK_ROWS = 128
+#: The most bytes that the minimum of rows may take for narrow data: past it the exp and
+#: the two products over a block of few features leave the cache (the d = 20, m = 50,000
+#: row above: 64 rows best).
+NARROW_BLOCK_MAX_BYTES = 24 * 1024**2
+#: Data with at least this many features computes its blocks by GEMMs that dominate the
+#: pass, and which run better the more rows they have: ``WIDE_BLOCK_ROWS`` whatever m
+#: (measured, d = 784, Gelem/s at 16/26, 64, 128 and 256 rows: m = 20,000: 0.033, 0.053,
+#: 0.060, 0.064; m = 50,000: 0.023, 0.047, 0.053, 0.060).
+WIDE_DATA_FEATURES = 256
+WIDE_BLOCK_ROWS = 256
 #: Target size of one kernel block on CUDA (large blocks keep the GPU busy).
 CUDA_BLOCK_BYTES = 512 * 1024**2
 #: Fused products with at most this many columns use one matrix-vector product per column:
@@ -103,6 +119,25 @@ def _source_maxima(X: RowSource, budget: int) -> tuple[float, np.ndarray]:
         cached = (top, top_abs)
         base._maxima = cached  # type: ignore[union-attr]
     return float(cached[0]), cached[1]
+
+
+def streamed_block_rows(row_bytes: int, n_features: int) -> int:
+    """Rows per streamed block of dense rows on the CPU, before the budget's bound:
+    ``BLOCK_BYTES`` of kernel entries, at least ``MIN_BLOCK_ROWS`` (within
+    ``NARROW_BLOCK_MAX_BYTES``), and ``WIDE_BLOCK_ROWS`` for data of at least
+    ``WIDE_DATA_FEATURES`` features; never fewer than 16.
+
+    Parameters
+    ----------
+    row_bytes : int
+        Bytes of one row of K_nm (m times the item size).
+    n_features : int
+        Columns of the data.
+    """
+    rows = BLOCK_BYTES // row_bytes
+    if n_features >= WIDE_DATA_FEATURES:
+        return max(16, rows, WIDE_BLOCK_ROWS)
+    return max(16, rows, min(MIN_BLOCK_ROWS, NARROW_BLOCK_MAX_BYTES // row_bytes))
 
 
 def sum_dtype(dtype: Any, on_cuda: bool = False) -> np.dtype:
@@ -242,7 +277,12 @@ class KernelOperator:
         # Rows per streamed block: each worker holds a block, the augmented left factor and
         # a product buffer, inside what the cache leaves of the budget.
         work = max(self.budget - self.n_cached * row_bytes, 2**20)
-        target = (CUDA_BLOCK_BYTES if self.device.is_cuda else BLOCK_BYTES) // row_bytes
+        if self.device.is_cuda:
+            target = CUDA_BLOCK_BYTES // row_bytes
+        elif self.sparse:  # sparse products: not measured, 4 MB as before
+            target = BLOCK_BYTES // row_bytes
+        else:
+            target = streamed_block_rows(row_bytes, int(X.shape[1]))
         per_row = row_bytes * 2 + (X.shape[1] + 2) * 8
         if self.sparse:  # the product's result and its sum (no augmented dense factor)
             per_row = row_bytes * 3 + 16
