@@ -64,8 +64,8 @@ __all__ = ["KernelOperator", "CACHE_FRACTION"]
 #: while the elementwise transform (exp, ...) and the products run over it (measured per
 #: element on one core, m = 2000: the same cost from 128 to 512 rows, 15% more at 64).
 BLOCK_BYTES = 4 * 1024**2
-#: ...but at least this many rows (up to ``NARROW_BLOCK_MAX_BYTES``): from m of about 8,000
-#: on, 4 MB are fewer rows than OpenBLAS's GEMM of the distances needs to run well
+#: ...but at least this many rows (up to ``NARROW_BLOCK_MAX_BYTES``): past m = 4,096 in
+#: float64, 4 MB are fewer rows than OpenBLAS's GEMM of the distances needs to run well
 #: (``streamed_block_rows``; measured: one fused pass, two workers, Gelem/s at 16/26, 64,
 #: 128 and 256 rows: d = 20, m = 20,000: 0.43, 0.52, 0.56, 0.54; m = 50,000: 0.40, 0.51,
 #: 0.45, 0.41; d = 100, m = 20,000: 0.21, 0.24, 0.26, 0.26).
