@@ -36,7 +36,7 @@ import functools
 import os
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
@@ -119,19 +119,29 @@ def free_cores(cores: int) -> int:
 
 
 @contextmanager
-def fit_threads() -> Iterator[None]:
-    """BLAS on one thread inside (a fit), ``dense_threads`` excepted, which get at most
-    the cores other processes leave free; nested: nothing."""
+def _one_thread_inside(outer: Callable[[], int]) -> Iterator[None]:
+    """BLAS on one thread inside, ``outer()`` (called only here) the threads that
+    ``dense_threads`` may take; nested: nothing."""
     if _outer.get() is not None:
         yield
         return
-    before = _blas_threads()
-    token = _outer.set(free_cores(before) if before > 1 else before)
+    token = _outer.set(outer())
     try:
         with blas_controller().limit(limits=1, user_api="blas"):
             yield
     finally:
         _outer.reset(token)
+
+
+def _free_of_before() -> int:
+    before = _blas_threads()
+    return free_cores(before) if before > 1 else before
+
+
+def fit_threads() -> AbstractContextManager[None]:
+    """BLAS on one thread inside (a fit), ``dense_threads`` excepted, which get at most
+    the cores other processes leave free; nested: nothing."""
+    return _one_thread_inside(_free_of_before)
 
 
 @contextmanager
@@ -147,19 +157,10 @@ def dense_threads(flops: float) -> Iterator[None]:
         yield
 
 
-@contextmanager
-def stream_threads() -> Iterator[None]:
+def stream_threads() -> AbstractContextManager[None]:
     """BLAS on one thread inside (an online learner's update or prediction), without the
     count of busy cores (``dense_threads`` inside does nothing); nested: nothing."""
-    if _outer.get() is not None:
-        yield
-        return
-    token = _outer.set(1)
-    try:
-        with blas_controller().limit(limits=1, user_api="blas"):
-            yield
-    finally:
-        _outer.reset(token)
+    return _one_thread_inside(lambda: 1)
 
 
 def one_blas_thread(method: F) -> F:
