@@ -281,6 +281,8 @@ def run(a: argparse.Namespace) -> int:
         plan_final(r, a, kp)
     elif a.plan == "median":
         plan_median(r, a, kp, fk)
+    elif a.plan == "recheck":
+        plan_recheck(r, a, kp)
     elif a.plan == "mnist":  # MNIST with m = 50,000 as often as the deadline allows
         while r.left() > 70:
             mnist_job(r, a, 50_000, max(60.0, r.left() - 5), "--verbose", "2")
@@ -435,6 +437,30 @@ def plan_final(r: Runner, a: argparse.Namespace, kp: Any) -> None:
     mnist_job(r, a, 50_000, max(60.0, r.left() - 5), "--verbose", "2")
 
 
+def plan_recheck(r: Runner, a: argparse.Namespace, kp: Any) -> None:
+    """The seventh device session (issue 45 on CUDA, after the CPU's layout, precision and
+    block changes): MNIST at m = 20,000 in float32 and float64 (the GPU's float32 path sums
+    and solves in float32, the host's in float64: does MNIST lose to it?), P at n = 10^7
+    with m = 20,000 (against the earlier runs) and m = 50,000 (never measured), then
+    MNIST with the estimator's default m."""
+    for dtype, limit in (("float32", 80), ("float64", 120)):
+        if a.mnist_root:
+            r.job(
+                f"MNIST, NystromClassifier(scale=False) {dtype}, m=20,000",
+                ["mnist", "--root", a.mnist_root, "--m", "20000", "--device", "cuda"]
+                + ["--dtype", dtype],
+                limit,
+            )
+    r.job("kernelpath float32, X on the GPU, n=10^7, m=20,000", kp("float32"), 90)
+    r.job("kernelpath float32, X on the GPU, n=10^7, m=50,000", kp("float32", 50_000), 150)
+    if a.mnist_root:
+        r.job(
+            "MNIST, NystromClassifier(scale=False) float32, default m",
+            ["mnist", "--root", a.mnist_root, "--device", "cuda"],
+            60,
+        )
+
+
 def plan_median(r: Runner, a: argparse.Namespace, kp: Any, fk: Any) -> None:
     """The fifth device session: FALKON's median of 3 against kernelpath's in the same run
     (problem P, float32, n = 10^7, m = 20,000, the peer first in each round), then
@@ -510,7 +536,9 @@ def main() -> int:
     r.add_argument("--falkon-status", default=None, help="file the FALKON build writes at its end")
     r.add_argument("--falkon-wait", type=float, default=150.0)
     r.add_argument(
-        "--plan", choices=["full", "peer", "large", "final", "median", "mnist"], default="full"
+        "--plan",
+        choices=["full", "peer", "large", "final", "median", "mnist", "recheck"],
+        default="full",
     )
     r.add_argument("--large-budget", default="72GB", help="memory_budget of the m=100,000 fit")
     r.add_argument("--save", action="store_true", help="append the run to results/gpu.json")

@@ -39,6 +39,12 @@ else
   echo failed > /tmp/falkon_status
 fi
 python3 -c "import kernelpath, torch; print('kernelpath', kernelpath.__version__, 'torch', torch.__version__)"
+if [[ -n ${TESTS:-} ]]; then  # the CUDA tests first, within TESTS seconds, 60 s a test
+  timeout "$TESTS" python3 -m pytest -q -p no:cacheprovider -p no:benchmark -n 8 --timeout 60 \
+    -rfE --tb=short tests/test_torch_backend.py tests/test_compact.py tests/test_fused.py \
+    tests/test_float32_products.py > "$OUT/cuda_tests.log" 2>&1
+  grep -v "^  warn" "$OUT/cuda_tests.log" | tail -60
+fi
 PYTHONUNBUFFERED=1 python3 benchmarks/gpu.py run --out "$OUT" --deadline "${DEADLINE:-540}" \
   --mnist-root .gpu/data --falkon-status /tmp/falkon_status --plan "${PLAN:-full}" 2>&1 | tee "$OUT/gpu_stdout.log"
 tail -5 "$OUT/falkon_build.log" 2>/dev/null
