@@ -216,11 +216,10 @@ def test_layout_rule_and_memory():
     assert cg_layout(m, k, lam, 20, 0, low, 8) == ("lowrank", 0)
     assert cg_layout(m, k, lam, 20, 0, low, 4, compact_first=True) == ("lowrank", 0)
     assert cg_layout(m, k, lam, 20, 0, low - 1, 8) == ("compact", 1)
-    # float32 on the host: the compact factor first, whatever fits
+    # float32 (on every device): the compact factor first, whatever fits
     assert cg_layout(m, k, lam, 20, 0, None, 4, compact_first=True) == ("compact", anchors)
     assert cg_layout(m, k, lam, 20, 0, one, 4, compact_first=True)[0] == "compact"
-    assert compact_first_for(4, on_cuda=False) and not compact_first_for(8, on_cuda=False)
-    assert not compact_first_for(4, on_cuda=True)
+    assert compact_first_for(4) and not compact_first_for(8)
     # one buffer per two extra anchors: 4 m^2 bytes each in float32
     assert compact.compact_memory(m, 4, 1) < 4 * (m + 1) * m * 1.3
     assert compact.buffers_for(1) == 1 and compact.buffers_for(3) == 2

@@ -510,7 +510,7 @@ class NystromFamily(_KernelModel):
         max_iter = self.max_iter(settings)
         itemsize = B.compute_dtype(problem.X).itemsize if hasattr(problem.X, "dtype") else 8
         share = int(SOLVER_SHARE * (problem.budget - problem.held - aside))
-        first = compact_first_for(itemsize, problem.device.is_cuda)
+        first = compact_first_for(itemsize)
         layout, slots = cg_layout(m, k, pen, max_iter, n_val, share, itemsize, first)
         need = cg_memory(m, k, pen, max_iter, n_val, True, layout, itemsize, slots or None)
         on_device = factor_on_device(problem.device, m)

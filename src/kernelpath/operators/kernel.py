@@ -23,8 +23,10 @@ NumPy's own promotion would, and the sums are float64; ``gram`` (no right-hand s
 float64 there too (``sum_dtype``). The Nyström solvers' right-hand sides
 R v have large entries of both signs that cancel (R R^T = K_mm^-1), and float32 sums of them
 lose everything below eps32 * cond(K_mm) of the top of the spectrum: on MNIST that made the
-whole CG path noise (``docs/design.md``, "float32 products"). On CUDA the products stay in
-the operator's dtype (the cost of widening every block there is not measured).
+whole CG path noise (``docs/design.md``, "float32 products"). On CUDA the products are
+float64 the same way (widened pieces of ``CUDA_WIDE_BLOCK_BYTES``): with float32 sums there,
+MNIST's default classifier erred 21.25% on an H200 where float64 erred 2.91%. The cost of
+the widening on a device is not measured yet. ``gram`` keeps the operator's dtype on CUDA.
 
 Memory. The rows are split into one contiguous chunk per worker; the first rows of every
 chunk are cached, as many as fit in ``CACHE_FRACTION`` of the budget (all of K_nm when it
@@ -94,6 +96,10 @@ CACHED_GEMM_BLOCK_BYTES = 2 * 1024**2
 #: Bytes of one widened piece of a block (``KernelOperator._product_blocks``): a piece and
 #: the product's vectors stay in a core's L2 cache.
 WIDE_BLOCK_BYTES = 1024**2
+#: On CUDA, a widened piece is at most a quarter of a widened 512 MB float32 block (each
+#: piece is a copy and the products' launches; not measured on a device), and at most a
+#: block's rows, which the budget counts with a widened row each.
+CUDA_WIDE_BLOCK_BYTES = CUDA_BLOCK_BYTES // 2
 #: Products over fewer kernel entries (n m) run on one worker: handing the blocks to the pool
 #: and back costs about 0.3 ms a product, more than a second core saves below this size
 #: (measured here, a fused product, 1 worker against 2: n m = 24,000 0.12 against 0.40 ms;
@@ -141,19 +147,21 @@ def streamed_block_rows(row_bytes: int, n_features: int) -> int:
 
 
 def sum_dtype(dtype: Any, on_cuda: bool = False) -> np.dtype:
-    """The precision of the sums of an operator of ``dtype``: float64 for float32 on the
-    host (the module docstring's "Precision of the products"), else ``dtype``."""
+    """The precision of the Gram matrix's sums (``KernelOperator.gram``) of an operator of
+    ``dtype``: float64 for float32 on the host, else ``dtype`` (the module docstring's
+    "Precision of the products")."""
     if np.dtype(dtype) == np.float32 and not on_cuda:
         return np.dtype(np.float64)
     return np.dtype(dtype)
 
 
-def product_dtype(dtype: Any, A: Any, on_cuda: bool = False) -> np.dtype:
-    """The precision of an operator's product with right-hand side ``A``: its sums'
-    (``sum_dtype``) for a float64 ``A``, else the operator's ``dtype``."""
+def product_dtype(dtype: Any, A: Any) -> np.dtype:
+    """The precision of an operator's product with right-hand side ``A``, on every device:
+    float64 for a float64 ``A`` (a float32 operator's blocks widened), else the operator's
+    ``dtype``."""
     given = getattr(A, "dtype", None)
     if given is not None and B.numpy_dtype(given) == np.float64:
-        return sum_dtype(dtype, on_cuda)
+        return np.dtype(np.float64) if np.dtype(dtype) == np.float32 else np.dtype(dtype)
     return np.dtype(dtype)
 
 
@@ -289,6 +297,8 @@ class KernelOperator:
         # what reading a block allocates: rows read from disk (their finiteness check and
         # norms), densified sparse rows, a CSR block's slice
         per_row += self.rows.read_bytes()
+        if self.device.is_cuda and itemsize < 8:  # a widened row (float64 products)
+            per_row += self.m * 8
         self.block_rows = int(max(1, min(max(16, target), work // (per_row * self.n_jobs))))
 
     @property
@@ -368,7 +378,9 @@ class KernelOperator:
         if dtype == self.dtype:
             yield from self._blocks(worker, cached_rows)
             return
-        rows = max(1, WIDE_BLOCK_BYTES // max(1, self.m * dtype.itemsize))
+        rows = self._wide_rows(dtype.itemsize)
+        if self.device.is_cuda:  # within the block's rows, as the budget counts them
+            rows = min(rows, self.block_rows)
         buf = B.empty((rows, self.m), self.X, dtype)
         for s, e, Kb in self._blocks(worker, cached_rows):
             for i in range(s, e, rows):
@@ -376,6 +388,12 @@ class KernelOperator:
                 wide = buf[: j - i]
                 wide[...] = Kb[i - s : j - s]
                 yield i, j, wide
+
+    def _wide_rows(self, itemsize: int) -> int:
+        """Rows of a widened piece of a block (``_product_blocks``): ``WIDE_BLOCK_BYTES``
+        on the host, ``CUDA_WIDE_BLOCK_BYTES`` on CUDA."""
+        size = CUDA_WIDE_BLOCK_BYTES if self.device.is_cuda else WIDE_BLOCK_BYTES
+        return max(1, size // max(1, self.m * itemsize))
 
     def _run(self, fn: Callable[[int], Any]) -> list[Any]:
         return self.cache.run(fn, self.expected_passes)
@@ -514,7 +532,7 @@ class KernelOperator:
     # ---------------------------------------------------------------- conversions
     def product_dtype(self, A: Any) -> np.dtype:
         """The precision of a product with right-hand side ``A`` (``product_dtype``)."""
-        return product_dtype(self.dtype, A, self.device.is_cuda)
+        return product_dtype(self.dtype, A)
 
     def _in(self, A: Any, rows: int, name: str, dtype: Any = None) -> tuple[Any, bool]:
         """A product's input on the operator's device, 2-D, contiguous, in ``dtype`` (None:

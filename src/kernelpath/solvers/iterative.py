@@ -184,7 +184,7 @@ def iterative_path(
     if method == "cg":
         args = (op.m, Y.shape[1], penalties, max_iter, n_val)
         itemsize = np.dtype(op.dtype).itemsize
-        first = compact_first_for(itemsize, op.device.is_cuda)
+        first = compact_first_for(itemsize)
         on_device = factor_on_device(op.device, op.m)
         layout, slots = cg_layout(*args, memory_limit, itemsize, first)
         if factor_layout != "auto":  # a compact factor asked for holds every anchor

@@ -178,7 +178,7 @@ def cg_layout(
     float64 matrices); where even one buffer does not fit, the low-rank preconditioner
     (``lowrank``: O(m r) bytes, slower to converge: docs/design.md) if it fits, else the
     compact factor's need (the caller refuses). None: no limit. ``compact_first``: the
-    compact factor whatever fits (float32 data on the host, ``compact_first_for``)."""
+    compact factor whatever fits (float32 data, ``compact_first_for``)."""
     for layout in () if compact_first else CG_LAYOUTS[:2]:
         if limit is None or cg_memory(m, k, penalties, max_iter, n_val, layout=layout) <= limit:
             return layout, 0
@@ -255,15 +255,17 @@ def compact_in_reach(
     return cg_memory(m, k, penalties, max_iter, n_val, True, "compact", 8, A) <= limit
 
 
-def compact_first_for(itemsize: int, on_cuda: bool) -> bool:
-    """Whether CG takes the compact factor before the full ones: for data below float64 on
-    the host. There its R is applied in float64 (``CompactFactor._refined``) and it beat the
-    full factor, whose float64 factor of the float32 K_mm drops the directions below that
-    matrix's rounding, in accuracy and time (``benchmarks/compact_float32.py``: test RMSE
-    +1.9% at worst against the cut's +18% to +76% on three of six problems, and 28.7 s
-    against 89.9 s at m = 8,000). On CUDA the full factor stays first: there P at
-    n = 10⁷, m = 20,000 lost 4.8% with the compact factor's float32 solves (one H100)."""
-    return itemsize < 8 and not on_cuda
+def compact_first_for(itemsize: int) -> bool:
+    """Whether CG takes the compact factor before the full ones: for data below float64,
+    on every device. Its R is applied in float64 (``CompactFactor._refined``) and it beat
+    the full factor, whose float64 factor of the float32 K_mm drops the directions below
+    that matrix's rounding, in accuracy and time on the host
+    (``benchmarks/compact_float32.py``: test RMSE +1.9% at worst against the cut's +18% to
+    +76% on three of six problems, and 28.7 s against 89.9 s at m = 8,000). CUDA kept the
+    full factor first while its compact solves and products summed in float32 (P at
+    n = 10⁷, m = 20,000 lost 4.8% with them on an H100); since both are float64 there too,
+    the rule is the host's (not yet measured on a device)."""
+    return itemsize < 8
 
 
 def _extend_basis(
