@@ -43,6 +43,7 @@ TABLES: dict[str, list[str]] = {
     "million_p": ["benchmarks/million_p.py", "table"],
     "eigh_layout": ["benchmarks/eigh_layout.py", "table"],
     "block_rows": ["benchmarks/block_rows.py", "table"],
+    "compact_algebra": ["benchmarks/compact_algebra.py", "table"],
 }
 
 

@@ -367,3 +367,30 @@ def test_a_budget_without_a_factor_per_anchor_takes_the_compact_factor_over_eigh
     assert not compact_in_reach("eigh", *args7, tight, False)
     small = iterative_path(operator(X, C), y, seven, memory_limit=tight, **{**kw, "max_iter": 3})
     assert small.info["factor"] == "eigh"
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=str)
+def test_float32_refinement_solves_the_stored_triangle_in_float64(device, blocked):
+    """R v of a float32 factor is the float64 solution with its stored triangle, on the
+    host's route (the widened blocks in the factor's kept scratch) and the GPU's (widened
+    where the triangle lives), over several blocks, transposed or not; the host's scratch
+    is reused between products and dropped while a preconditioner is formed."""
+    if blocked and not device.is_torch:
+        pytest.skip("the blocked route is torch's")
+    X, _, C = problem(n=1500, m=700)
+    fac = compact_factor(operator(X, C, device=device, dtype=np.float32), slots=1)
+    assert fac.block < fac.m // 2  # several blocks
+    T = np.triu(np.asarray(fac.T, dtype=np.float64))
+    V = np.random.default_rng(2).standard_normal((fac.m, 3))
+    for got, want in (
+        (fac.apply(V), scipy.linalg.solve_triangular(T, V)),
+        (fac.apply_t(V), scipy.linalg.solve_triangular(T, V, trans="T")),
+    ):
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-9 * np.abs(want).max())
+    scratch = fac._wide
+    assert (scratch is None) == bool(blocked)
+    fac.apply(V[:, 0])
+    assert fac._wide is scratch  # kept, not made again
+    fac.preconditioner(1.0, 1e-3)
+    assert fac._wide is None

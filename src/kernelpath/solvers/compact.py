@@ -94,9 +94,15 @@ def _solve(S: Any, lower: bool, transpose: bool, V: Any) -> Any:
         return out[:, 0] if V.ndim == 1 else out
     if not S.flags.f_contiguous:  # a C-ordered S is A^T for a Fortran-ordered A
         S, lower, transpose = S.T, not lower, not transpose
-    return scipy.linalg.solve_triangular(
-        S, V, lower=lower, trans="T" if transpose else "N", check_finite=False
-    )
+    with dense_threads(_product_flops(S, V)):
+        return scipy.linalg.solve_triangular(
+            S, V, lower=lower, trans="T" if transpose else "N", check_finite=False
+        )
+
+
+def _product_flops(S: Any, V: Any) -> float:
+    """Flops of a triangle of the square S times (or solved against) V: m^2 per column."""
+    return float(S.shape[0]) ** 2 * (V.shape[1] if V.ndim == 2 else 1)
 
 
 def _transposed(S: Any) -> Any:
@@ -142,6 +148,7 @@ class CompactFactor:
         self.m = int(buffers[0].shape[1])
         self.block = block_rows(self.m)
         self.shifts_used: list[float] = []
+        self._wide: np.ndarray | None = None  # the refinement's float64 scratch (_widened)
 
     @property
     def slots(self) -> int:
@@ -222,23 +229,37 @@ class CompactFactor:
         m, b, T = self.m, self.block, self.T
         if wide and self._blocked():  # widened on the device, block by block
             vd = B.to_device(v, B.array_device(T), FACTOR_DTYPE)
-            rows = lambda S: B.astype(S, FACTOR_DTYPE)  # noqa: E731
+            rows = lambda S, at=0: B.astype(S, FACTOR_DTYPE)  # noqa: E731
         elif wide:
             vd = np.asarray(B.to_numpy(v), dtype=FACTOR_DTYPE)
-            rows = lambda S: np.asarray(B.to_numpy(S), dtype=FACTOR_DTYPE)  # noqa: E731
+            rows = self._widened
         else:
             vd = self._cast(v)
-            rows = lambda S: S  # noqa: E731
+            rows = lambda S, at=0: S  # noqa: E731
         parts = []
-        for i0 in range(0, m, b):
-            i1 = min(m, i0 + b)
-            D = rows(self._diagonal_block(i0, i1))
-            if not transpose:  # (T v)[I] = T[I, I] v[I] + T[I, i1:] v[i1:]
-                part = D @ vd[i0:i1] + rows(T[i0:i1, i1:]) @ vd[i1:]
-            else:  # (T^T v)[I] = T[I, I]^T v[I] + T[:i0, I]^T v[:i0]
-                part = D.T @ vd[i0:i1] + rows(T[:i0, i0:i1]).T @ vd[:i0]
-            parts.append(B.to_numpy(part, FACTOR_DTYPE))
+        with dense_threads(_product_flops(T, vd)):
+            for i0 in range(0, m, b):
+                i1 = min(m, i0 + b)
+                D = rows(self._diagonal_block(i0, i1))
+                if not transpose:  # (T v)[I] = T[I, I] v[I] + T[I, i1:] v[i1:]
+                    part = D @ vd[i0:i1] + rows(T[i0:i1, i1:], D.size) @ vd[i1:]
+                else:  # (T^T v)[I] = T[I, I]^T v[I] + T[:i0, I]^T v[:i0]
+                    part = D.T @ vd[i0:i1] + rows(T[:i0, i0:i1], D.size).T @ vd[:i0]
+                parts.append(B.to_numpy(part, FACTOR_DTYPE))
         return np.concatenate(parts)
+
+    def _widened(self, S: Any, at: int = 0) -> np.ndarray:
+        """A block of the host's triangle in float64, copied into the factor's scratch from
+        element ``at`` on (a diagonal block at 0, the rectangle beside it after it: together
+        at most b x m elements, the scratch ``compact_memory`` counts). The scratch is kept
+        between products (fresh 300 MB arrays at m = 20,000 were faulted in at every one)
+        and dropped while a preconditioner is formed."""
+        if self._wide is None:
+            self._wide = np.empty(self.block * self.m, dtype=FACTOR_DTYPE)
+        S = np.asarray(S)
+        out = self._wide[at : at + S.size].reshape(S.shape)
+        np.copyto(out, S)
+        return out
 
     def top(self) -> tuple[float, np.ndarray]:
         """The largest eigenvalue of K_mm + j I and its direction in R's coordinates (the
@@ -266,16 +287,18 @@ class CompactFactor:
         rows: row block I of T T^T is T[I, i0:] T[:i1, i0:]^T (T's rows are zero left of
         their diagonal)."""
         m, b, T = self.m, self.block, self.T
-        for i0 in range(0, m, b):
-            i1 = min(m, i0 + b)
-            X = T[i0:i1, i0:].clone() if self.on_device else T[i0:i1, i0:].copy()
-            X[:, : i1 - i0] = self._diagonal_block(i0, i1)
-            if i0:
-                Lw[i0:i1, :i0] = (X @ T[:i0, i0:].T) * scale
-            D = (X @ X.T) * scale
-            del X
-            _add_diagonal_(D, shift)
-            _set_lower_(Lw[i0:i1, i0:i1], D)
+        self._wide = None  # the refinement's scratch: this step's blocks take its place
+        with dense_threads(m**3 / 3):
+            for i0 in range(0, m, b):
+                i1 = min(m, i0 + b)
+                X = T[i0:i1, i0:].clone() if self.on_device else T[i0:i1, i0:].copy()
+                X[:, : i1 - i0] = self._diagonal_block(i0, i1)
+                if i0:
+                    Lw[i0:i1, :i0] = (X @ T[:i0, i0:].T) * scale
+                D = (X @ X.T) * scale
+                del X
+                _add_diagonal_(D, shift)
+                _set_lower_(Lw[i0:i1, i0:i1], D)
 
     def preconditioner(self, scale: float, shift: float) -> Callable[[np.ndarray], np.ndarray]:
         """V -> (scale T T^T + shift I)^-1 V, NumPy in and out (float64), in the next free

@@ -1,0 +1,132 @@
+"""The compact factor's m x m algebra inside a fit, part by part, against an earlier source tree.
+
+    python benchmarks/compact_algebra.py run --before SRC [--m 20000] [--rounds 3] [--cols 30]
+    python benchmarks/compact_algebra.py table
+
+MNIST's training rows in float32 (``../shared/data/mnist``), m of them drawn uniformly as
+centers, the Gaussian of width 1021.5 (what ``NystromClassifier(scale=False)`` chooses at
+m = 20,000). Inside ``_threads.fit_threads`` (BLAS on one thread, as in a fit, with
+``dense_threads`` lending the cores), one fresh process per configuration, "this tree" and
+"before" (``--before``: the ``src`` folder of an earlier checkout, e.g. a ``git worktree``)
+alternating for ``--rounds`` rounds, times:
+
+- ``factor``: ``compact_factor(op, slots=2)`` (K_mm, its jitter and T's Cholesky factor);
+- ``preconditioner``: one preconditioner formed (T T^T by blocks) and factored;
+- ``apply``: 5 products R V and 5 R^T V with V of ``--cols`` columns (the float64
+  refinement: two float32 triangular solves and one float64 triangle product each).
+
+Writes ``results/compact_algebra.json``; ``table`` prints the medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "results" / "compact_algebra.json"
+SRC = HERE.parent / "src"
+DATA = HERE.parent.parent / "shared" / "data"
+PARTS = ("factor", "preconditioner", "apply")
+
+
+def one(m: int, cols: int) -> dict[str, float]:
+    """The parts' seconds in this process (its ``kernelpath`` is the one on sys.path)."""
+    import numpy as np
+
+    from kernelpath._threads import fit_threads
+    from kernelpath.datasets import load_shared
+    from kernelpath.kernels import Gaussian
+    from kernelpath.solvers.compact import compact_factor
+    from kernelpath.workspace import Workspace
+
+    X = load_shared("mnist", root=str(DATA))["X_train"].astype(np.float32)
+    rng = np.random.default_rng(0)
+    C = X[rng.choice(len(X), m, replace=False)]
+    op = Workspace.of(None, None).operator(X, C, Gaussian(1021.5))
+    V = rng.standard_normal((m, cols))
+    out: dict[str, float] = {}
+    with fit_threads():
+        t = time.perf_counter()
+        fac = compact_factor(op, slots=2)
+        out["factor"] = time.perf_counter() - t
+        t = time.perf_counter()
+        fac.preconditioner(1.0 / m, 1e-3)
+        out["preconditioner"] = time.perf_counter() - t
+        t = time.perf_counter()
+        for _ in range(5):
+            fac.apply(V)
+            fac.apply_t(V)
+        out["apply"] = time.perf_counter() - t
+    return out
+
+
+def run(before: str, m: int, rounds: int, cols: int) -> None:
+    trees = {"this tree": str(SRC), "before": before}
+    runs: dict[str, list[dict[str, float]]] = {k: [] for k in trees}
+    for r in range(rounds):
+        for name, src in trees.items():
+            env = dict(os.environ, PYTHONPATH=src)
+            args = [sys.executable, __file__, "one", "--m", str(m), "--cols", str(cols)]
+            proc = subprocess.run(args, env=env, capture_output=True, text=True, check=True)
+            res = json.loads(proc.stdout.strip().splitlines()[-1])
+            runs[name].append(res)
+            print(f"round {r + 1} {name}: {res}", flush=True)
+    doc = {
+        "m": m,
+        "cols": cols,
+        "rounds": rounds,
+        "before": before,
+        "runs": runs,
+        "median_s": {
+            name: {p: statistics.median(x[p] for x in rs) for p in PARTS}
+            for name, rs in runs.items()
+        },
+    }
+    OUT.write_text(json.dumps(doc, indent=1))
+    print("\n".join(table()))
+
+
+def table() -> list[str]:
+    doc = json.loads(OUT.read_text())
+    med = doc["median_s"]
+    lines = [
+        f"MNIST centers m = {doc['m']:,}, float32, V of {doc['cols']} columns; median of "
+        f"{doc['rounds']} fresh processes each, alternating (seconds):",
+        "",
+        "| part | before | this tree | speed-up |",
+        "|---|---:|---:|---:|",
+    ]
+    for p in PARTS:
+        b, n = med["before"][p], med["this tree"][p]
+        lines.append(f"| {p} | {b:.1f} | {n:.1f} | {b / n:.2f}x |")
+    return lines
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("mode", choices=["run", "one", "table"])
+    ap.add_argument("--before", help="the src folder of the earlier tree")
+    ap.add_argument("--m", type=int, default=20_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cols", type=int, default=30)
+    a = ap.parse_args()
+    if a.mode == "one":
+        print(json.dumps(one(a.m, a.cols)))
+    elif a.mode == "run":
+        if not a.before:
+            ap.error("run needs --before SRC")
+        run(a.before, a.m, a.rounds, a.cols)
+    else:
+        print("\n".join(table()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
