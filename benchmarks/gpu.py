@@ -297,16 +297,24 @@ def run(a: argparse.Namespace) -> int:
     return 0
 
 
-def mnist_job(r: Runner, a: argparse.Namespace, m: int, limit: float, *extra: str) -> None:
-    """MNIST's official split with ``NystromClassifier(scale=False, n_centers=m)`` in float32
-    on the GPU (nothing without ``--mnist-root``)."""
+def mnist_job(
+    r: Runner,
+    a: argparse.Namespace,
+    m: int | None,
+    limit: float,
+    *extra: str,
+    dtype: str = "float32",
+) -> None:
+    """MNIST's official split with ``NystromClassifier(scale=False, n_centers=m)`` (None:
+    the estimator's default m) in ``dtype`` on the GPU (nothing without ``--mnist-root``)."""
     if a.mnist_root:
-        label = f"MNIST, NystromClassifier(scale=False) float32, m={m:,}"
-        r.job(
-            label,
-            ["mnist", "--root", a.mnist_root, "--m", str(m), "--device", "cuda", *extra],
-            limit,
+        centers = "default m" if m is None else f"m={m:,}"
+        label = f"MNIST, NystromClassifier(scale=False) {dtype}, {centers}"
+        args = ["mnist", "--root", a.mnist_root, "--device", "cuda"]
+        args += ([] if m is None else ["--m", str(m)]) + (
+            [] if dtype == "float32" else ["--dtype", dtype]
         )
+        r.job(label, [*args, *extra], limit)
 
 
 def plan_full(r: Runner, a: argparse.Namespace, data: FsPath, p10: str, kp: Any, fk: Any) -> None:
@@ -443,22 +451,11 @@ def plan_recheck(r: Runner, a: argparse.Namespace, kp: Any) -> None:
     and solves in float32, the host's in float64: does MNIST lose to it?), P at n = 10^7
     with m = 20,000 (against the earlier runs) and m = 50,000 (never measured), then
     MNIST with the estimator's default m."""
-    for dtype, limit in (("float32", 80), ("float64", 120)):
-        if a.mnist_root:
-            r.job(
-                f"MNIST, NystromClassifier(scale=False) {dtype}, m=20,000",
-                ["mnist", "--root", a.mnist_root, "--m", "20000", "--device", "cuda"]
-                + ["--dtype", dtype],
-                limit,
-            )
+    mnist_job(r, a, 20_000, 80)
+    mnist_job(r, a, 20_000, 120, dtype="float64")
     r.job("kernelpath float32, X on the GPU, n=10^7, m=20,000", kp("float32"), 90)
     r.job("kernelpath float32, X on the GPU, n=10^7, m=50,000", kp("float32", 50_000), 150)
-    if a.mnist_root:
-        r.job(
-            "MNIST, NystromClassifier(scale=False) float32, default m",
-            ["mnist", "--root", a.mnist_root, "--device", "cuda"],
-            60,
-        )
+    mnist_job(r, a, None, 60)
 
 
 def plan_median(r: Runner, a: argparse.Namespace, kp: Any, fk: Any) -> None:

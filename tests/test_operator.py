@@ -64,9 +64,10 @@ def test_cache_respects_budget(data, rng):
 
 
 def test_streamed_blocks_have_the_rows_the_distances_gemm_needs(rng):
-    """From m of about 8,000 on, 4 MB of a row block are too few rows for the GEMM of the
-    distances: at least 128 rows (within 24 MiB for narrow data), 256 for data of 256
-    features or more; the budget still bounds them, and sparse rows keep 4 MB."""
+    """Past m = 4,096 in float64 (2,048 for wide data), 4 MB of a row block are too few
+    rows for the GEMM of the distances: at least 128 rows (within 24 MiB for narrow data),
+    256 for data of 256 features or more; the budget still bounds them, and sparse rows
+    keep 4 MB."""
     import scipy.sparse as sp
 
     from kernelpath.operators import kernel as K

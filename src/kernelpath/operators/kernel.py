@@ -371,14 +371,16 @@ class KernelOperator:
 
     def _product_blocks(self, worker: int, dtype: Any, cached_rows: int | None = None) -> Any:
         """``_blocks`` in the product's ``dtype``: a block of another dtype is widened piece
-        by piece (``WIDE_BLOCK_BYTES`` each) into one scratch buffer of the worker, so that
-        the products read the widened rows from the core's cache (the whole 8 MB block
-        widened at once made a cached float32 pass 1.7x slower, against 1.2x)."""
+        by piece (``WIDE_BLOCK_BYTES`` each; on CUDA ``CUDA_WIDE_BLOCK_BYTES``, within a
+        block's rows) into one scratch buffer of the worker, so that the products read the
+        widened rows from the core's cache (the whole 8 MB block widened at once made a
+        cached float32 pass 1.7x slower, against 1.2x)."""
         dtype = np.dtype(dtype)
         if dtype == self.dtype:
             yield from self._blocks(worker, cached_rows)
             return
-        rows = self._wide_rows(dtype.itemsize)
+        size = CUDA_WIDE_BLOCK_BYTES if self.device.is_cuda else WIDE_BLOCK_BYTES
+        rows = max(1, size // max(1, self.m * dtype.itemsize))
         if self.device.is_cuda:  # within the block's rows, as the budget counts them
             rows = min(rows, self.block_rows)
         buf = B.empty((rows, self.m), self.X, dtype)
@@ -388,12 +390,6 @@ class KernelOperator:
                 wide = buf[: j - i]
                 wide[...] = Kb[i - s : j - s]
                 yield i, j, wide
-
-    def _wide_rows(self, itemsize: int) -> int:
-        """Rows of a widened piece of a block (``_product_blocks``): ``WIDE_BLOCK_BYTES``
-        on the host, ``CUDA_WIDE_BLOCK_BYTES`` on CUDA."""
-        size = CUDA_WIDE_BLOCK_BYTES if self.device.is_cuda else WIDE_BLOCK_BYTES
-        return max(1, size // max(1, self.m * itemsize))
 
     def _run(self, fn: Callable[[int], Any]) -> list[Any]:
         return self.cache.run(fn, self.expected_passes)
