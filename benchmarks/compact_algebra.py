@@ -1,7 +1,8 @@
 """The compact factor's m x m algebra inside a fit, part by part, against an earlier source tree.
 
     python benchmarks/compact_algebra.py run --before SRC [--m 20000] [--rounds 3] [--cols 30]
-    python benchmarks/compact_algebra.py table
+        [--anchors 1]
+    python benchmarks/compact_algebra.py table [--anchors 1]
 
 MNIST's training rows in float32 (``../shared/data/mnist``), m of them drawn uniformly as
 centers, the Gaussian of width 1021.5 (what ``NystromClassifier(scale=False)`` chooses at
@@ -10,12 +11,15 @@ m = 20,000). Inside ``_threads.fit_threads`` (BLAS on one thread, as in a fit, w
 "before" (``--before``: the ``src`` folder of an earlier checkout, e.g. a ``git worktree``)
 alternating for ``--rounds`` rounds, times:
 
-- ``factor``: ``compact_factor(op, slots=2)`` (K_mm, its jitter and T's Cholesky factor);
-- ``preconditioner``: one preconditioner formed (T T^T by blocks) and factored;
+- ``factor``: ``compact_factor(op, slots=max(2, anchors))`` (K_mm, its jitter and T's
+  Cholesky factor);
+- ``preconditioner``: ``--anchors`` preconditioners formed (T T^T by blocks) and factored,
+  at shifts 1e-3, 1e-4, ... (MNIST's fit at m = 20,000 has 3 anchors);
 - ``apply``: 5 products R V and 5 R^T V with V of ``--cols`` columns (the float64
   refinement: two float32 triangular solves and one float64 triangle product each).
 
-Writes ``results/compact_algebra.json``; ``table`` prints the medians.
+Writes ``results/compact_algebra.json`` (``compact_algebra_anchorsN.json`` for N > 1
+anchors); ``table`` prints the medians.
 """
 
 from __future__ import annotations
@@ -30,13 +34,18 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OUT = HERE / "results" / "compact_algebra.json"
 SRC = HERE.parent / "src"
 DATA = HERE.parent.parent / "shared" / "data"
 PARTS = ("factor", "preconditioner", "apply")
 
 
-def one(m: int, cols: int) -> dict[str, float]:
+def out_path(anchors: int) -> Path:
+    """The results file of a run with ``anchors`` preconditioners."""
+    suffix = "" if anchors == 1 else f"_anchors{anchors}"
+    return HERE / "results" / f"compact_algebra{suffix}.json"
+
+
+def one(m: int, cols: int, anchors: int) -> dict[str, float]:
     """The parts' seconds in this process (its ``kernelpath`` is the one on sys.path)."""
     import numpy as np
 
@@ -54,10 +63,11 @@ def one(m: int, cols: int) -> dict[str, float]:
     out: dict[str, float] = {}
     with fit_threads():
         t = time.perf_counter()
-        fac = compact_factor(op, slots=2)
+        fac = compact_factor(op, slots=max(2, anchors))
         out["factor"] = time.perf_counter() - t
         t = time.perf_counter()
-        fac.preconditioner(1.0 / m, 1e-3)
+        for k in range(anchors):
+            fac.preconditioner(1.0 / m, 10.0 ** (-3 - k))
         out["preconditioner"] = time.perf_counter() - t
         t = time.perf_counter()
         for _ in range(5):
@@ -67,13 +77,14 @@ def one(m: int, cols: int) -> dict[str, float]:
     return out
 
 
-def run(before: str, m: int, rounds: int, cols: int) -> None:
+def run(before: str, m: int, rounds: int, cols: int, anchors: int) -> None:
     trees = {"this tree": str(SRC), "before": before}
     runs: dict[str, list[dict[str, float]]] = {k: [] for k in trees}
     for r in range(rounds):
         for name, src in trees.items():
             env = dict(os.environ, PYTHONPATH=src)
             args = [sys.executable, __file__, "one", "--m", str(m), "--cols", str(cols)]
+            args += ["--anchors", str(anchors)]
             proc = subprocess.run(args, env=env, capture_output=True, text=True, check=True)
             res = json.loads(proc.stdout.strip().splitlines()[-1])
             runs[name].append(res)
@@ -81,6 +92,7 @@ def run(before: str, m: int, rounds: int, cols: int) -> None:
     doc = {
         "m": m,
         "cols": cols,
+        "anchors": anchors,
         "rounds": rounds,
         "before": before,
         "runs": runs,
@@ -89,15 +101,17 @@ def run(before: str, m: int, rounds: int, cols: int) -> None:
             for name, rs in runs.items()
         },
     }
-    OUT.write_text(json.dumps(doc, indent=1))
-    print("\n".join(table()))
+    out_path(anchors).write_text(json.dumps(doc, indent=1))
+    print("\n".join(table(anchors)))
 
 
-def table() -> list[str]:
-    doc = json.loads(OUT.read_text())
+def table(anchors: int = 1) -> list[str]:
+    doc = json.loads(out_path(anchors).read_text())
     med = doc["median_s"]
+    n = doc.get("anchors", 1)
     lines = [
-        f"MNIST centers m = {doc['m']:,}, float32, V of {doc['cols']} columns; median of "
+        f"MNIST centers m = {doc['m']:,}, float32, V of {doc['cols']} columns, "
+        f"{n} preconditioner{'s' if n > 1 else ''}; median of "
         f"{doc['rounds']} fresh processes each, alternating (seconds):",
         "",
         "| part | before | this tree | speed-up |",
@@ -116,15 +130,16 @@ def main() -> int:
     ap.add_argument("--m", type=int, default=20_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cols", type=int, default=30)
+    ap.add_argument("--anchors", type=int, default=1, help="preconditioners formed")
     a = ap.parse_args()
     if a.mode == "one":
-        print(json.dumps(one(a.m, a.cols)))
+        print(json.dumps(one(a.m, a.cols, a.anchors)))
     elif a.mode == "run":
         if not a.before:
             ap.error("run needs --before SRC")
-        run(a.before, a.m, a.rounds, a.cols)
+        run(a.before, a.m, a.rounds, a.cols, a.anchors)
     else:
-        print("\n".join(table()))
+        print("\n".join(table(a.anchors)))
     return 0
 
 

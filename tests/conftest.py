@@ -9,6 +9,25 @@ def rng():
     return np.random.default_rng(12345)
 
 
+@pytest.fixture
+def calls(monkeypatch):
+    """How many blocks the fused Triton kernel computed (``kernelpath._fused``; a fit must
+    use it, not fall back). Shared by ``test_fused.py`` (on CUDA) and ``fused_checks.py``
+    (through Triton's interpreter)."""
+    import kernelpath._fused as F
+
+    count = {"fused": 0}
+    real = F.exp_block
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        count["fused"] += out is not None
+        return out
+
+    monkeypatch.setattr(F, "exp_block", spy)
+    return count
+
+
 def _shared():
     return shared_data_dir()
 

@@ -29,21 +29,6 @@ def interpreted(monkeypatch):
     F._kernel = None
 
 
-@pytest.fixture
-def calls(monkeypatch):
-    """How many blocks the fused kernel computed (a fit must use it, not fall back)."""
-    count = {"fused": 0}
-    real = F.exp_block
-
-    def spy(*args, **kwargs):
-        out = real(*args, **kwargs)
-        count["fused"] += out is not None
-        return out
-
-    monkeypatch.setattr(F, "exp_block", spy)
-    return count
-
-
 def _reference(A, P, clip, base2):
     D = A.astype(np.float64) @ P.astype(np.float64).T
     if clip < 0:

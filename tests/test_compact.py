@@ -394,3 +394,44 @@ def test_float32_refinement_solves_the_stored_triangle_in_float64(device, blocke
     assert fac._wide is scratch  # kept, not made again
     fac.preconditioner(1.0, 1e-3)
     assert fac._wide is None
+
+
+@pytest.mark.parametrize("device", DEVICES, ids=str)
+def test_the_product_t_tt_is_formed_once_for_every_anchor(device, blocked, monkeypatch):
+    """Five anchors in three buffers, over several blocks of rows: scale T T^T is formed
+    once (into the last slot) and copied for the others; a failed factor of an earlier
+    slot copies again with the larger shift, one of the last slot forms the product again;
+    every preconditioner equals its dense inverse and T is untouched."""
+    if blocked and not device.is_torch:
+        pytest.skip("the blocked route is torch's")
+    X, _, C = problem(n=1500, m=700)
+    fac = compact_factor(operator(X, C, device=device), slots=5)
+    assert fac.slots == 5 and fac.block < fac.m // 2
+    T = np.triu(np.asarray(fac.T, dtype=np.float64))
+    formed = []
+    form = CompactFactor._form_preconditioner
+    monkeypatch.setattr(
+        CompactFactor,
+        "_form_preconditioner",
+        lambda self, Lw, scale, shift: formed.append(shift) or form(self, Lw, scale, shift),
+    )
+    fails = {1: 1, 4: 1}  # slot -> Cholesky failures to raise before the real factor
+    factor = CompactFactor._cholesky_lower
+
+    def cholesky(self, S):
+        slot = len(self.shifts_used)
+        if fails.get(slot, 0):
+            fails[slot] -= 1
+            raise np.linalg.LinAlgError("forced")
+        factor(self, S)
+
+    monkeypatch.setattr(CompactFactor, "_cholesky_lower", cholesky)
+    scale, shifts = 0.01, [1e-3, 1e-2, 3e-2, 1e-1, 0.3]
+    solves = [fac.preconditioner(scale, s) for s in shifts]
+    assert formed == [0.0, 3.0]  # once for all, once more for the last slot's retry
+    assert fac.shifts_used == [1e-3, 1e-1, 3e-2, 1e-1, 3.0]
+    V = np.random.default_rng(3).standard_normal((fac.m, 2))
+    for used, solve in zip(fac.shifts_used, solves, strict=True):
+        P = scale * T @ T.T + used * np.eye(fac.m)
+        np.testing.assert_allclose(solve(V), np.linalg.solve(P, V), rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(np.triu(np.asarray(fac.T, dtype=np.float64)), T, atol=0)

@@ -149,6 +149,7 @@ class CompactFactor:
         self.block = block_rows(self.m)
         self.shifts_used: list[float] = []
         self._wide: np.ndarray | None = None  # the refinement's float64 scratch (_widened)
+        self._kept: float | None = None  # the scale of scale T T^T kept in the last slot
 
     @property
     def slots(self) -> int:
@@ -300,10 +301,43 @@ class CompactFactor:
                 _add_diagonal_(D, shift)
                 _set_lower_(Lw[i0:i1, i0:i1], D)
 
+    def _copy_preconditioner(self, src: Any, dst: Any, shift: float) -> None:
+        """dst's lower triangle <- src's + shift I, by blocks of rows (each view's other
+        triangle, another factor's, is left alone)."""
+        m, b = self.m, self.block
+        for i0 in range(0, m, b):
+            i1 = min(m, i0 + b)
+            if i0:
+                dst[i0:i1, :i0] = src[i0:i1, :i0]
+            D = src[i0:i1, i0:i1].clone() if self.on_device else src[i0:i1, i0:i1].copy()
+            _add_diagonal_(D, shift)
+            _set_lower_(dst[i0:i1, i0:i1], D)
+
+    def _fill_preconditioner(self, slot: int, scale: float, shift: float) -> None:
+        """P = scale T T^T + shift I into the lower triangle of ``slot``. CG asks for its
+        anchors' preconditioners in slot order, with one scale: scale T T^T (m^3 / 3
+        flops) is formed once, into the last slot while it is free, and each slot before
+        it copies it (m^2 / 2 elements); the last slot then adds its shift in place.
+        A retry of the last slot (its factor failed) forms the product again."""
+        last = self.slots - 1
+        kept = self._slot(last)
+        if slot < last:
+            if self._kept != scale:
+                self._form_preconditioner(kept, scale, 0.0)
+                self._kept = scale
+            self._copy_preconditioner(kept, self._slot(slot), shift)
+        elif self._kept == scale:
+            _add_diagonal_(kept, shift)
+        else:
+            self._form_preconditioner(kept, scale, shift)
+        if slot == last:
+            self._kept = None  # factored in place next: the kept product is gone
+
     def preconditioner(self, scale: float, shift: float) -> Callable[[np.ndarray], np.ndarray]:
         """V -> (scale T T^T + shift I)^-1 V, NumPy in and out (float64), in the next free
-        slot of the buffers. Where the factor fails in this precision the shift is
-        multiplied by 10 (``shifts_used``): the preconditioner changes, not the solution."""
+        slot of the buffers (``_fill_preconditioner``: the product T T^T is formed once for
+        all the slots). Where the factor fails in this precision the shift is multiplied
+        by 10 (``shifts_used``): the preconditioner changes, not the solution."""
         slot = len(self.shifts_used)
         if slot >= self.slots:
             raise RuntimeError(f"the compact factor holds {self.slots} preconditioners")
@@ -311,7 +345,7 @@ class CompactFactor:
         base = shift if shift > 0 else scale * self.jitter
         for attempt in range(JITTER_TRIES):
             cur = base * 10.0**attempt
-            self._form_preconditioner(L, scale, cur)
+            self._fill_preconditioner(slot, scale, cur)
             try:
                 self._cholesky_lower(L)
             except np.linalg.LinAlgError:
