@@ -120,6 +120,18 @@ def table(anchors: int = 1) -> list[str]:
     for p in PARTS:
         b, n = med["before"][p], med["this tree"][p]
         lines.append(f"| {p} | {b:.1f} | {n:.1f} | {b / n:.2f}x |")
+    whole = doc.get("whole_fit")  # recorded by hand from fresh.py's runs
+    if whole:
+        t = {k: statistics.median(v) for k, v in whole["fit_s"].items()}
+        err = whole["test_error_pct"]
+        runs = ", ".join(f"{x:.0f}" for x in whole["fit_s"]["this tree"])
+        lines += [
+            "",
+            f"The whole fit (`{whole['command']}`, {whole['protocol']}): this tree "
+            f"{t['this tree']:.0f} s (runs {runs}), before {t['before']:.0f} s, "
+            f"{t['before'] / t['this tree']:.2f}x; test error {err['this tree']}% and "
+            f"{err['before']}%.",
+        ]
     return lines
 
 

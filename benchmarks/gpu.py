@@ -46,6 +46,10 @@ RESULTS = HERE / "results"
 COMMON = ["--sigma", "5", "--penalty", "1e-6", "--iters", "20"]
 
 
+#: The device sessions' plans (``--plan``): ``plan_<name>`` below, ``mnist`` inline.
+PLANS = ("full", "peer", "large", "final", "median", "mnist", "recheck", "precision", "profile")
+
+
 def ceilings() -> dict[str, Any]:
     """The device's measured ceilings: copy bandwidth (bytes read + written), matrix-multiply
     rates in float32 (TF32 off, as kernelpath computes) and float64."""
@@ -285,6 +289,8 @@ def run(a: argparse.Namespace) -> int:
         plan_recheck(r, a, kp)
     elif a.plan == "precision":
         plan_precision(r, a, kp)
+    elif a.plan == "profile":
+        plan_profile(r, a, p10, kp)
     elif a.plan == "mnist":  # MNIST with m = 50,000 as often as the deadline allows
         while r.left() > 70:
             mnist_job(r, a, 50_000, max(60.0, r.left() - 5), "--verbose", "2")
@@ -473,6 +479,24 @@ def plan_precision(r: Runner, a: argparse.Namespace, kp: Any) -> None:
     r.job("kernelpath float32, X on the GPU, n=10^7, m=50,000", kp("float32", 50_000), 160)
 
 
+def plan_profile(r: Runner, a: argparse.Namespace, p10: str, kp: Any) -> None:
+    """The ninth device session: where float32's 20.6 s went (P at n = 10^7, m = 20,000 took
+    55.7 s in float32 after the float64 sums and the compact factor, 35.1 s before, 39.0 s
+    in float64). One pass K_nm^T (K_nm v) with a float64 v (the widened sums) in float32
+    and in float64, each with its ten costliest CUDA kernels, against the fused float32
+    pass of the second session (1.43 s); then the float32 fit with the full factor first
+    (the compact factor's share), the float32 fit as it is, and float64."""
+    pass_args = ["pass", "--data", p10, "--m", "20000", "--device", "cuda"]
+    pass_args += ["--budget", "16GB", "--repeats", "3", "--profile"]
+    for dtype in ("float32", "float64"):
+        label = f"pass K_nm^T (K_nm v), {dtype}, float64 v, n=10^7, m=20,000"
+        r.job(label, [*pass_args, "--dtype", dtype], 60)
+    full = [*kp("float32"), "--full-factor-first"]
+    r.job("kernelpath float32, full factor first, X on the GPU, n=10^7, m=20,000", full, 100)
+    r.job("kernelpath float32, X on the GPU, n=10^7, m=20,000", kp("float32"), 100)
+    r.job("kernelpath float64, X on the GPU, n=10^7, m=20,000", kp("float64"), 90)
+
+
 def plan_median(r: Runner, a: argparse.Namespace, kp: Any, fk: Any) -> None:
     """The fifth device session: FALKON's median of 3 against kernelpath's in the same run
     (problem P, float32, n = 10^7, m = 20,000, the peer first in each round), then
@@ -549,7 +573,7 @@ def main() -> int:
     r.add_argument("--falkon-wait", type=float, default=150.0)
     r.add_argument(
         "--plan",
-        choices=["full", "peer", "large", "final", "median", "mnist", "recheck", "precision"],
+        choices=PLANS,
         default="full",
     )
     r.add_argument("--large-budget", default="72GB", help="memory_budget of the m=100,000 fit")

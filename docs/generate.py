@@ -44,6 +44,7 @@ TABLES: dict[str, list[str]] = {
     "eigh_layout": ["benchmarks/eigh_layout.py", "table"],
     "block_rows": ["benchmarks/block_rows.py", "table"],
     "compact_algebra": ["benchmarks/compact_algebra.py", "table"],
+    "compact_algebra_anchors": ["benchmarks/compact_algebra.py", "table", "--anchors", "3"],
 }
 
 

@@ -16,7 +16,8 @@ Carratino & Rosasco 2017, Alg. 1; its ``FalkonPreconditioner``), in the operator
 
 Each further buffer holds two more preconditioners (the lower triangle of its last m rows
 and the upper triangle of its first m rows): CG runs as many anchor penalties as the buffers
-hold (``krylov.cg_layout`` sizes them to the budget).
+hold (``krylov.cg_layout`` sizes them to the budget). The anchors differ only in their
+shift, so scale T T^T is formed once, in the last slot, and copied for the others.
 
 The jitter j is the stated rule of the float32 factor: j = eps sqrt(m) mean(K_ii), the size
 of the rounding in K_mm's eigenvalues (the cut-off of ``linalg.nystrom_factor``; eps of the
