@@ -2,11 +2,16 @@
 # The GPU benchmark's run on a lent device machine (issue 48): installs what kernelpath needs
 # beside the machine's image, builds FALKON 0.9 from its source with CUDA in the background
 # (niced; the fits run on the GPU meanwhile), then runs benchmarks/gpu.py inside DEADLINE
-# seconds. Everything it writes lands in $OUT.
+# seconds. Everything it writes lands in $OUT. Environment: PLAN (gpu.py's --plan, default
+# full), DEADLINE (seconds, default 540), TESTS (if set: the CUDA tests first, within that
+# many seconds, into $OUT/cuda_tests.log).
 #
 # Prepared here, in the repository root (.gpu/ is ignored through .git/info/exclude and
 # travels with the device tool's `carry`):
-#   .gpu/whl/      wheels the device image lacks (array-api-compat)
+#   .gpu/whl/      wheels the device image lacks: array-api-compat, and pytest-timeout for
+#                  TESTS (`pip download --no-deps --only-binary=:all: --python-version 3.12
+#                  --implementation cp --platform manylinux2014_x86_64 --platform any -d
+#                  .gpu/whl array-api-compat==1.16.0 pytest-timeout`)
 #   .gpu/data/     mnist/mnist.npz (from ../shared/data)
 #   .gpu/falkon/   `git archive` of FalkonML/falkon (the fetch tool's snapshot)
 #   .gpu/falkon-wheel/  optional: a FALKON wheel built by an earlier run (skips the build)
