@@ -102,6 +102,7 @@ def fit_kernelpath(a: argparse.Namespace, X: Any, y: Any, Xt: Any) -> tuple[floa
         validation_fraction=0.0 if a.path is None else 0.2,
         memory_budget=a.budget,
         random_state=0,
+        factor_layout=getattr(a, "factor_layout", "auto"),
         **({} if a.device is None else {"device": a.device}),
     )
     _sync(a.device)
@@ -376,6 +377,12 @@ def main() -> int:
         "--full-factor-first",
         action="store_true",
         help="kernelpath, a diagnostic: float32 data takes the full factor first",
+    )
+    f.add_argument(
+        "--factor-layout",
+        default="auto",
+        choices=("auto", "cholesky", "eigh", "compact", "lowrank"),
+        help="kernelpath: NystromRegressor(factor_layout=...)",
     )
     q = sub.add_parser("pass")
     q.add_argument("--data", required=True)

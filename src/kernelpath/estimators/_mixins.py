@@ -185,11 +185,18 @@ _CLASSIFIER_PARAMS = (("loss", "square", LOSS_DOC), ("class_weight", None, CLASS
 
 def _with_classifier_params(cls: type) -> None:
     """Give the classifier ``cls`` the parameters ``loss`` (unless its family has its own)
-    and ``class_weight`` after those of the ``__init__`` it inherits (its signature
-    extended, for ``get_params``), and their docstring entries."""
+    and ``class_weight`` (``_with_params``)."""
+    _with_params(cls, _CLASSIFIER_PARAMS)
+
+
+def _with_params(cls: type, params: tuple[tuple[str, Any, str], ...]) -> None:
+    """Give the estimator ``cls`` the keyword-only parameters ``params`` ((name, default,
+    docstring entry) each; those its ``__init__`` already has are skipped) after those of
+    the ``__init__`` it inherits (its signature extended, for ``get_params``), and their
+    docstring entries before its Attributes."""
     init = cls.__init__  # type: ignore[misc]
     sig = inspect.signature(init)
-    added = [(n, d, doc) for n, d, doc in _CLASSIFIER_PARAMS if n not in sig.parameters]
+    added = [(n, d, doc) for n, d, doc in params if n not in sig.parameters]
     if not added:
         return
     defaults = {n: d for n, d, _ in added}

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..fitting import NystromFamily, NYTROFamily
 from ._base import _KernelPathEstimator
-from ._mixins import _ATTR_DOC, _COMMON_DOC, _ClassifierMixin, _RegressorMixin
+from ._mixins import _ATTR_DOC, _COMMON_DOC, _ClassifierMixin, _RegressorMixin, _with_params
 
 __all__ = ["NystromRegressor", "NystromClassifier", "NYTRORegressor", "NYTROClassifier"]
 
@@ -101,6 +101,36 @@ class _NYTROBase(_NystromBase):
         self.stopping = stopping
         self.stopping_threshold = stopping_threshold
 
+
+#: CG's factor, asked for by name (Nyström KRLS only: NYTRO's gradient solvers keep the full
+#: factor), keyword-only after the common parameters (``_mixins._with_params``).
+_CG_FACTOR_PARAMS = (
+    (
+        "factor_layout",
+        "auto",
+        """    factor_layout : {"auto", "cholesky", "eigh", "compact", "lowrank"}, default="auto"
+        The form of CG's preconditioner (``solver="cg"``, square loss, one number of
+        centers): "cholesky", K_mm's Cholesky factor with a float64 Cholesky factor of the
+        preconditioned system per anchor penalty (about (2 + anchors) m^2 float64 numbers);
+        "eigh", one eigendecomposition serving every penalty (4 m^2); "compact", T = chol(K_mm
+        + jitter) and the anchors' preconditioners in the data's precision ((anchors + 2) // 2
+        buffers of m^2: for float32 data or a tight budget); "lowrank", a rank-r randomized
+        Nyström preconditioner of K_mm (O(m r) memory, no m x m matrix; slower to converge).
+        "auto" takes the first of these that fits ``memory_budget`` (the compact factor first
+        for float32 data, and in place of the eigendecomposition from 8,000 centers where
+        K_mm is not safely positive definite). A layout asked for is refused before any work
+        where the budget cannot hold it (``BudgetError``).
+""",
+    ),
+    (
+        "preconditioner_rank",
+        None,
+        """    preconditioner_rank : int or None, default=None
+        r, the rank of the low-rank preconditioner's sketch (at most m), where CG takes it;
+        None: 1,000.
+""",
+    ),
+)
 
 _NYSTROM_PARAMS = (
     """
@@ -221,3 +251,7 @@ class NYTROClassifier(_ClassifierMixin, _NYTROBase):
         "NYTRO classifier (one-vs-all ±1 coding), regularized by early stopping." + _NYTRO_PARAMS
     )
     _classifier = True
+
+
+for _cls in (NystromRegressor, NystromClassifier):
+    _with_params(_cls, _CG_FACTOR_PARAMS)

@@ -25,13 +25,16 @@ from ..solvers._common import Validation
 from ..solvers._loo import SmootherCV
 from ..solvers.incremental import incremental_memory
 from ..solvers.iterative import (
+    CG_LAYOUTS,
     STEP_RULES,
+    anchor_count,
     cg_layout,
     cg_memory,
     compact_first_for,
     compact_in_reach,
     gradient_memory,
 )
+from ..solvers.lowrank import LOWRANK_RANK
 from ..solvers.newton import PATH_PATIENCE, newton_memory, newton_path
 from ..solvers.nystrom import center_factor, direct_memory
 from ..solvers.spectral import ITERATION_FILTERS
@@ -85,7 +88,9 @@ class KernelOptions:
     ``stopping``: the ν-method's order, the step rule and NYTRO's stopping rule (exact:
     ``step`` is Landweber's η, None for its default, or "thesis"); ``stopping_threshold``:
     that rule's threshold (None: its default); ``loss``: "square", or a loss of the Newton
-    solver (classifiers, ``solvers.newton``)."""
+    solver (classifiers, ``solvers.newton``); ``factor_layout``: the form of CG's factor,
+    one of ``krylov.CG_LAYOUTS`` or "auto" (the first that fits the budget);
+    ``preconditioner_rank``: the rank of the low-rank preconditioner's sketch."""
 
     method: str
     max_iter: int | None = None
@@ -95,6 +100,8 @@ class KernelOptions:
     stopping: str = "window"
     stopping_threshold: float | None = None
     loss: str = "square"
+    factor_layout: str = "auto"
+    preconditioner_rank: int = LOWRANK_RANK
 
 
 def newton_settings(settings: FitSettings) -> dict[str, Any]:
@@ -402,9 +409,45 @@ class NystromFamily(_KernelModel):
         return method == "direct"
 
     def options(self, params: Mapping[str, Any]) -> KernelOptions:
-        return KernelOptions(
-            self.method(params), params.get("max_iter"), params["centers"], loss=check_loss(params)
+        method, loss = self.method(params), check_loss(params)
+        layout = check_choice(
+            params.get("factor_layout", "auto"), "factor_layout", ("auto", *CG_LAYOUTS)
         )
+        rank = params.get("preconditioner_rank")
+        rank = LOWRANK_RANK if rank is None else check_int(rank, "preconditioner_rank", 1)
+        if layout != "auto" and (method != "cg" or loss != "square"):
+            raise ValueError(
+                f"factor_layout={layout!r} is the form of CG's factor: it needs solver='cg' "
+                f"and the square loss, got solver={method!r}, loss={loss!r} (or "
+                "factor_layout='auto')"
+            )
+        return KernelOptions(
+            method,
+            params.get("max_iter"),
+            params["centers"],
+            loss=loss,
+            factor_layout=layout,
+            preconditioner_rank=int(rank),
+        )
+
+    def settings(self, params: Mapping[str, Any]) -> FitSettings:
+        settings = super().settings(params)
+        layout = settings.options.factor_layout
+        if layout != "auto" and self.size_path(settings):
+            raise ValueError(
+                f"factor_layout={layout!r} is the form of CG's factor: n_centers as a path "
+                "('auto' or a sequence) fits the (m, λ) path in closed form instead; give one "
+                "number of centers (or factor_layout='auto')"
+            )
+        return settings
+
+    def iteration_options(self, settings: FitSettings) -> dict[str, Any]:
+        """CG's factor: the layout asked for (else the budget's) and the low-rank rank."""
+        opts: KernelOptions = settings.options
+        return {
+            "factor_layout": opts.factor_layout,
+            "preconditioner_rank": opts.preconditioner_rank,
+        }
 
     def smoother_modes(self, settings: FitSettings, method: str) -> tuple[str, ...]:
         if self.size_path(settings) or settings.options.loss != "square":
@@ -478,10 +521,6 @@ class NystromFamily(_KernelModel):
             grid = grid[grid <= M] if (grid <= M).any() else np.array([M])
         return sel, grid
 
-    def iteration_options(self, settings: FitSettings) -> dict[str, Any]:
-        """The options of ``iterative_path`` beyond CG's."""
-        return {}
-
     def solver_memory(
         self,
         problem: FitProblem,
@@ -510,9 +549,15 @@ class NystromFamily(_KernelModel):
         max_iter = self.max_iter(settings)
         itemsize = B.compute_dtype(problem.X).itemsize if hasattr(problem.X, "dtype") else 8
         share = int(SOLVER_SHARE * (problem.budget - problem.held - aside))
+        opts: KernelOptions = settings.options
+        rank = opts.preconditioner_rank
+        if opts.factor_layout != "auto":  # asked for: the budget admits it or refuses the fit
+            layout = opts.factor_layout
+            slots = anchor_count(pen) if layout == "compact" else None
+            return cg_memory(m, k, pen, max_iter, n_val, True, layout, itemsize, slots, rank)
         first = compact_first_for(itemsize)
         layout, slots = cg_layout(m, k, pen, max_iter, n_val, share, itemsize, first)
-        need = cg_memory(m, k, pen, max_iter, n_val, True, layout, itemsize, slots or None)
+        need = cg_memory(m, k, pen, max_iter, n_val, True, layout, itemsize, slots or None, rank)
         on_device = factor_on_device(problem.device, m)
         if layout == "eigh" and compact_in_reach(
             layout, m, k, pen, max_iter, n_val, share, on_device

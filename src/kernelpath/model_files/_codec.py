@@ -168,13 +168,16 @@ _OLD_CACHES = ("_coef", "_W")
 #: Parameters added since files were first written, with the value that loads an older
 #: file as it was fitted (``scale``: files written before it existed had unscaled inputs;
 #: ``class_weight``: none; ``stopping_threshold``: the stopping rule's default; a random
-#: Fourier map's ``center``: none, its phases as drawn).
+#: Fourier map's ``center``: none, its phases as drawn; ``factor_layout`` and
+#: ``preconditioner_rank``: the budget's layout and the default rank).
 _ADDED_PARAMS: dict[str, Any] = {
     "scale": False,
     "center": None,
     "class_weight": None,
     "loss": "square",
     "stopping_threshold": None,
+    "factor_layout": "auto",
+    "preconditioner_rank": None,
 }
 #: Attributes rebuilt after loading from what was stored (the map of the online learners'
 #: ``features``).
