@@ -137,34 +137,6 @@ def test_partial_cache(rng, n_jobs):
     assert op.cache.filled
 
 
-@pytest.mark.parametrize(("budget_mb", "whole"), [(120, True), (105, False)])
-def test_the_whole_k_nm_is_cached_on_the_host_where_it_fits_beside_the_blocks(
-    rng, budget_mb, whole
-):
-    """K_nm of 96 MB with two workers' blocks of 1,747 rows (17 MB): a budget of 120 MB
-    caches all of it, although it is more than 60% of the budget (what the cache alone may
-    take while rows stream); 105 MB cannot hold both, so 60% of it holds a prefix of every
-    chunk. Either way the cache and the blocks stay inside the budget, and the products
-    are K_nm's on the pass that fills the cache and the one that reads it."""
-    X = rng.standard_normal((40_000, 5))
-    C = rng.standard_normal((300, 5))
-    budget = budget_mb * 10**6
-    op = KernelOperator(X, C, Gaussian(1.5), memory_budget=budget, n_jobs=2)
-    assert op.nbytes_full > 0.6 * budget
-    per_row = 300 * 8 * 2 + 7 * 8
-    assert bool(op.cached) == whole
-    if whole:
-        assert op.n_cached == 40_000 and op.block_rows == 1747
-    else:
-        assert 0 < op.n_cached * 300 * 8 <= 0.6 * budget
-    assert op.n_cached * 300 * 8 + 2 * op.block_rows * per_row <= budget
-    Kd = Gaussian(1.5)(X, C)
-    B = rng.standard_normal((300, 2))
-    for _ in range(2):
-        np.testing.assert_allclose(op.fused(B), Kd.T @ (Kd @ B), rtol=1e-11)
-    assert op.cache.filled
-
-
 def test_cache_or_stream_decision(rng):
     """With expected_passes the first product times the page faults of the cache; a solve
     that makes one pass cannot gain from a cache and streams after the probe, with the same

@@ -30,9 +30,8 @@ the widening on a device is not measured yet. ``gram`` keeps the operator's dtyp
 
 Memory. The rows are split into one contiguous chunk per worker; the first rows of every
 chunk are cached, as many as fit in ``CACHE_FRACTION`` of the budget (all of K_nm when it
-fits there, or on the host when it fits beside the workers' blocks; a fraction of every
-chunk otherwise, so that the cheap cached rows are shared evenly by the workers), and the
-rest is streamed: recomputed in row blocks at every product. The
+fits, a fraction of every chunk otherwise, so that the cheap cached rows are shared evenly
+by the workers), and the rest is streamed: recomputed in row blocks at every product. The
 cache is filled on the way by the first product (the plan is ``cache.RowCache``). On CUDA
 the budget is device memory. Inside the library the operator is built by the call's
 ``kernelpath.workspace.Workspace``, which gives it its share of the budget in bytes.
@@ -240,29 +239,6 @@ class KernelOperator:
         row_bytes = max(1, self.m * itemsize)
         self.nbytes_full = self.n * row_bytes
         fit_rows = int(CACHE_FRACTION * self.budget // row_bytes)
-        # Rows per streamed block: each worker holds a block, the augmented left factor and
-        # a product buffer, inside what the cache leaves of the budget.
-        if self.device.is_cuda:
-            target = CUDA_BLOCK_BYTES // row_bytes
-        elif self.sparse:  # sparse products: not measured, 4 MB as before
-            target = BLOCK_BYTES // row_bytes
-        else:
-            target = streamed_block_rows(row_bytes, int(X.shape[1]))
-        per_row = row_bytes * 2 + (X.shape[1] + 2) * 8
-        if self.sparse:  # the product's result and its sum (no augmented dense factor)
-            per_row = row_bytes * 3 + 16
-        # what reading a block allocates: rows read from disk (their finiteness check and
-        # norms), densified sparse rows, a CSR block's slice
-        per_row += self.rows.read_bytes()
-        if self.device.is_cuda and itemsize < 8:  # a widened row (float64 products)
-            per_row += self.m * 8
-        # On the host the whole of K_nm is cached where it fits beside the workers' blocks
-        # at their usual size: the share that CACHE_FRACTION leaves for streamed blocks
-        # idles when no row streams (MNIST, m = 20,000: 3.84 GB of K_nm in an operator
-        # budget of 4.95 GB, of which 60% had cached 77%)
-        blocks = self.n_jobs * per_row * max(16, target)
-        if not self.device.is_cuda and self.nbytes_full + blocks <= self.budget:
-            fit_rows = max(fit_rows, self.n)
         if cache is True and fit_rows < self.n:
             raise ValueError(
                 f"K_nm needs {self.nbytes_full / 1e9:.2f} GB, more than the cache share of "
@@ -306,7 +282,23 @@ class KernelOperator:
             planned,
             self.X,
         )
+        # Rows per streamed block: each worker holds a block, the augmented left factor and
+        # a product buffer, inside what the cache leaves of the budget.
         work = max(self.budget - self.n_cached * row_bytes, 2**20)
+        if self.device.is_cuda:
+            target = CUDA_BLOCK_BYTES // row_bytes
+        elif self.sparse:  # sparse products: not measured, 4 MB as before
+            target = BLOCK_BYTES // row_bytes
+        else:
+            target = streamed_block_rows(row_bytes, int(X.shape[1]))
+        per_row = row_bytes * 2 + (X.shape[1] + 2) * 8
+        if self.sparse:  # the product's result and its sum (no augmented dense factor)
+            per_row = row_bytes * 3 + 16
+        # what reading a block allocates: rows read from disk (their finiteness check and
+        # norms), densified sparse rows, a CSR block's slice
+        per_row += self.rows.read_bytes()
+        if self.device.is_cuda and itemsize < 8:  # a widened row (float64 products)
+            per_row += self.m * 8
         self.block_rows = int(max(1, min(max(16, target), work // (per_row * self.n_jobs))))
 
     @property
