@@ -84,14 +84,6 @@ def _load(data: str, dtype: str) -> tuple[np.ndarray, ...]:
 def fit_kernelpath(a: argparse.Namespace, X: Any, y: Any, Xt: Any) -> tuple[float, Any, dict]:
     from kernelpath import Gaussian, NystromRegressor
 
-    if getattr(a, "full_factor_first", False):
-        # a diagnostic, not an option of the library: float32 data takes the full float64
-        # factor first (where it fits), as float64 data does, in place of the compact one
-        import kernelpath.fitting.kernel_models as km
-        import kernelpath.solvers.iterative as it
-
-        it.compact_first_for = km.compact_first_for = lambda itemsize: False  # type: ignore
-
     est = NystromRegressor(
         Gaussian(a.sigma),
         penalty=a.penalty if a.path is None else np.geomspace(1e-3, 1e-9, a.path),
@@ -373,11 +365,6 @@ def main() -> int:
     f.add_argument("--tensors", action="store_true", help="pass torch tensors")
     f.add_argument("--path", type=int, default=None, help="kernelpath: a λ path of this size")
     f.add_argument("--falkon-mem", default="1e9", help="FALKON max_cpu_mem (bytes)")
-    f.add_argument(
-        "--full-factor-first",
-        action="store_true",
-        help="kernelpath, a diagnostic: float32 data takes the full factor first",
-    )
     f.add_argument(
         "--factor-layout",
         default="auto",

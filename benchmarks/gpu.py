@@ -484,15 +484,16 @@ def plan_profile(r: Runner, a: argparse.Namespace, p10: str, kp: Any) -> None:
     55.7 s in float32 after the float64 sums and the compact factor, 35.1 s before, 39.0 s
     in float64). One pass K_nm^T (K_nm v) with a float64 v (the widened sums) in float32
     and in float64, each with its ten costliest CUDA kernels, against the fused float32
-    pass of the second session (1.43 s); then the float32 fit with the full factor first
-    (the compact factor's share), the float32 fit as it is, and float64."""
+    pass of the second session (1.43 s); then the float32 fit with the full float64 factor
+    (``factor_layout="cholesky"``: the compact factor's share), the float32 fit as it is,
+    and float64."""
     pass_args = ["pass", "--data", p10, "--m", "20000", "--device", "cuda"]
     pass_args += ["--budget", "16GB", "--repeats", "3", "--profile"]
     for dtype in ("float32", "float64"):
         label = f"pass K_nm^T (K_nm v), {dtype}, float64 v, n=10^7, m=20,000"
         r.job(label, [*pass_args, "--dtype", dtype], 60)
-    full = [*kp("float32"), "--full-factor-first"]
-    r.job("kernelpath float32, full factor first, X on the GPU, n=10^7, m=20,000", full, 100)
+    full = [*kp("float32"), "--factor-layout", "cholesky"]
+    r.job("kernelpath float32, full factor, X on the GPU, n=10^7, m=20,000", full, 100)
     r.job("kernelpath float32, X on the GPU, n=10^7, m=20,000", kp("float32"), 100)
     r.job("kernelpath float64, X on the GPU, n=10^7, m=20,000", kp("float64"), 90)
 
