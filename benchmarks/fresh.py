@@ -114,7 +114,14 @@ def fit_kernelpath(a: argparse.Namespace, X: Any, y: Any, Xt: Any) -> tuple[floa
 def _factor_info(est: Any) -> dict[str, Any]:
     """The form of the fit's factor of the centers' system (the chosen path's info)."""
     info = getattr(getattr(est, "path_", None), "info", {}) or {}
-    keys = ("factor", "preconditioners", "jitter", "precondition_shift", "factor_on_device")
+    keys = (
+        "factor",
+        "factor_dtype",
+        "preconditioners",
+        "jitter",
+        "precondition_shift",
+        "factor_on_device",
+    )
     return {k: info.get(k) for k in keys if k in info}
 
 

@@ -3,6 +3,7 @@ against FALKON on the CPU (issue 45), every fit in a fresh process.
 
     python benchmarks/million_p.py run --configs kp20k,falkon20k --runs 1
     python benchmarks/million_p.py run --configs kp50k --runs 1
+    python benchmarks/million_p.py run --configs kp50k32 --runs 1
     python benchmarks/million_p.py table
 
 Problem P (``benchmarks/peers.py``: x ~ N(0, I_20), y = sin<w, x> + 0.1 eps, 50,000 test
@@ -35,7 +36,15 @@ CONFIGS: dict[str, tuple[str, str, int]] = {
     "kp20k": ("kernelpath, m = 20,000, memory_budget=12GB", "kernelpath", 20_000),
     "falkon20k": ("FALKON 0.9 (CPU), m = 20,000, max_cpu_mem=12e9", "falkon", 20_000),
     "kp50k": ("kernelpath, m = 50,000, memory_budget=12GB", "kernelpath", 50_000),
+    "kp50k32": (
+        "kernelpath, m = 50,000, memory_budget=12GB, factor_layout='compact'",
+        "kernelpath",
+        50_000,
+    ),
 }
+#: Options of a configuration beside its m (``fresh.py fit``'s flags): "compact" asked for
+#: takes the float32 compact factor, where the float64 one does not fit (``forced_compact``).
+EXTRA: dict[str, list[str]] = {"kp50k32": ["--factor-layout", "compact"]}
 
 
 def run(configs: list[str], runs: int, iters: int) -> None:
@@ -55,6 +64,7 @@ def run(configs: list[str], runs: int, iters: int) -> None:
         args = ["fit", "--data", data, "--lib", lib, "--m", str(m), "--iters", str(iters)]
         args += ["--sigma", "5", "--penalty", "1e-6"]
         args += ["--falkon-mem", "12e9"] if lib == "falkon" else ["--budget", BUDGET]
+        args += EXTRA.get(key, [])
         methods.append((label, python, args))
     res = rounds(methods, runs, int(info["cores"]))
     old = json.loads(OUT.read_text()) if OUT.is_file() else {"rows": {}, "runs_info": []}
@@ -99,7 +109,10 @@ def table() -> str:
         if key not in rows:
             continue
         r = rows[key]
-        factor = (r.get("factor") or {}).get("factor", "") if r["lib"] == "kernelpath" else ""
+        kept = (r.get("factor") or {}) if r["lib"] == "kernelpath" else {}
+        factor = kept.get("factor", "")
+        if kept.get("factor_dtype") not in (None, "float64"):
+            factor += f" ({kept['factor_dtype']})"
         ratio = ""
         if ref is not None and r["lib"] == "kernelpath" and r["m"] == ref["m"]:
             ratio = f"{ref['fit_s'] / r['fit_s']:.2f}x"

@@ -9,6 +9,7 @@ import pytest
 import scipy.linalg
 
 from kernelpath import Gaussian, NystromRegressor
+from kernelpath import _backend as B
 from kernelpath._backend import NUMPY, Device
 from kernelpath.solvers import compact, krylov
 from kernelpath.solvers.compact import CompactFactor, blocked_cholesky_, compact_factor
@@ -21,6 +22,7 @@ from kernelpath.solvers.krylov import (
     compact_first_for,
     compact_in_reach,
     compact_over_eigh,
+    forced_compact,
 )
 from kernelpath.workspace import Workspace
 
@@ -163,6 +165,76 @@ def test_float32_compact_factor_is_as_accurate_as_float64():
     assert cut > 1.5 * ref
 
 
+@pytest.mark.parametrize("device", DEVICES, ids=str)
+def test_a_float32_factor_of_float64_data_solves_with_its_stored_triangle(device):
+    """The float32 compact factor under float64 data (the layout rule's step before the
+    low-rank preconditioner): K_mm is computed in float64 and rounded into the buffer, and
+    R = T^-1 is applied in float64 by refinement, so CG's path is the dense float64 solve
+    whose penalty matrix is the stored triangle's T^T T (K_mm + j I up to float32's
+    rounding) to 1e-5, at every anchor; against K_mm itself it differs by the jitter and
+    the rounding (here below 1%). A factor not refined (float32 solves) misses 1e-5, and
+    CG's projected system then warns by the stated rule (``krylov.INDEFINITE_SHARE``)."""
+    X, y, C = problem(n=2000, m=250)
+    n = len(X)
+    lam = np.array([1e-5, 1e-3, 1e-1])
+    kw = dict(method="cg", max_iter=120, tol=0.0, n_iter_no_change=None)
+    fac, plain32 = (
+        compact_factor(operator(X, C, device=device), slots=3, dtype=np.float32) for _ in range(2)
+    )
+    assert fac.dtype == np.float32 and fac._refines()
+    plain32._refines = lambda: False
+    T = np.triu(np.asarray(B.to_numpy(fac.T), dtype=np.float64))
+    k = Gaussian(2.0)
+    Knm, Kmm = k(X, C), k(C, C)
+    assert np.abs(T.T @ T - Kmm).max() < 100 * fac.jitter
+    op = operator(X, C, device=device)
+    path = iterative_path(op, y, lam, factor_layout="compact", _setup={"factor": fac}, **kw)
+    assert path.info["factor_dtype"] == "float32" and len(path.info["anchor_penalties"]) == 3
+    with pytest.warns(RuntimeWarning, match="'cholesky-compact' in float32, data float64"):
+        unrefined = iterative_path(  # the rule's warning: its products are noise
+            operator(X, C, device=device), y, lam, _setup={"factor": plain32}, **kw
+        )
+    worst = 0.0
+    for p, l in enumerate(lam):
+        a = np.asarray(path.coef((p, path.shape[1] - 1))).ravel()
+        stored = np.linalg.solve(Knm.T @ Knm / n + l * T.T @ T, Knm.T @ y / n)
+        plain = np.linalg.solve(Knm.T @ Knm / n + l * Kmm, Knm.T @ y / n)
+        scale = np.abs(Knm @ stored).max()
+        assert np.abs(Knm @ (a - stored)).max() < 1e-5 * scale
+        assert np.abs(Knm @ (a - plain)).max() < 1e-2 * scale
+        u = np.asarray(unrefined.coef((p, unrefined.shape[1] - 1))).ravel()
+        worst = max(worst, np.abs(Knm @ (u - stored)).max() / scale)
+    assert worst > 1e-5
+    with pytest.raises(ValueError, match="dtype must be"):
+        compact_factor(operator(X, C, dtype=np.float32), dtype=np.float64)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_factor_stays_within_the_memory_it_is_counted_for(dtype):
+    """tracemalloc's peak over the compact factor's life (K_mm into the buffer, T, a
+    preconditioner, refined products) within ``compact_memory``, which the budget counts.
+    m = 5,000 takes the host's blocked Cholesky factor (``_kernels.potrf_scratch``: two
+    m x 1,024 blocks, more than the two b x m block rows counted before, b = m / 8 here);
+    and forming the preconditioner's rows made two b x i0 temporaries beyond the counted
+    scratch (on P at m = 50,000 in 12 GB the fit peaked 0.34 GB above its budget)."""
+    import tracemalloc
+
+    m = 5000
+    X, _, C = problem(n=m, d=5, m=m)
+    op = operator(X, C, sigma=3.0)
+    v = np.random.default_rng(1).standard_normal((m, 2))
+    tracemalloc.start()
+    try:
+        fac = compact_factor(op, slots=1, dtype=dtype)
+        solve = fac.preconditioner(1.0, 1e-3)
+        fac.apply_t(fac.apply(solve(v)))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    counted = compact.compact_memory(m, np.dtype(dtype).itemsize, 1)
+    assert peak <= counted + 2**20, (peak / 1e6, counted / 1e6)
+
+
 def test_the_jitter_grows_until_the_factor_exists():
     """Duplicate centers make K_mm singular: the first jitter (below float32's rounding of
     the duplicated rows) fails, and the factor exists with a jitter 10^k times it."""
@@ -198,26 +270,39 @@ def test_layout_rule_and_memory():
     anchors = len(_anchors(lam)[0])
     assert anchors == 4
     full = cg_memory(m, k, lam, 20, 0, layout="cholesky")
-    assert cg_layout(m, k, lam, 20, 0, full, 8) == ("cholesky", 0)
+    assert cg_layout(m, k, lam, 20, 0, full, 8) == ("cholesky", 0, 8)
     # float32 beyond the full factors: the compact factor with every anchor where they fit
     all32 = cg_memory(m, k, lam, 20, 0, True, "compact", 4, anchors)
     assert all32 < cg_memory(m, k, lam, 20, 0, layout="eigh")
-    assert cg_layout(m, k, lam, 20, 0, all32, 4) == ("compact", anchors)
-    assert cg_layout(m, k, lam, 20, 0, None, 4) == ("cholesky", 0)
+    assert cg_layout(m, k, lam, 20, 0, all32, 4) == ("compact", anchors, 4)
+    assert cg_layout(m, k, lam, 20, 0, None, 4) == ("cholesky", 0, 8)
     # float64 beyond the full factors: as many anchors as fit, at least one
     one = cg_memory(m, k, lam, 20, 0, True, "compact", 8, 1)
     two = cg_memory(m, k, lam, 20, 0, True, "compact", 8, 3)
-    assert cg_layout(m, k, lam, 20, 0, one, 8) == ("compact", 1)
-    assert cg_layout(m, k, lam, 20, 0, two, 8) == ("compact", 3)
-    assert cg_layout(m, k, lam, 20, 0, 1, 8) == ("compact", 1)  # nothing fits: refused
-    # below one compact buffer: the low-rank preconditioner, O(m r) bytes
+    assert cg_layout(m, k, lam, 20, 0, one, 8) == ("compact", 1, 8)
+    assert cg_layout(m, k, lam, 20, 0, two, 8) == ("compact", 3, 8)
+    assert cg_layout(m, k, lam, 20, 0, 1, 8) == ("compact", 1, 8)  # nothing fits: refused
+    # float64 below one float64 buffer: the float32 compact factor, as many anchors as fit
+    one32 = cg_memory(m, k, lam, 20, 0, True, "compact", 4, 1)
+    three32 = cg_memory(m, k, lam, 20, 0, True, "compact", 4, 3)
+    assert one32 < one / 1.9 and three32 < one
+    assert cg_layout(m, k, lam, 20, 0, one32, 8) == ("compact", 1, 4)
+    assert cg_layout(m, k, lam, 20, 0, three32, 8) == ("compact", 3, 4)
+    # below one float32 buffer: the low-rank preconditioner, O(m r) bytes
     low = cg_memory(m, k, lam, 20, 0, layout="lowrank")
-    assert low < one / 3
-    assert cg_layout(m, k, lam, 20, 0, low, 8) == ("lowrank", 0)
-    assert cg_layout(m, k, lam, 20, 0, low, 4, compact_first=True) == ("lowrank", 0)
-    assert cg_layout(m, k, lam, 20, 0, low - 1, 8) == ("compact", 1)
+    assert low < one32 / 2
+    assert cg_layout(m, k, lam, 20, 0, one32 - 1, 8) == ("lowrank", 0, 8)
+    assert cg_layout(m, k, lam, 20, 0, low, 8) == ("lowrank", 0, 8)
+    assert cg_layout(m, k, lam, 20, 0, low, 4, compact_first=True) == ("lowrank", 0, 8)
+    assert cg_layout(m, k, lam, 20, 0, low - 1, 8) == ("compact", 1, 8)
+    # asked for by name: every anchor, float32 only where the data's precision does not fit
+    everyone = cg_memory(m, k, lam, 20, 0, True, "compact", 8, anchors)
+    assert forced_compact(m, k, lam, 20, 0, None, 8) == ("compact", anchors, 8)
+    assert forced_compact(m, k, lam, 20, 0, everyone, 8) == ("compact", anchors, 8)
+    assert forced_compact(m, k, lam, 20, 0, everyone - 1, 8) == ("compact", anchors, 4)
+    assert forced_compact(m, k, lam, 20, 0, 1, 4) == ("compact", anchors, 4)
     # float32 (on every device): the compact factor first, whatever fits
-    assert cg_layout(m, k, lam, 20, 0, None, 4, compact_first=True) == ("compact", anchors)
+    assert cg_layout(m, k, lam, 20, 0, None, 4, compact_first=True) == ("compact", anchors, 4)
     assert cg_layout(m, k, lam, 20, 0, one, 4, compact_first=True)[0] == "compact"
     assert compact_first_for(4) and not compact_first_for(8)
     # one buffer per two extra anchors: 4 m^2 bytes each in float32
@@ -336,7 +421,9 @@ def test_a_budget_without_a_factor_per_anchor_takes_the_compact_factor_over_eigh
     # a basis of all m dimensions (120 iterations x A anchors > m) beside either
     limit = max(eigh_need, cg_memory(*args, True, "compact", 8, A))
     assert limit < cg_memory(*args, layout="cholesky")
-    assert cg_layout(*args, limit) == ("eigh", 0) and compact_in_reach("eigh", *args, limit, False)
+    assert cg_layout(*args, limit) == ("eigh", 0, 8) and compact_in_reach(
+        "eigh", *args, limit, False
+    )
     path = iterative_path(operator(X, C), y, lam, memory_limit=limit, **kw)
     assert path.info["factor"] == "cholesky-compact"
     assert len(path.info["anchor_penalties"]) == A
@@ -363,7 +450,7 @@ def test_a_budget_without_a_factor_per_anchor_takes_the_compact_factor_over_eigh
     assert anchor_count(seven) == 7 and compact_over_eigh(250, seven, False, "eigh")
     args7 = (250, 1, seven, 3, 0)
     tight = cg_memory(*args7, layout="eigh")
-    assert cg_layout(*args7, tight) == ("eigh", 0)
+    assert cg_layout(*args7, tight) == ("eigh", 0, 8)
     assert not compact_in_reach("eigh", *args7, tight, False)
     small = iterative_path(operator(X, C), y, seven, memory_limit=tight, **{**kw, "max_iter": 3})
     assert small.info["factor"] == "eigh"

@@ -108,6 +108,37 @@ def test_a_layout_the_budget_cannot_hold_is_refused_before_any_kernel_work(monke
     assert est.path_.info["preconditioners"] == "lowrank"
 
 
+def test_float64_data_takes_a_float32_compact_factor_where_no_float64_one_fits():
+    """m = 2,000 in 60 MB: the full factors (96 MB) and one float64 compact buffer (40 MB)
+    exceed the solver's half of the budget, a float32 buffer (20 MB) does not, so the rule
+    takes it before the low-rank preconditioner. "compact" asked for keeps float64 where
+    the budget holds it (60 MB) and takes float32 where float64 would be refused (35 MB),
+    and is refused where not even float32 fits (20 MB). The float32 factor's model is the dense
+    float64 solution to 0.5% of the predictions' spread (measured: 0.17%; its penalty is
+    the stored triangle's T^T T, K_mm + j I up to float32's rounding: test_compact.py
+    checks the solve against that matrix to 1e-5)."""
+    X, y = _data(n=4000)
+    C, lam, sigma = X[:2000], 1e-3, 2.0
+    kw = dict(penalty=lam, centers=C, max_iter=100, tol=1e-10, validation_fraction=0.0)
+    want = _dense_nystrom(X, y, C, sigma, lam, X[:300])
+    for layout, budget, dtype in (
+        ("auto", "60MB", "float32"),
+        ("compact", "35MB", "float32"),
+        ("compact", "60MB", "float64"),
+    ):
+        est = kp.NystromRegressor(
+            kp.Gaussian(sigma), scale=False, factor_layout=layout, memory_budget=budget, **kw
+        ).fit(X, y)
+        info = est.path_.info
+        assert (info["factor"], info["factor_dtype"]) == ("cholesky-compact", dtype)
+        err = np.abs(est.predict(X[:300]) - want).max() / np.abs(want - y.mean()).max()
+        assert err < 5e-3
+    with pytest.raises(BudgetError, match="memory_budget"):  # not even float32's 20 MB
+        kp.NystromRegressor(
+            kp.Gaussian(sigma), scale=False, factor_layout="compact", memory_budget="20MB", **kw
+        ).fit(X, y)
+
+
 @pytest.mark.parametrize(
     ("params", "match"),
     [

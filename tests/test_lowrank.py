@@ -154,11 +154,16 @@ def test_a_budget_without_room_for_an_m_by_m_matrix_takes_the_low_rank_factor():
     m = 5000
     X, Y, C = _problem(n=6000, m=m)
     lam = np.array([1e-3])
-    low = cg_memory(m, 1, lam, 5, 0, layout="lowrank")
-    assert low < cg_memory(m, 1, lam, 5, 0, True, "compact", 8, 1)
+    low = cg_memory(m, 1, lam, 5, 0, layout="lowrank", rank=200)
+    assert low < cg_memory(m, 1, lam, 5, 0, True, "compact", 4, 1)  # not even float32's
     op = KernelOperator(X, C, Gaussian(1.5))
-    path = iterative_path(op, Y, lam, "cg", 5, memory_limit=low)
+    path = iterative_path(op, Y, lam, "cg", 5, memory_limit=low, preconditioner_rank=200)
     assert path.info["preconditioners"] == "lowrank"
+    # the rank's memory decides: the default's (1,000) exceeds a float32 buffer here
+    big = cg_memory(m, 1, lam, 5, 0, layout="lowrank")
+    assert big > cg_memory(m, 1, lam, 5, 0, True, "compact", 4, 1)
+    path = iterative_path(op, Y, lam, "cg", 5, memory_limit=big)
+    assert (path.info["preconditioners"], path.info["factor_dtype"]) == ("compact", "float32")
     with pytest.raises(ValueError, match="preconditioner_rank"):
         iterative_path(op, Y, lam, "cg", 5, factor_layout="lowrank", preconditioner_rank=0)
     with pytest.raises(ValueError, match="sketch"):

@@ -38,6 +38,7 @@ __all__ = [
     "interruptible",
     "helpers_running",
     "LAPACK_IN_THREAD_MIN",
+    "potrf_scratch",
 ]
 
 #: Matrices from this order on are factored through Numba in a helper thread (below it a
@@ -232,6 +233,16 @@ POTRF_BLOCKED_MIN = 4096
 POTRF_BLOCK = 1024
 
 
+def potrf_scratch(n: int) -> int:
+    """Elements of scratch ``cholesky_in_triangle`` takes beside an n x n matrix: none
+    below ``POTRF_BLOCKED_MIN`` (?potrf in place), else the blocked form's (a block
+    column's GEMM update, then the rows below it copied for the triangular solve and its
+    result: two n x ``POTRF_BLOCK`` arrays, with the diagonal block and its factor)."""
+    if n < POTRF_BLOCKED_MIN:
+        return 0
+    return 2 * n * POTRF_BLOCK + 2 * POTRF_BLOCK * POTRF_BLOCK
+
+
 def _potrf(A: np.ndarray, lower: bool) -> np.ndarray:
     """LAPACK's ?potrf on the ``lower`` (else upper) triangle of a Fortran-ordered A, in
     place (by blocks from ``POTRF_BLOCKED_MIN`` rows on); A is returned."""
@@ -326,6 +337,10 @@ def interruptible(fn: Callable[..., Any], *args: Any) -> Any:
     # under the running call, and hangs (measured: 4 of 10 interrupted processes)
     while not done.wait(0.05):
         pass
-    if "error" in box:
-        raise box["error"]
+    error = box.pop("error", None)
+    if error is not None:
+        try:  # without the cycle error -> traceback -> this frame -> error, which kept the
+            raise error  # failed factor's blocks (m x 1,024 and more) alive until a GC pass
+        finally:
+            error = None
     return box["value"]

@@ -27,11 +27,11 @@ from ..solvers.incremental import incremental_memory
 from ..solvers.iterative import (
     CG_LAYOUTS,
     STEP_RULES,
-    anchor_count,
     cg_layout,
     cg_memory,
     compact_first_for,
     compact_in_reach,
+    forced_compact,
     gradient_memory,
 )
 from ..solvers.lowrank import LOWRANK_RANK
@@ -534,7 +534,8 @@ class NystromFamily(_KernelModel):
         descent's, or CG's, with one Cholesky factor per anchor when that takes at most
         ``memory.SOLVER_SHARE`` of what the copies and n-sized vectors leave of the budget
         (else one eigendecomposition for all of them, else the compact factor in the
-        data's precision: ``krylov.cg_layout``)."""
+        data's precision, else in float32 under float64 data, else the low-rank
+        preconditioner: ``krylov.cg_layout``)."""
         pen = _grid_or_none(settings.penalty)
         k, method = problem.n_outputs, settings.options.method
         if settings.options.loss != "square":
@@ -551,13 +552,16 @@ class NystromFamily(_KernelModel):
         share = int(SOLVER_SHARE * (problem.budget - problem.held - aside))
         opts: KernelOptions = settings.options
         rank = opts.preconditioner_rank
+        args = (m, k, pen, max_iter, n_val)
+        if opts.factor_layout == "compact":  # float32 where the data's would be refused
+            room = problem.budget - problem.held - aside - MIN_OPERATOR_BYTES
+            _, slots, fsize = forced_compact(*args, room, itemsize)
+            return cg_memory(*args, True, "compact", fsize, slots)
         if opts.factor_layout != "auto":  # asked for: the budget admits it or refuses the fit
-            layout = opts.factor_layout
-            slots = anchor_count(pen) if layout == "compact" else None
-            return cg_memory(m, k, pen, max_iter, n_val, True, layout, itemsize, slots, rank)
+            return cg_memory(*args, True, opts.factor_layout, itemsize, None, rank)
         first = compact_first_for(itemsize)
-        layout, slots = cg_layout(m, k, pen, max_iter, n_val, share, itemsize, first)
-        need = cg_memory(m, k, pen, max_iter, n_val, True, layout, itemsize, slots or None, rank)
+        layout, slots, fsize = cg_layout(*args, share, itemsize, first, rank)
+        need = cg_memory(*args, True, layout, fsize, slots or None, rank)
         on_device = factor_on_device(problem.device, m)
         if layout == "eigh" and compact_in_reach(
             layout, m, k, pen, max_iter, n_val, share, on_device

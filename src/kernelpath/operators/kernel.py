@@ -402,9 +402,11 @@ class KernelOperator:
         native : bool, default=False
             Return the backend's array (a tensor on the device) instead of NumPy.
         out : array of shape (m, m) or None
-            A C-contiguous array of the operator's dtype on its backend and device: K_mm is
-            written there by bands of rows (no m x m temporary; symmetric up to rounding)
-            and ``out`` is returned.
+            A C-contiguous array on the operator's backend and device: K_mm is written
+            there by bands of rows (no m x m temporary; symmetric up to rounding) and
+            ``out`` is returned. Of the operator's dtype, or of a lower one (a float32
+            factor of float64 data): each band is then computed in the operator's dtype
+            and rounded into ``out``.
 
         Returns
         -------
@@ -414,10 +416,14 @@ class KernelOperator:
         if out is not None:
             size = CUDA_BLOCK_BYTES if self.device.is_cuda else BLOCK_BYTES
             band = max(1, min(self.m, size // max(1, self.m * self.dtype.itemsize)))
+            rounded = B.dtype_of(out) != self.dtype
             for i in range(0, self.m, band):
                 j = min(self.m, i + band)
                 xs = None if c_sq is None else c_sq[i:j]
-                self.kernel.block(c[i:j], c, xs, None, self._prepared, out[i:j], None, self._clip)
+                dst = None if rounded else out[i:j]
+                K = self.kernel.block(c[i:j], c, xs, None, self._prepared, dst, None, self._clip)
+                if rounded:
+                    out[i:j] = K
             return out
         K = self.kernel.block(c, c, c_sq, None, self._prepared, clip=self._clip)
         if B.is_tensor(K):  # torch refuses in-place operations between overlapping views

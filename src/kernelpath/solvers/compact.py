@@ -5,7 +5,8 @@ The full factor (``linalg.NystromFactor``) keeps R = L^-T, M = L^T L and a Chole
 per anchor penalty, each a float64 m x m matrix: at m = 50,000 that is 20 GB a matrix. This
 factor keeps two triangles in one buffer ``W`` of shape (m + 1, m), as FALKON does (Rudi,
 Carratino & Rosasco 2017, Alg. 1; its ``FalkonPreconditioner``), in the operator's dtype
-(float32: 4 m (m + 1) bytes, 10 GB at m = 50,000):
+(float32: 4 m (m + 1) bytes, 10 GB at m = 50,000), or in float32 under float64 data where
+no float64 buffer fits the budget (``krylov.cg_layout``):
 
 - the upper triangle of ``W[:m]`` holds T, the upper Cholesky factor of K_mm + j I
   (T^T T = K_mm + j I). R = T^-1 (R R^T = (K_mm + j I)^-1), applied by triangular solves;
@@ -46,7 +47,7 @@ import scipy.linalg
 
 from .. import _backend as B
 from .._backend import FACTOR_DTYPE
-from .._kernels import LAPACK_IN_THREAD_MIN, cholesky_in_triangle, interruptible
+from .._kernels import LAPACK_IN_THREAD_MIN, cholesky_in_triangle, interruptible, potrf_scratch
 from .._threads import dense_threads
 from .._validation import check_float, check_int
 
@@ -80,8 +81,12 @@ def buffers_for(slots: int) -> int:
 
 def compact_memory(m: int, itemsize: int, slots: int = 1) -> int:
     """Bytes of the compact factor with ``slots`` preconditioners: its (m + 1) x m buffers
-    and the scratch of its blocked steps (a block row of T and its product, b x m each)."""
-    return itemsize * ((m + 1) * m * buffers_for(slots) + 2 * block_rows(m) * m)
+    and the scratch of its blocked steps, the larger of a block row of T with its product
+    (b x m each; the refinement's float64 block in its place between them) and the
+    host's blocked Cholesky factor's (``_kernels.potrf_scratch``: it was 17 MB over the
+    block rows at m = 6,000, where b is m / 8)."""
+    scratch = max(2 * block_rows(m) * m, potrf_scratch(m))
+    return itemsize * ((m + 1) * m * buffers_for(slots) + scratch)
 
 
 def _solve(S: Any, lower: bool, transpose: bool, V: Any) -> Any:
@@ -295,10 +300,15 @@ class CompactFactor:
                 i1 = min(m, i0 + b)
                 X = T[i0:i1, i0:].clone() if self.on_device else T[i0:i1, i0:].copy()
                 X[:, : i1 - i0] = self._diagonal_block(i0, i1)
-                if i0:
+                if i0 and self.on_device:
                     Lw[i0:i1, :i0] = (X @ T[:i0, i0:].T) * scale
-                D = (X @ X.T) * scale
+                elif i0:  # straight into the triangle: no b x i0 temporaries on the host
+                    part = Lw[i0:i1, :i0]
+                    np.matmul(X, T[:i0, i0:].T, out=part)
+                    part *= scale
+                D = X @ X.T
                 del X
+                D *= scale
                 _add_diagonal_(D, shift)
                 _set_lower_(Lw[i0:i1, i0:i1], D)
 
@@ -414,7 +424,9 @@ def blocked_cholesky_(A: Any, block: int = BLOCK) -> None:
             A[j1:, j0:j1] = torch.linalg.solve_triangular(L.mT, panel, upper=True, left=False)
 
 
-def compact_factor(op: Any, jitter: float | None = None, slots: int = 1) -> CompactFactor:
+def compact_factor(
+    op: Any, jitter: float | None = None, slots: int = 1, dtype: Any = None
+) -> CompactFactor:
     """The compact factor of the operator's centers: K_mm written into the buffer by bands
     (``op.center_gram(out=...)``), j I added, and T factored in place; j grows tenfold
     until the factor exists (module docstring).
@@ -428,6 +440,11 @@ def compact_factor(op: Any, jitter: float | None = None, slots: int = 1) -> Comp
     slots : int
         How many preconditioners (CG's anchors) the buffers hold: (slots + 2) // 2
         buffers.
+    dtype : float32, float64 or None
+        The buffers' precision (None: the operator's). float32 under float64 data is the
+        layout rule's step where no float64 buffer fits (``krylov.cg_layout``): K_mm is
+        computed in float64 and rounded into the buffer, the jitter is float32's, and R is
+        applied in float64 by refinement (``CompactFactor._refined``) like float32 data's.
 
     Returns
     -------
@@ -437,7 +454,9 @@ def compact_factor(op: Any, jitter: float | None = None, slots: int = 1) -> Comp
     if jitter is not None:
         check_float(jitter, "jitter", 0.0, np.inf, low_open=True, high_open=True)
     m = int(op.m)
-    dt = np.dtype(op.dtype)
+    dt = np.dtype(op.dtype if dtype is None else dtype)
+    if dt.itemsize > np.dtype(op.dtype).itemsize or dt.kind != "f":
+        raise ValueError(f"dtype must be the operator's ({op.dtype}) or below, got {dt}")
     dev = op.device
     count = buffers_for(slots)
     if dev.is_torch:

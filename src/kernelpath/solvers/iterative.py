@@ -70,6 +70,7 @@ from .krylov import (
     cg_memory,
     compact_first_for,
     compact_in_reach,
+    forced_compact,
 )
 from .lowrank import LOWRANK_RANK, lowrank_factor
 from .nystrom import center_cholesky_factor
@@ -82,6 +83,7 @@ __all__ = [
     "cg_layout",
     "compact_first_for",
     "compact_in_reach",
+    "forced_compact",
     "gradient_memory",
 ]
 
@@ -148,7 +150,9 @@ def iterative_path(
         Cholesky factor per anchor when they fit, else one eigendecomposition serves every
         anchor (``NystromFactor.diagonalized``), and where neither fits, the compact factor
         (``compact.CompactFactor``: buffers in the operator's precision, as many anchors
-        as fit), and where no m x m matrix fits, the low-rank preconditioner
+        as fit; under float64 data where no float64 buffer fits, in float32 with R applied
+        in float64 by refinement), and where no m x m matrix fits, the low-rank
+        preconditioner
         (``lowrank.LowRankFactor``, O(m r) bytes). None: no limit. Where the full factor
         or the eigendecomposition is taken but the centers' K_mm is not safely positive
         definite for its Cholesky form, from ``krylov.COMPACT_OVER_EIGH_MIN_CENTERS``
@@ -157,7 +161,9 @@ def iterative_path(
         (``krylov.compact_in_reach``; for the eigendecomposition's layout, where it fits).
     factor_layout : {"auto", "cholesky", "eigh", "compact", "lowrank"}
         cg: the form of the factor (``krylov.cg_layout``); "auto": the first that fits
-        ``memory_limit``. gd / nu keep the full factor.
+        ``memory_limit``. "compact" holds every anchor, in float32 under float64 data where
+        the float64 buffers do not fit ``memory_limit`` (``krylov.forced_compact``). gd / nu
+        keep the full factor.
     preconditioner_rank : int
         r, the rank of the low-rank preconditioner's randomized Nyström sketch of K_mm (at
         most m), where cg takes it.
@@ -186,17 +192,20 @@ def iterative_path(
         itemsize = np.dtype(op.dtype).itemsize
         first = compact_first_for(itemsize)
         on_device = factor_on_device(op.device, op.m)
-        layout, slots = cg_layout(*args, memory_limit, itemsize, first)
-        if factor_layout != "auto":  # a compact factor asked for holds every anchor
-            layout, slots = factor_layout, anchor_count(penalties)
+        layout, slots, fsize = cg_layout(*args, memory_limit, itemsize, first, preconditioner_rank)
+        if factor_layout == "compact":  # asked for: every anchor (float32 where it must)
+            layout, slots, fsize = forced_compact(*args, memory_limit, itemsize)
+        elif factor_layout != "auto":
+            layout, slots = factor_layout, 0
         elif "factor" not in setup and compact_in_reach(layout, *args, memory_limit, on_device):
             full = center_cholesky_factor(op)
             if full is None:  # K_mm ill-conditioned: the compact factor, not eigh's
-                layout, slots = "compact", anchor_count(penalties)
+                layout, slots, fsize = "compact", anchor_count(penalties), itemsize
             else:  # "eigh": rotated to a diagonal by _Problem
                 setup["factor"] = full
         if layout == "compact" and "factor" not in setup:
-            setup["factor"] = compact_factor(op, slots=slots)
+            dt = np.float32 if fsize < itemsize else None
+            setup["factor"] = compact_factor(op, slots=slots, dtype=dt)
         if layout == "lowrank" and "factor" not in setup:
             setup["factor"] = lowrank_factor(op, preconditioner_rank)
     prob = _Problem(op, Y, weights, setup, diagonal=layout == "eigh")

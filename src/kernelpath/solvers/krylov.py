@@ -5,7 +5,7 @@ memory and its Cholesky factor."""
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -25,10 +25,11 @@ from .lowrank import LOWRANK_NEW_SHARE, LOWRANK_RANK, lowrank_memory
 #: CG's projected matrix V^T H0 V is positive semi-definite; an eigenvalue below -this share
 #: of its largest means its products are rounding noise there (float32 sums on ill-conditioned
 #: centers: -0.9 to -1 on MNIST; float64 sums stay at their rounding). ``_krylov_path``
-#: records the worst share in ``path.info["indefinite"]`` and, for data below float64, warns
-#: (issue 45: float32 factors that lose accuracy warn by a stated rule). float64 data reaches
-#: it too, where K_mm's condition nears 1 / eps (scikit-learn's estimator checks: a few dozen
-#: uniform points, as many centers): recorded, not warned.
+#: records the worst share in ``path.info["indefinite"]`` and, for data or a factor below
+#: float64, warns (issue 45: float32 factors that lose accuracy warn by a stated rule).
+#: float64 data with a float64 factor reaches it too, where K_mm's condition nears 1 / eps
+#: (scikit-learn's estimator checks: a few dozen uniform points, as many centers): recorded,
+#: not warned.
 INDEFINITE_SHARE = 1e-5
 
 
@@ -159,6 +160,62 @@ def cg_memory(
 CG_LAYOUTS = ("cholesky", "eigh", "compact", "lowrank")
 
 
+#: The itemsize of the compact factor's lowest precision (float32): under float64 data it
+#: is the step between the float64 buffer and the low-rank preconditioner (``cg_layout``).
+LOWEST_FACTOR_ITEMSIZE = 4
+
+
+class Layout(NamedTuple):
+    """CG's factor as ``cg_layout`` chooses it: one of ``CG_LAYOUTS``, the compact factor's
+    slots (0 for the others) and the itemsize of its buffers (8 for the others: the full
+    factors and the low-rank sketch are float64)."""
+
+    name: str
+    slots: int
+    itemsize: int = 8
+
+
+def compact_slots(
+    m: int,
+    k: int,
+    penalties: Any,
+    max_iter: int,
+    n_val: int,
+    limit: int | None,
+    itemsize: int,
+) -> int:
+    """The most anchors (at least one) whose compact factor in ``itemsize`` fits ``limit``
+    (None: every anchor); 1 also where even one does not fit."""
+    slots = anchor_count(penalties)
+    while slots > 1:
+        need = cg_memory(m, k, penalties, max_iter, n_val, True, "compact", itemsize, slots)
+        if limit is None or need <= limit:
+            break
+        slots -= 1
+    return slots
+
+
+def forced_compact(
+    m: int,
+    k: int,
+    penalties: Any,
+    max_iter: int,
+    n_val: int,
+    limit: int | None,
+    itemsize: int,
+) -> Layout:
+    """The compact factor asked for by name (``factor_layout="compact"``): every anchor, in
+    the data's precision (``itemsize``) where that fits ``limit`` (None: no limit; the
+    estimators give what the budget leaves the solver, so the data's precision is kept
+    wherever the budget admits it), else in float32 (the caller refuses where that does
+    not fit either)."""
+    slots = anchor_count(penalties)
+    need = cg_memory(m, k, penalties, max_iter, n_val, True, "compact", itemsize, slots)
+    if limit is None or need <= limit or itemsize <= LOWEST_FACTOR_ITEMSIZE:
+        return Layout("compact", slots, itemsize)
+    return Layout("compact", slots, LOWEST_FACTOR_ITEMSIZE)
+
+
 def cg_layout(
     m: int,
     k: int,
@@ -168,32 +225,33 @@ def cg_layout(
     limit: int | None,
     itemsize: int = 8,
     compact_first: bool = False,
-) -> tuple[str, int]:
-    """The first of ``CG_LAYOUTS`` whose memory (``cg_memory``) fits ``limit`` bytes, and
-    the compact factor's slots (0 for the others): one float64 Cholesky factor per anchor;
-    else one eigendecomposition serving every anchor (slower to make: m = 2000, 6 anchors,
-    0.7 s against 0.5 s here, m = 4000 5.7 s against 3.2 s); else the compact factor in the
-    operator's precision (``itemsize``) with as many anchors as fit, at least one (in
-    float32 a buffer holding T and one preconditioner is a twelfth of the first's three
-    float64 matrices); where even one buffer does not fit, the low-rank preconditioner
-    (``lowrank``: O(m r) bytes, slower to converge: docs/design.md) if it fits, else the
-    compact factor's need (the caller refuses). None: no limit. ``compact_first``: the
-    compact factor whatever fits (float32 data, ``compact_first_for``)."""
+    rank: int = LOWRANK_RANK,
+) -> Layout:
+    """The first of ``CG_LAYOUTS`` whose memory (``cg_memory``) fits ``limit`` bytes: one
+    float64 Cholesky factor per anchor; else one eigendecomposition serving every anchor
+    (slower to make: m = 2000, 6 anchors, 0.7 s against 0.5 s here, m = 4000 5.7 s against
+    3.2 s); else the compact factor in the operator's precision (``itemsize``) with as many
+    anchors as fit, at least one (in float32 a buffer holding T and one preconditioner is a
+    twelfth of the first's three float64 matrices); where even one buffer does not fit and
+    the data is float64, the compact factor in float32 with as many anchors as fit (R
+    applied in float64 by refinement, as for float32 data); where no m x m buffer fits, the
+    low-rank preconditioner (``lowrank``: O(m r) bytes, slower to converge: docs/design.md)
+    if it fits, else the compact factor's need in the data's precision (the caller
+    refuses). None: no limit. ``compact_first``: the compact factor whatever fits (float32
+    data, ``compact_first_for``). ``rank``: the low-rank preconditioner's."""
     for layout in () if compact_first else CG_LAYOUTS[:2]:
         if limit is None or cg_memory(m, k, penalties, max_iter, n_val, layout=layout) <= limit:
-            return layout, 0
-    slots = anchor_count(penalties)
-    while slots > 1:
-        need = cg_memory(m, k, penalties, max_iter, n_val, True, "compact", itemsize, slots)
-        if limit is None or need <= limit:
-            break
-        slots -= 1
+            return Layout(layout, 0)
+    args = (m, k, penalties, max_iter, n_val)
+    slots = compact_slots(*args, limit, itemsize)
     if limit is not None and slots == 1:
-        need = cg_memory(m, k, penalties, max_iter, n_val, True, "compact", itemsize, 1)
-        low = cg_memory(m, k, penalties, max_iter, n_val, layout="lowrank")
-        if need > limit and low <= limit:  # no m x m matrix fits: the low-rank one
-            return "lowrank", 0
-    return "compact", slots
+        if cg_memory(*args, True, "compact", itemsize, 1) > limit:
+            low32 = LOWEST_FACTOR_ITEMSIZE
+            if itemsize > low32 and cg_memory(*args, True, "compact", low32, 1) <= limit:
+                return Layout("compact", compact_slots(*args, limit, low32), low32)
+            if cg_memory(*args, layout="lowrank", rank=rank) <= limit:  # no m x m matrix fits
+                return Layout("lowrank", 0)
+    return Layout("compact", slots, itemsize)
 
 
 #: The centers from which CG's full factor gives way to the compact factor (in float64 on
@@ -431,11 +489,13 @@ def _krylov_path(
                 cols = (mine[:, None] * k + np.arange(k)[None, :]).ravel()
                 newest[a] = _orthonormalize(precond[a](resid[:, cols]), V)
         book.report("cg", t)
-    if indefinite and np.dtype(prob.op.dtype) != np.float64:
+    factor_dtype = np.dtype(getattr(prob.factor, "dtype", FACTOR_DTYPE))
+    if indefinite and min(np.dtype(prob.op.dtype).itemsize, factor_dtype.itemsize) < 8:
         warnings.warn(
             f"CG's projected system has an eigenvalue of -{indefinite:.2g} of its largest (it "
             f"must be >= 0): its products are rounding noise below that share of the "
-            f"spectrum (factor {prob.factor.method!r}, data {np.dtype(prob.op.dtype).name}); "
+            f"spectrum (factor {prob.factor.method!r} in {factor_dtype.name}, data "
+            f"{np.dtype(prob.op.dtype).name}); "
             "points of the path at smaller penalties are unreliable: give float64 data, or "
             "larger penalties",
             RuntimeWarning,
@@ -466,6 +526,7 @@ def _krylov_path(
             "krylov_dim": coefs.RV.shape[1],
             "anchor_penalties": anchors.tolist(),
             "preconditioners": _preconditioner_kind(prob.factor),
+            "factor_dtype": factor_dtype.name,
             "jitter": getattr(prob.factor, "jitter", None),
             "precondition_shifts": getattr(prob.factor, "shifts_used", None),
             "indefinite": indefinite,
