@@ -486,7 +486,10 @@ def plan_profile(r: Runner, a: argparse.Namespace, p10: str, kp: Any) -> None:
     and in float64, each with its ten costliest CUDA kernels, against the fused float32
     pass of the second session (1.43 s); then the float32 fit with the full float64 factor
     (``factor_layout="cholesky"``: the compact factor's share), the float32 fit as it is,
-    and float64."""
+    and float64. Last, where time is left: float64 data at m = 50,000 with
+    ``factor_layout="compact"`` in 16 GB of device memory, where the float64 buffer (20 GB)
+    would be refused and the factor is float32 (stop 64; on the host, P at n = 10^6 reached
+    0.1100 that way), its blocked Cholesky factors on the device."""
     pass_args = ["pass", "--data", p10, "--m", "20000", "--device", "cuda"]
     pass_args += ["--budget", "16GB", "--repeats", "3", "--profile"]
     for dtype in ("float32", "float64"):
@@ -496,6 +499,10 @@ def plan_profile(r: Runner, a: argparse.Namespace, p10: str, kp: Any) -> None:
     r.job("kernelpath float32, full factor, X on the GPU, n=10^7, m=20,000", full, 100)
     r.job("kernelpath float32, X on the GPU, n=10^7, m=20,000", kp("float32"), 100)
     r.job("kernelpath float64, X on the GPU, n=10^7, m=20,000", kp("float64"), 90)
+    on_gpu = ["--tensors", "--device", "cuda", "--budget", "16GB"]
+    f32 = kp("float64", 50_000, [*on_gpu, "--factor-layout", "compact"])
+    label = "kernelpath float64, float32 compact factor in 16GB, X on the GPU, n=10^7, m=50,000"
+    r.job(label, f32, 150)
 
 
 def plan_median(r: Runner, a: argparse.Namespace, kp: Any, fk: Any) -> None:
