@@ -4,6 +4,7 @@ against FALKON on the CPU (issue 45), every fit in a fresh process.
     python benchmarks/million_p.py run --configs kp20k,falkon20k --runs 1
     python benchmarks/million_p.py run --configs kp50k --runs 1
     python benchmarks/million_p.py run --configs kp50k32 --runs 1
+    python benchmarks/million_p.py run --configs kp50klr --runs 1
     python benchmarks/million_p.py table
 
 Problem P (``benchmarks/peers.py``: x ~ N(0, I_20), y = sin<w, x> + 0.1 eps, 50,000 test
@@ -41,10 +42,19 @@ CONFIGS: dict[str, tuple[str, str, int]] = {
         "kernelpath",
         50_000,
     ),
+    "kp50klr": (
+        "kernelpath, m = 50,000, memory_budget=12GB, factor_layout='lowrank'",
+        "kernelpath",
+        50_000,
+    ),
 }
 #: Options of a configuration beside its m (``fresh.py fit``'s flags): "compact" asked for
-#: takes the float32 compact factor, where the float64 one does not fit (``forced_compact``).
-EXTRA: dict[str, list[str]] = {"kp50k32": ["--factor-layout", "compact"]}
+#: takes the float32 compact factor, where the float64 one does not fit (``forced_compact``);
+#: "lowrank" the low-rank preconditioner, which "auto" took at m = 50,000 until stop 65.
+EXTRA: dict[str, list[str]] = {
+    "kp50k32": ["--factor-layout", "compact"],
+    "kp50klr": ["--factor-layout", "lowrank"],
+}
 
 
 def run(configs: list[str], runs: int, iters: int) -> None:

@@ -4,6 +4,8 @@ rule, and the layout rule that chooses it."""
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -295,6 +297,14 @@ def test_layout_rule_and_memory():
     assert cg_layout(m, k, lam, 20, 0, low, 8) == ("lowrank", 0, 8)
     assert cg_layout(m, k, lam, 20, 0, low, 4, compact_first=True) == ("lowrank", 0, 8)
     assert cg_layout(m, k, lam, 20, 0, low - 1, 8) == ("compact", 1, 8)
+    # where no buffer fits the share but one float32 buffer fits the room beyond it: that
+    # one (one anchor, the least buffer, float32 data too), before the low-rank factor
+    rule = functools.partial(cg_layout, m, k, lam, 20, 0, low)
+    assert rule(8, room=one32) == rule(8, room=10 * one) == ("compact", 1, 4)
+    assert rule(4, compact_first=True, room=one32) == ("compact", 1, 4)
+    assert rule(8, room=one32 - 1) == ("lowrank", 0, 8)
+    assert cg_layout(m, k, lam, 20, 0, one, 8, room=10 * one) == ("compact", 1, 8)
+    assert cg_layout(m, k, lam, 20, 0, low - 1, 8, room=one32 - 1) == ("compact", 1, 8)
     # asked for by name: every anchor, float32 only where the data's precision does not fit
     everyone = cg_memory(m, k, lam, 20, 0, True, "compact", 8, anchors)
     assert forced_compact(m, k, lam, 20, 0, None, 8) == ("compact", anchors, 8)

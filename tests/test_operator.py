@@ -87,6 +87,14 @@ def test_streamed_blocks_have_the_rows_the_distances_gemm_needs(rng):
     Cs = sp.random(9000, 20, density=0.05, format="csr", random_state=1)
     sparse = KernelOperator(Xs, Cs, Gaussian(5.0), memory_budget="1GB")
     assert sparse.sparse and sparse.block_rows == 4 * 1024**2 // (9000 * 8)
+    # stream_bytes (what the layout rule leaves the operators) is these blocks at full size
+    for Xo, Co, sp_ in ((X[:, :20], C[:, :20], False), (Xs, Cs, True)):
+        full = KernelOperator(Xo, Co, Gaussian(5.0), "1GB", cache=False)
+        rows, per_row = K.block_plan(9000, 20, 8, sparse=sp_)
+        assert full.block_rows == rows
+        assert K.stream_bytes(9000, 20, 8, 2, sparse=sp_) == 2 * rows * per_row
+        assert rows * per_row * full.n_jobs <= full.budget
+    assert K.stream_bytes(9000, 20, 8, 2) > 2 * 128 * 9000 * 8 * 2  # block and product
 
 
 def test_release_and_recompute(data, rng):

@@ -17,6 +17,7 @@ from ..centers import CenterSelection, chooses_size, select_centers, without_rep
 from ..inputs import as_rows, center_rows
 from ..kernels import Kernel
 from ..linalg import factor_on_device, regularized_factor
+from ..operators.kernel import stream_bytes
 from ..operators.protocol import KernelProducts
 from ..path import Path
 from ..selection import STOPPING_RULES
@@ -271,6 +272,23 @@ class _KernelModel(Family):
         values of a path over m) and ``n_val`` validation rows, with ``aside`` bytes of the
         budget set aside already (the fit's copies and n-sized vectors)."""
         raise NotImplementedError
+
+    @staticmethod
+    def solver_room(problem: FitProblem, m: int, aside: int) -> int:
+        """The most CG's compact factor may take beyond ``memory.SOLVER_SHARE``, where no
+        compact buffer fits the share (``krylov.cg_layout``'s ``room``): what the copies
+        and vectors leave of the budget, less twice the operators' streamed blocks at full
+        size (``operators.kernel.stream_bytes``: the training and validation operators
+        share the rest by rows). The cache it takes from could hold little of K_nm there:
+        a float32 buffer larger than the share is more than half of that rest, so the
+        rest holds fewer than 8 m (m + 1) bytes, under 2 m / n of K_nm's n m float32
+        entries and m / n of its float64 ones."""
+        d = int(problem.X.shape[1])
+        itemsize = B.compute_dtype(problem.X).itemsize if hasattr(problem.X, "dtype") else 8
+        sparse = not as_rows(problem.X).dense_blocks
+        n_jobs = problem.workspace.n_jobs or B.n_threads()
+        streams = 2 * stream_bytes(m, d, itemsize, n_jobs, problem.device.is_cuda, sparse)
+        return max(0, problem.budget - problem.held - aside - max(streams, MIN_OPERATOR_BYTES))
 
     def path(
         self,
@@ -534,8 +552,9 @@ class NystromFamily(_KernelModel):
         descent's, or CG's, with one Cholesky factor per anchor when that takes at most
         ``memory.SOLVER_SHARE`` of what the copies and n-sized vectors leave of the budget
         (else one eigendecomposition for all of them, else the compact factor in the
-        data's precision, else in float32 under float64 data, else the low-rank
-        preconditioner: ``krylov.cg_layout``)."""
+        data's precision, else in float32 under float64 data, else one float32 compact
+        buffer beyond the share where the budget holds it beside the operators' streamed
+        blocks (``solver_room``), else the low-rank preconditioner: ``krylov.cg_layout``)."""
         pen = _grid_or_none(settings.penalty)
         k, method = problem.n_outputs, settings.options.method
         if settings.options.loss != "square":
@@ -560,7 +579,8 @@ class NystromFamily(_KernelModel):
         if opts.factor_layout != "auto":  # asked for: the budget admits it or refuses the fit
             return cg_memory(*args, True, opts.factor_layout, itemsize, None, rank)
         first = compact_first_for(itemsize)
-        layout, slots, fsize = cg_layout(*args, share, itemsize, first, rank)
+        room = self.solver_room(problem, m, aside)
+        layout, slots, fsize = cg_layout(*args, share, itemsize, first, rank, room)
         need = cg_memory(*args, True, layout, fsize, slots or None, rank)
         on_device = factor_on_device(problem.device, m)
         if layout == "eigh" and compact_in_reach(

@@ -60,7 +60,7 @@ from ..inputs import as_rows, dense_block
 from ..kernels import Kernel, squared_distances
 from .cache import CACHE_FRACTION, RowCache
 
-__all__ = ["KernelOperator", "CACHE_FRACTION"]
+__all__ = ["KernelOperator", "CACHE_FRACTION", "block_plan", "stream_bytes"]
 
 #: Target size of one kernel block on the CPU: small enough to stay in the core's cache
 #: while the elementwise transform (exp, ...) and the products run over it (measured per
@@ -144,6 +144,55 @@ def streamed_block_rows(row_bytes: int, n_features: int) -> int:
     if n_features >= WIDE_DATA_FEATURES:
         return max(16, rows, WIDE_BLOCK_ROWS)
     return max(16, rows, min(MIN_BLOCK_ROWS, NARROW_BLOCK_MAX_BYTES // row_bytes))
+
+
+def block_plan(
+    m: int, n_features: int, itemsize: int, on_cuda: bool = False, sparse: bool = False
+) -> tuple[int, int]:
+    """Rows per streamed block an operator aims at before the budget's bound, and the bytes
+    a worker holds per row of its block, besides what reading the rows allocates (a block
+    of K_nm, the augmented left factor and the product's buffer; on CUDA a float64 row for
+    a float32 block's widened piece).
+
+    Parameters
+    ----------
+    m : int
+        Centers (columns of K_nm).
+    n_features : int
+        Columns of the data.
+    itemsize : int
+        Bytes of one kernel entry (the operator's dtype).
+    on_cuda, sparse : bool
+        A CUDA operator; sparse rows (products as they are, no augmented dense factor).
+    """
+    row_bytes = max(1, m * itemsize)
+    if on_cuda:
+        target = CUDA_BLOCK_BYTES // row_bytes
+    elif sparse:  # sparse products: not measured, 4 MB as before
+        target = BLOCK_BYTES // row_bytes
+    else:
+        target = streamed_block_rows(row_bytes, n_features)
+    per_row = row_bytes * 2 + (n_features + 2) * 8
+    if sparse:  # the product's result and its sum (no augmented dense factor)
+        per_row = row_bytes * 3 + 16
+    if on_cuda and itemsize < 8:  # a widened row (float64 products)
+        per_row += m * 8
+    return int(max(16, target)), int(per_row)
+
+
+def stream_bytes(
+    m: int,
+    n_features: int,
+    itemsize: int,
+    n_jobs: int,
+    on_cuda: bool = False,
+    sparse: bool = False,
+) -> int:
+    """Bytes the workers' streamed blocks of an operator take at their full size
+    (``block_plan``): what a budget must leave the operators for their passes to run at
+    full speed where none of K_nm is cached (CUDA: one worker)."""
+    rows, per_row = block_plan(m, n_features, itemsize, on_cuda, sparse)
+    return (1 if on_cuda else max(1, n_jobs)) * rows * per_row
 
 
 def sum_dtype(dtype: Any, on_cuda: bool = False) -> np.dtype:
@@ -285,20 +334,10 @@ class KernelOperator:
         # Rows per streamed block: each worker holds a block, the augmented left factor and
         # a product buffer, inside what the cache leaves of the budget.
         work = max(self.budget - self.n_cached * row_bytes, 2**20)
-        if self.device.is_cuda:
-            target = CUDA_BLOCK_BYTES // row_bytes
-        elif self.sparse:  # sparse products: not measured, 4 MB as before
-            target = BLOCK_BYTES // row_bytes
-        else:
-            target = streamed_block_rows(row_bytes, int(X.shape[1]))
-        per_row = row_bytes * 2 + (X.shape[1] + 2) * 8
-        if self.sparse:  # the product's result and its sum (no augmented dense factor)
-            per_row = row_bytes * 3 + 16
-        # what reading a block allocates: rows read from disk (their finiteness check and
-        # norms), densified sparse rows, a CSR block's slice
+        target, per_row = block_plan(
+            self.m, int(X.shape[1]), itemsize, self.device.is_cuda, self.sparse
+        )
         per_row += self.rows.read_bytes()
-        if self.device.is_cuda and itemsize < 8:  # a widened row (float64 products)
-            per_row += self.m * 8
         self.block_rows = int(max(1, min(max(16, target), work // (per_row * self.n_jobs))))
 
     @property
