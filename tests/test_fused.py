@@ -31,6 +31,7 @@ def test_the_fused_kernel_through_the_interpreter():
         "-m",
         "pytest",
         "-q",
+        "-n0",  # in this process: workers would import torch again
         "-p",
         "no:cacheprovider",
         "-W",
