@@ -95,6 +95,15 @@ def test_streamed_blocks_have_the_rows_the_distances_gemm_needs(rng):
         assert K.stream_bytes(9000, 20, 8, 2, sparse=sp_) == 2 * rows * per_row
         assert rows * per_row * full.n_jobs <= full.budget
     assert K.stream_bytes(9000, 20, 8, 2) > 2 * 128 * 9000 * 8 * 2  # block and product
+    for call, name in (
+        (lambda: K.stream_bytes(9000, 20, 8, 0), "n_jobs"),
+        (lambda: K.block_plan(-1, 20, 8), "m"),
+        (lambda: K.block_plan(9000, -2, 8), "n_features"),
+    ):
+        with pytest.raises(ValueError, match=name):
+            call()
+    with pytest.raises(TypeError, match="itemsize"):
+        K.block_plan(9000, 20, 8.0)
 
 
 def test_release_and_recompute(data, rng):

@@ -273,23 +273,6 @@ class _KernelModel(Family):
         budget set aside already (the fit's copies and n-sized vectors)."""
         raise NotImplementedError
 
-    @staticmethod
-    def solver_room(problem: FitProblem, m: int, aside: int) -> int:
-        """The most CG's compact factor may take beyond ``memory.SOLVER_SHARE``, where no
-        compact buffer fits the share (``krylov.cg_layout``'s ``room``): what the copies
-        and vectors leave of the budget, less twice the operators' streamed blocks at full
-        size (``operators.kernel.stream_bytes``: the training and validation operators
-        share the rest by rows). The cache it takes from could hold little of K_nm there:
-        a float32 buffer larger than the share is more than half of that rest, so the
-        rest holds fewer than 8 m (m + 1) bytes, under 2 m / n of K_nm's n m float32
-        entries and m / n of its float64 ones."""
-        d = int(problem.X.shape[1])
-        itemsize = B.compute_dtype(problem.X).itemsize if hasattr(problem.X, "dtype") else 8
-        sparse = not as_rows(problem.X).dense_blocks
-        n_jobs = problem.workspace.n_jobs or B.n_threads()
-        streams = 2 * stream_bytes(m, d, itemsize, n_jobs, problem.device.is_cuda, sparse)
-        return max(0, problem.budget - problem.held - aside - max(streams, MIN_OPERATOR_BYTES))
-
     def path(
         self,
         op: KernelProducts,
@@ -579,7 +562,7 @@ class NystromFamily(_KernelModel):
         if opts.factor_layout != "auto":  # asked for: the budget admits it or refuses the fit
             return cg_memory(*args, True, opts.factor_layout, itemsize, None, rank)
         first = compact_first_for(itemsize)
-        room = self.solver_room(problem, m, aside)
+        room = self.solver_room(problem, m, aside, itemsize)
         layout, slots, fsize = cg_layout(*args, share, itemsize, first, rank, room)
         need = cg_memory(*args, True, layout, fsize, slots or None, rank)
         on_device = factor_on_device(problem.device, m)
@@ -588,6 +571,22 @@ class NystromFamily(_KernelModel):
         ):  # the compact factor where K_mm fails its Cholesky test, its basis beside it
             need = max(need, cg_memory(m, k, pen, max_iter, n_val, True, "compact", 8, None))
         return need
+
+    @staticmethod
+    def solver_room(problem: FitProblem, m: int, aside: int, itemsize: int) -> int:
+        """The most CG's compact factor may take beyond ``memory.SOLVER_SHARE``, where no
+        compact buffer fits the share (``krylov.cg_layout``'s ``room``): what the copies
+        and vectors leave of the budget, less twice the operators' streamed blocks at full
+        size (``operators.kernel.stream_bytes``: the training and validation operators
+        share the rest by rows). The cache it takes from could hold little of K_nm there:
+        a float32 buffer larger than the share is more than half of that rest, so the
+        rest holds fewer than 8 m (m + 1) bytes, under 2 m / n of K_nm's n m float32
+        entries and m / n of its float64 ones. ``itemsize``: the operators' entries."""
+        d = int(problem.X.shape[1])
+        sparse = not as_rows(problem.X).dense_blocks
+        n_jobs = problem.workspace.n_jobs or B.n_threads()
+        streams = 2 * stream_bytes(m, d, itemsize, n_jobs, problem.device.is_cuda, sparse)
+        return max(0, problem.budget - problem.held - aside - max(streams, MIN_OPERATOR_BYTES))
 
     def path(
         self,

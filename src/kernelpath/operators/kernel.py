@@ -164,7 +164,14 @@ def block_plan(
         Bytes of one kernel entry (the operator's dtype).
     on_cuda, sparse : bool
         A CUDA operator; sparse rows (products as they are, no augmented dense factor).
+
+    Returns
+    -------
+    (rows, per_row) : the target rows (at least 16) and the bytes per row.
     """
+    check_int(m, "m", 0)
+    check_int(n_features, "n_features", 0)
+    check_int(itemsize, "itemsize", 1)
     row_bytes = max(1, m * itemsize)
     if on_cuda:
         target = CUDA_BLOCK_BYTES // row_bytes
@@ -190,9 +197,11 @@ def stream_bytes(
 ) -> int:
     """Bytes the workers' streamed blocks of an operator take at their full size
     (``block_plan``): what a budget must leave the operators for their passes to run at
-    full speed where none of K_nm is cached (CUDA: one worker)."""
+    full speed where none of K_nm is cached (CUDA: one worker; ``n_jobs`` workers on the
+    host, at least 1)."""
+    check_int(n_jobs, "n_jobs", 1)
     rows, per_row = block_plan(m, n_features, itemsize, on_cuda, sparse)
-    return (1 if on_cuda else max(1, n_jobs)) * rows * per_row
+    return (1 if on_cuda else n_jobs) * rows * per_row
 
 
 def sum_dtype(dtype: Any, on_cuda: bool = False) -> np.dtype:
@@ -338,7 +347,7 @@ class KernelOperator:
             self.m, int(X.shape[1]), itemsize, self.device.is_cuda, self.sparse
         )
         per_row += self.rows.read_bytes()
-        self.block_rows = int(max(1, min(max(16, target), work // (per_row * self.n_jobs))))
+        self.block_rows = int(max(1, min(target, work // (per_row * self.n_jobs))))
 
     @property
     def shape(self) -> tuple[int, int]:

@@ -243,8 +243,8 @@ def cg_layout(
     beyond ``limit`` the solver may take before the low-rank preconditioner (what the
     budget leaves beside the operators' streamed blocks): where no compact buffer fits
     ``limit`` but one float32 buffer with one anchor fits ``room``, that is taken in place
-    of the low-rank preconditioner, which at the same iterations tested 6-50% worse where
-    its rank did not cover the spectrum (docs/design.md, "The compact factor beyond the
+    of the low-rank preconditioner, which at the same iterations tested 6% to 210% worse
+    where its rank did not cover the spectrum (docs/design.md, "The compact factor beyond the
     solver's share")."""
     for layout in () if compact_first else CG_LAYOUTS[:2]:
         if limit is None or cg_memory(m, k, penalties, max_iter, n_val, layout=layout) <= limit:
@@ -256,9 +256,8 @@ def cg_layout(
             low32 = LOWEST_FACTOR_ITEMSIZE
             if itemsize > low32 and cg_memory(*args, True, "compact", low32, 1) <= limit:
                 return Layout("compact", compact_slots(*args, limit, low32), low32)
-            low = min(itemsize, low32)
-            if room is not None and cg_memory(*args, True, "compact", low, 1) <= room:
-                return Layout("compact", 1, low)  # beyond the share, the least buffer
+            if room is not None and cg_memory(*args, True, "compact", low32, 1) <= room:
+                return Layout("compact", 1, low32)  # beyond the share, the least buffer
             if cg_memory(*args, layout="lowrank", rank=rank) <= limit:  # no m x m matrix fits
                 return Layout("lowrank", 0)
     return Layout("compact", slots, itemsize)
