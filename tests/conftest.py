@@ -1,7 +1,33 @@
+import os
+import sys
+
 import numpy as np
 import pytest
 
 from kernelpath.datasets import shared_data_dir
+
+_limits: list = []  # the worker's thread limits, kept for the session
+
+
+def pytest_collection_finish(session):
+    """Where several pytest-xdist workers share the machine, each runs BLAS (both OpenBLAS
+    copies NumPy and SciPy bundle, and torch's pool where a test module imported it) on its
+    share of the cores. With the libraries' own counts each worker ran as many BLAS
+    threads as the machine has cores, and the tests that call the solvers directly (only
+    the estimators' fits hold BLAS to one thread: ``kernelpath._threads``) spun against the
+    other worker: test_compact.py and test_lowrank.py took 119 s on this project's 2-core
+    machine against 30 s with one thread each. Child processes that tests start keep the
+    libraries' own counts (nothing is set in the environment)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers <= 1:
+        return
+    share = max(1, (os.cpu_count() or 1) // workers)
+    import scipy.linalg  # noqa: F401  (SciPy's OpenBLAS, loaded before the limit)
+    from threadpoolctl import ThreadpoolController
+
+    _limits.append(ThreadpoolController().limit(limits=share))
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(share)
 
 
 @pytest.fixture

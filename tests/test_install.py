@@ -25,7 +25,9 @@ def test_plain_install_runs_the_demo_and_fits_a_csv(tmp_path):
     venv.EnvBuilder(with_pip=True).create(env)
     bindir = env / ("Scripts" if sys.platform == "win32" else "bin")
     py = str(bindir / "python")
-    _run([py, "-m", "pip", "install", "--quiet", str(ROOT)], tmp_path)
+    # --no-compile: pip's byte-compiling of SciPy and scikit-learn took 18 of the install's
+    # 33 s here; the modules a run imports are compiled as it imports them
+    _run([py, "-m", "pip", "install", "--quiet", "--no-compile", str(ROOT)], tmp_path)
     # nothing but the core dependencies: none of the extras came along
     missing = _run(
         [
