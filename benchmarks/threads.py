@@ -4,6 +4,7 @@
     python benchmarks/threads.py load [--fits synthetic/rf,adult/cg] [--rounds 3]
     python benchmarks/threads.py table
     python benchmarks/threads.py stream [--streams incremental,recursive] [--rounds 3]
+    python benchmarks/threads.py public [--calls leverage-exact,learn-widths] [--rounds 3]
 
 Each fit is ``benchmarks/defaults.py``'s default estimator (the width screen included) on its
 set's first split, timed in a fresh process, the modes alternating, median of ``--rounds``:
@@ -36,6 +37,15 @@ on 3,000 samples in batches of 30 with 300 features, predicting after each) in t
 prediction) and ``libraries`` (that context replaced by one that does nothing: kernelpath
 before it), with and without ``LOAD_PROCESSES`` busy processes. Writes
 ``results/threads_stream.json``.
+
+``public`` times the public functions that do a fit's dense work outside an estimator's
+``fit`` (``PUBLIC``: exact and approximate leverage scores of 2,500 and 4,000 rows, the
+effective dimension of 2,500 rows, ``NystromFeatures`` with 1,500 centers fitted on and
+mapping 4,000 rows, ``LeverageCenters`` drawing 800 of 2,500 rows, ``learn_widths`` on
+1,500 rows; 10 Gaussian features) in the modes ``fit_threaded`` (the default:
+``_threads.fit_threaded`` around each) and ``libraries`` (``fit_threads`` replaced by a
+context that does nothing: kernelpath before it), with and without ``LOAD_PROCESSES`` busy
+processes. Writes ``results/threads_public.json``.
 """
 
 from __future__ import annotations
@@ -76,6 +86,16 @@ LOAD_FITS = (*SYNTHETIC, *(f"{s}/cg" for s in DEFAULT_SETS))
 STREAM_OUT = HERE / "results" / "threads_stream.json"
 STREAMS = ("incremental", "recursive", "rebalanced")
 STREAM_MODES = ("one_blas_thread", "libraries")
+PUBLIC_OUT = HERE / "results" / "threads_public.json"
+PUBLIC = (
+    "leverage-exact",
+    "leverage-approximate",
+    "effective-dimension",
+    "nystrom-features",
+    "leverage-centers",
+    "learn-widths",
+)
+PUBLIC_MODES = ("fit_threaded", "libraries")
 
 
 def stream_worker(learner: str, mode: str) -> dict[str, Any]:
@@ -116,6 +136,51 @@ def stream_worker(learner: str, mode: str) -> dict[str, Any]:
     return {"fit_s": time.perf_counter() - t, "score": score}
 
 
+def public_worker(call: str, mode: str) -> dict[str, Any]:
+    """In a fresh process: one public function's call under ``mode``."""
+    import contextlib
+
+    import numpy as np
+
+    import kernelpath as kp
+    import kernelpath._threads
+
+    if mode == "libraries":
+        kernelpath._threads.fit_threads = contextlib.nullcontext  # type: ignore[assignment]
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((4000, 10))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(4000)
+    k = kp.Gaussian(2.0)
+    t = time.perf_counter()
+    if call == "leverage-exact":
+        out = float(kp.leverage_scores(X[:2500], k, 1e-3, "exact").sum())
+    elif call == "leverage-approximate":
+        out = float(kp.leverage_scores(X, k, 1e-3, "approximate", random_state=0).sum())
+    elif call == "effective-dimension":
+        out = kp.effective_dimension(X[:2500], k, 1e-3, "exact")[0]
+    elif call == "nystrom-features":
+        Phi = kp.NystromFeatures(k, 1500, random_state=0).fit(X).transform(X)
+        out = float(np.linalg.norm(Phi))
+    elif call == "leverage-centers":
+        sel = kp.LeverageCenters(penalty=1e-3).select(X[:2500], 800, np.random.default_rng(0), k)
+        out = float(sel.scores.sum())
+    else:
+        out = float(np.sum(kp.learn_widths(k, X[:1500], y[:1500], random_state=0).sigma))
+    return {"fit_s": time.perf_counter() - t, "value": out}
+
+
+def public(calls: list[str], rounds: int) -> None:
+    """Each call under load and quiet, the modes alternating, median of ``rounds``."""
+    for call in calls:
+        _loaded_rounds(PUBLIC_OUT, call, ["public-worker", call], PUBLIC_MODES, rounds, "value")
+
+
+def public_table() -> str:
+    """The public functions: inside ``fit_threads`` against the libraries' threads, loaded
+    and quiet."""
+    return _against_libraries(PUBLIC_OUT, "call", "fit_threaded", "fit threads")
+
+
 def stream(learners: list[str], rounds: int) -> None:
     """Each learner under load and quiet, the modes alternating, median of ``rounds``."""
     for learner in learners:
@@ -127,19 +192,24 @@ def stream(learners: list[str], rounds: int) -> None:
 def stream_table() -> str:
     """The online learners: one BLAS thread against the libraries' threads, loaded and
     quiet."""
-    res = json.loads(STREAM_OUT.read_text())
+    return _against_libraries(STREAM_OUT, "learner", "one_blas_thread", "one thread")
+
+
+def _against_libraries(out: Path, what: str, mode: str, label: str) -> str:
+    """The table of ``out``'s entries: ``mode`` against the libraries' threads, loaded and
+    quiet (``what``: the first column's heading; ``label``: the mode's)."""
+    res = json.loads(out.read_text())
     lines = [
-        "| learner | loaded: one thread | libraries | ratio | quiet: one thread | libraries "
-        "| ratio |",
+        f"| {what} | loaded: {label} | libraries | ratio | quiet: {label} | libraries | ratio |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for learner, r in res.items():
+    for name, r in res.items():
         m = r["median_s"]
         cells = []
         for state in ("load", "quiet"):
-            one, lib = m[f"{state}/one_blas_thread"], m[f"{state}/libraries"]
-            cells.append(f"{one:.2f} s | {lib:.2f} s | {one / lib:.2f}×")
-        lines.append(f"| {learner} | " + " | ".join(cells) + " |")
+            own, lib = m[f"{state}/{mode}"], m[f"{state}/libraries"]
+            cells.append(f"{own:.2f} s | {lib:.2f} s | {own / lib:.2f}×")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -345,12 +415,16 @@ def main() -> None:
             "stream",
             "stream-table",
             "stream-worker",
+            "public",
+            "public-table",
+            "public-worker",
         ],
     )
     ap.add_argument("args", nargs="*")
     ap.add_argument("--fits", default=",".join(FITS))
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--streams", default=",".join(STREAMS))
+    ap.add_argument("--calls", default=",".join(PUBLIC))
     a = ap.parse_args()
     if a.mode == "worker":
         print(json.dumps(worker(*a.args)))
@@ -367,6 +441,12 @@ def main() -> None:
         stream(a.streams.split(","), a.rounds)
     elif a.mode == "stream-table":
         print(stream_table())
+    elif a.mode == "public-worker":
+        print(json.dumps(public_worker(*a.args)))
+    elif a.mode == "public":
+        public(a.calls.split(","), a.rounds)
+    elif a.mode == "public-table":
+        print(public_table())
     else:
         print(table())
 

@@ -26,6 +26,7 @@ TABLES: dict[str, list[str]] = {
     "krls_cost": ["benchmarks/krls_cost.py", "table"],
     "threads_load": ["benchmarks/threads.py", "load-table"],
     "threads_stream": ["benchmarks/threads.py", "stream-table"],
+    "threads_public": ["benchmarks/threads.py", "public-table"],
     "float32": ["benchmarks/float32.py", "table"],
     "startup": ["benchmarks/startup.py", "table"],
     "accuracy": ["benchmarks/accuracy.py", "table"],

@@ -4,10 +4,12 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
+import kernelpath as kp
 import kernelpath._threads as threads_module
 import kernelpath.linalg as linalg_module
 from kernelpath import Gaussian, NystromRegressor
 from kernelpath._threads import DENSE_MIN_FLOPS, dense_threads, fit_threads, free_cores
+from kernelpath.centers import RPCholeskyCenters
 
 
 def _blas_threads() -> set[int]:
@@ -154,3 +156,51 @@ def test_online_learners_update_and_predict_on_one_blas_thread(two_threads, quie
         with dense_threads(1e15):
             learners[0][0].predict(X[:5])
             assert seen == {2}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda X, y: kp.leverage_scores(X, Gaussian(2.0), 1e-3, "exact"),
+        lambda X, y: kp.leverage_scores(X, Gaussian(2.0), 1e-3, "approximate", random_state=0),
+        lambda X, y: kp.effective_dimension(X, Gaussian(2.0), 1e-3),
+        lambda X, y: kp.NystromFeatures(Gaussian(2.0), 100).fit(X),
+        lambda X, y: (
+            kp.NystromFeatures(Gaussian(2.0), 100, random_state=0).fit(X[:50]).transform(X)
+        ),
+        lambda X, y: kp.LeverageCenters().select(X, 50, np.random.default_rng(0), Gaussian(2.0)),
+        lambda X, y: kp.SqueakCenters().select(X, 50, np.random.default_rng(0), Gaussian(2.0)),
+        lambda X, y: RPCholeskyCenters().select(X, 50, np.random.default_rng(0), Gaussian(2.0)),
+        lambda X, y: kp.learn_widths(Gaussian(2.0), X, y, n_centers=50, max_iter=2, random_state=0),
+    ],
+    ids=[
+        "leverage-exact",
+        "leverage-approximate",
+        "effective-dimension",
+        "nystrom-features-fit",
+        "nystrom-features-transform",
+        "leverage-centers",
+        "squeak-centers",
+        "rpcholesky-centers",
+        "learn-widths",
+    ],
+)
+def test_public_functions_outside_a_fit_run_blas_as_a_fit_does(
+    call, two_threads, quiet_machine, monkeypatch, rng
+):
+    """The public functions that do a fit's work outside an estimator's ``fit`` hold BLAS to
+    one thread while they compute kernel blocks, as a fit does (``_threads.fit_threaded``;
+    with the libraries' two threads beside a busy process the exact leverage scores took
+    7.1 s against 1.5 s, benchmarks/threads.py public), and restore the count after."""
+    seen: set[int] = set()
+    block = Gaussian.block
+
+    def recording_block(self, *args, **kwargs):
+        seen.update(_blas_threads())
+        return block(self, *args, **kwargs)
+
+    monkeypatch.setattr(Gaussian, "block", recording_block)
+    X = rng.standard_normal((300, 3))
+    call(X, np.sin(X[:, 0]))
+    assert seen == {1}
+    assert _blas_threads() == {2}

@@ -52,6 +52,7 @@ __all__ = [
     "free_cores",
     "stream_threads",
     "one_blas_thread",
+    "fit_threaded",
 ]
 
 #: A dense operation of at least this many floating-point operations runs on the threads
@@ -161,6 +162,20 @@ def stream_threads() -> AbstractContextManager[None]:
     """BLAS on one thread inside (an online learner's update or prediction), without the
     count of busy cores (``dense_threads`` inside does nothing); nested: nothing."""
     return _one_thread_inside(lambda: 1)
+
+
+def fit_threaded(function: F) -> F:
+    """``function`` run inside ``fit_threads`` (looked up when called): the public entry
+    points that do a fit's dense work outside an estimator's ``fit`` (leverage scores, the
+    effective dimension, ``learn_widths``, the Nyström feature map and the center
+    selections). Inside a fit they nest and change nothing."""
+
+    @functools.wraps(function)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        with fit_threads():
+            return function(*args, **kwargs)
+
+    return wrapped  # type: ignore[return-value]
 
 
 def one_blas_thread(method: F) -> F:

@@ -34,7 +34,7 @@ import scipy.optimize
 import scipy.sparse
 
 from . import _backend as B
-from ._threads import dense_threads
+from ._threads import dense_threads, fit_threaded
 from ._validation import check_int, check_weights
 from .inputs import rows_in_memory
 from .kernels import AUTO_WIDTH_FACTORS, Kernel, make_kernel, median_distance
@@ -231,6 +231,7 @@ def width_objective(
     return _Objective(k, Xa, Y, w, folds, C, Workspace.of(memory_budget))
 
 
+@fit_threaded
 def learn_widths(
     kernel: Any,
     X: Any,

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from . import _backend as B
+from ._threads import fit_threaded
 from ._validation import check_choice, check_float, check_int
 from .inputs import center_rows, first_of_each_row, rows_in_memory, take_rows
 from .kernels import Kernel
@@ -181,6 +182,7 @@ class LeverageCenters:
     def name(self) -> str:
         return "leverage" if self.method == "exact" else "approximate-leverage"
 
+    @fit_threaded
     def select(
         self,
         X: np.ndarray,
@@ -260,6 +262,7 @@ class SqueakCenters:
             raise TypeError(f"regularized must be True or False, got {regularized!r}")
         self.regularized = bool(regularized)
 
+    @fit_threaded
     def select(
         self,
         X: np.ndarray,
@@ -331,6 +334,7 @@ class RPCholeskyCenters:
 
     name = "rpcholesky"
 
+    @fit_threaded
     def select(
         self,
         X: np.ndarray,

@@ -34,6 +34,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from . import _backend as B
+from ._threads import fit_threaded
 from ._validation import check_int, make_rng, validate_X
 from .inputs import as_rows, column_means, product, take_rows
 from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Matern, make_kernel
@@ -372,6 +373,7 @@ class NystromFeatures(_DenseTransformer):
         self.memory_budget = memory_budget
         self.device = device
 
+    @fit_threaded
     def fit(self, X: Any, y: Any = None) -> NystromFeatures:
         """Draw the centers and factor K_CC.
 
@@ -400,6 +402,7 @@ class NystromFeatures(_DenseTransformer):
         self.factor_ = nystrom_factor(op.center_gram(), dtype_eps=eps).R
         return self
 
+    @fit_threaded
     def transform(self, X: Any) -> np.ndarray:
         """φ(X), shape (n_samples, r).
 
