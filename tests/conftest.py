@@ -21,7 +21,9 @@ def pytest_collection_finish(session):
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers <= 1:
         return
-    share = max(1, (os.cpu_count() or 1) // workers)
+    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    cores = len(usable) if usable else (os.cpu_count() or 1)
+    share = max(1, cores // workers)
     import scipy.linalg  # noqa: F401  (SciPy's OpenBLAS, loaded before the limit)
     from threadpoolctl import ThreadpoolController
 
