@@ -164,26 +164,26 @@ def stream_threads() -> AbstractContextManager[None]:
     return _one_thread_inside(lambda: 1)
 
 
-def fit_threaded(function: F) -> F:
-    """``function`` run inside ``fit_threads`` (looked up when called): the public entry
-    points that do a fit's dense work outside an estimator's ``fit`` (leverage scores, the
-    effective dimension, ``learn_widths``, the Nyström feature map and the center
-    selections). Inside a fit they nest and change nothing."""
+def _inside(context: Callable[[], AbstractContextManager[None]], function: F) -> F:
+    """``function`` run inside ``context()``, called at each call (so that the context is
+    the module's when called: the benchmarks replace it)."""
 
     @functools.wraps(function)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        with fit_threads():
+        with context():
             return function(*args, **kwargs)
 
     return wrapped  # type: ignore[return-value]
 
 
+def fit_threaded(function: F) -> F:
+    """``function`` run inside ``fit_threads`` (looked up when called): the public entry
+    points that do a fit's dense work outside an estimator's ``fit`` (leverage scores, the
+    effective dimension, ``learn_widths``, the Nyström feature map and the center
+    selections). Inside a fit they nest and change nothing."""
+    return _inside(lambda: fit_threads(), function)
+
+
 def one_blas_thread(method: F) -> F:
     """``method`` run inside ``stream_threads`` (looked up when called)."""
-
-    @functools.wraps(method)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        with stream_threads():
-            return method(*args, **kwargs)
-
-    return wrapped  # type: ignore[return-value]
+    return _inside(lambda: stream_threads(), method)
