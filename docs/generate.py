@@ -46,6 +46,7 @@ TABLES: dict[str, list[str]] = {
     "block_rows": ["benchmarks/block_rows.py", "table"],
     "compact_algebra": ["benchmarks/compact_algebra.py", "table"],
     "compact_algebra_anchors": ["benchmarks/compact_algebra.py", "table", "--anchors", "3"],
+    "width_rows": ["benchmarks/width_rows.py", "table"],
 }
 
 
