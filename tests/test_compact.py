@@ -173,9 +173,13 @@ def test_a_float32_factor_of_float64_data_solves_with_its_stored_triangle(device
     low-rank preconditioner): K_mm is computed in float64 and rounded into the buffer, and
     R = T^-1 is applied in float64 by refinement, so CG's path is the dense float64 solve
     whose penalty matrix is the stored triangle's T^T T (K_mm + j I up to float32's
-    rounding) to 1e-5, at every anchor; against K_mm itself it differs by the jitter and
-    the rounding (here below 1%). A factor not refined (float32 solves) misses 1e-5, and
-    CG's projected system then warns by the stated rule (``krylov.INDEFINITE_SHARE``)."""
+    rounding) to 1e-4 of the predictions, at every anchor (one refinement step leaves R v
+    off by about (eps_32 cond(T))^2, 7e-8 here, which the smallest penalty's system
+    amplifies: 2.2e-5 at λ = 1e-5 on an AMD EPYC host, under 1e-5 on the Intel one the
+    test was first written on; 2e-8 and 1e-9 at the others); against K_mm itself it
+    differs by the jitter and the rounding (here below 1%). A factor not refined (float32
+    solves) is off by 1e-2 or more (0.7 at λ = 1e-5), and CG's projected system then warns
+    by the stated rule (``krylov.INDEFINITE_SHARE``)."""
     X, y, C = problem(n=2000, m=250)
     n = len(X)
     lam = np.array([1e-5, 1e-3, 1e-1])
@@ -202,11 +206,11 @@ def test_a_float32_factor_of_float64_data_solves_with_its_stored_triangle(device
         stored = np.linalg.solve(Knm.T @ Knm / n + l * T.T @ T, Knm.T @ y / n)
         plain = np.linalg.solve(Knm.T @ Knm / n + l * Kmm, Knm.T @ y / n)
         scale = np.abs(Knm @ stored).max()
-        assert np.abs(Knm @ (a - stored)).max() < 1e-5 * scale
+        assert np.abs(Knm @ (a - stored)).max() < 1e-4 * scale
         assert np.abs(Knm @ (a - plain)).max() < 1e-2 * scale
         u = np.asarray(unrefined.coef((p, unrefined.shape[1] - 1))).ravel()
         worst = max(worst, np.abs(Knm @ (u - stored)).max() / scale)
-    assert worst > 1e-5
+    assert worst > 1e-2
     with pytest.raises(ValueError, match="dtype must be"):
         compact_factor(operator(X, C, dtype=np.float32), dtype=np.float64)
 
