@@ -2,6 +2,7 @@
 
     python benchmarks/mnist_centers.py run [--m default,2000,5000,10000,20000] [--runs 1]
         [--dtype float64] [--limit 900]
+    python benchmarks/mnist_centers.py run --m 20000 --dtype float32 --runs 3 --before SRC
     python benchmarks/mnist_centers.py table
 
 The official split (60,000 / 10,000), ``NystromClassifier(scale=False, n_centers=m)`` with
@@ -11,13 +12,16 @@ values in turn, ``--runs`` rounds; a fit past ``--limit`` seconds is stopped and
 as such. Reported: the median fit time, the test error, the peak resident memory, the
 factor CG took, and this machine's ceilings measured in the same run (``run.machine_info``:
 ``../shared/tools/machine_limits.py``, where it is). Writes ``results/mnist_centers.json``
-(one entry per m and dtype).
+(one entry per m and dtype). With ``--before SRC`` (the ``src`` folder of an older tree, e.g.
+a ``git worktree``), each fit is followed by the same fit with that tree on the
+``PYTHONPATH``, alternating, and the pairs go to ``results/mnist_before.json`` instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -26,19 +30,58 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "mnist_centers.json"
+BEFORE = HERE / "results" / "mnist_before.json"
 ROOT = HERE.parent.parent / "shared"
 
 
-def one(m: str, dtype: str, limit: float) -> dict[str, Any]:
-    """One fit in a fresh process; {"timed_out": limit} when it runs past ``limit`` s."""
+def one(m: str, dtype: str, limit: float, src: str | None = None) -> dict[str, Any]:
+    """One fit in a fresh process (with ``src`` first on its ``PYTHONPATH``: an older tree);
+    {"timed_out": limit} when it runs past ``limit`` s."""
     cmd = [sys.executable, str(HERE / "fresh.py"), "mnist", "--root", str(ROOT / "data")]
     cmd += [] if m == "default" else ["--m", m]
     cmd += ["--dtype", dtype]
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
     try:
-        out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=limit)
+        out = subprocess.run(
+            cmd, capture_output=True, text=True, check=True, timeout=limit, env=env
+        )
     except subprocess.TimeoutExpired:
         return {"timed_out": limit}
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def _commit(src: str) -> str:
+    """The commit checked out where ``src`` lives."""
+    cmd = ["git", "-C", src, "rev-parse", "--short", "HEAD"]
+    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def compare(ms: list[str], runs: int, dtype: str, limit: float, src: str) -> None:
+    """Each m with this tree and with ``src``, alternating, ``runs`` rounds."""
+    sys.path.insert(0, str(HERE))
+    from run import machine_info
+
+    res = json.loads(BEFORE.read_text()) if BEFORE.exists() else {}
+    machine = machine_info()
+    now = _commit(str(HERE))
+    for m in ms:
+        got: dict[str, list[dict[str, Any]]] = {"now": [], "before": []}
+        for _ in range(runs):
+            for tree, path in (("now", None), ("before", src)):
+                got[tree].append(one(m, dtype, limit, path))
+                print(m, tree, json.dumps(got[tree][-1], default=float), flush=True)
+        entry: dict[str, Any] = {"m": m, "dtype": dtype, "machine": machine}
+        entry["commits"] = {"now": now + " (working tree)", "before": _commit(src)}
+        for tree, rows in got.items():
+            done = [r for r in rows if "timed_out" not in r]
+            entry[tree] = {
+                "fit_s": statistics.median(r["fit_s"] for r in done) if done else None,
+                "runs": rows,
+            }
+        res[f"{m}/{dtype}/{entry['commits']['before']}"] = entry
+    BEFORE.write_text(json.dumps(res, indent=2, default=float) + "\n")
 
 
 def run(ms: list[str], runs: int, dtype: str, limit: float) -> None:
@@ -105,8 +148,11 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--dtype", default="float64")
     ap.add_argument("--limit", type=float, default=900.0)
+    ap.add_argument("--before", help="an older tree's src folder, run alternating")
     a = ap.parse_args()
-    if a.mode == "run":
+    if a.mode == "run" and a.before:
+        compare(a.m.split(","), a.runs, a.dtype, a.limit, a.before)
+    elif a.mode == "run":
         run(a.m.split(","), a.runs, a.dtype, a.limit)
     else:
         print(table())

@@ -396,3 +396,43 @@ def test_direct_solver_warns_below_its_rounding_level():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         kp.NystromRegressor(kp.Gaussian(0.3), penalty=10 * floor, **kw).fit(X, y)
+
+
+@pytest.mark.parametrize("layout", ["cholesky", "compact"])
+def test_cg_validation_errors_with_and_without_the_kept_image(rng, layout):
+    """CG scores its points on the validation rows either from the kept image K_vm R V of
+    its basis (where ``cg_memory(images=True)`` fits the limit) or from a fresh product per
+    iteration: both give each point's validation error of its own coefficients, computed
+    here densely, and the same path."""
+    from kernelpath.solvers.krylov import cg_memory
+
+    X, Y, C = problem(rng, n=300, m=60, k=3)
+    Xv, Yv, _ = problem(np.random.default_rng(11), n=120, k=3)
+    lams = np.geomspace(1e-1, 1e-6, 7)
+    args = (len(C), 3, lams, 25, len(Yv))
+    lean = cg_memory(*args, True, layout)
+    full = cg_memory(*args, True, layout, images=True)
+    assert full - lean >= 8 * len(Yv) * 3  # the image: n_val x d, d >= k
+    paths = {}
+    for limit in (None, full, full - 1):
+        paths[limit] = iterative_path(
+            KernelOperator(X, C, Gaussian(SIGMA)),
+            Y,
+            lams,
+            "cg",
+            25,
+            validation=Validation(KernelOperator(Xv, C, Gaussian(SIGMA)), Yv),
+            n_iter_no_change=None,
+            memory_limit=limit,
+            factor_layout=layout,
+        )
+    assert paths[None].info["validation_images"] and paths[full].info["validation_images"]
+    assert not paths[full - 1].info["validation_images"]
+    Kv = gauss(Xv, C)
+    for path in paths.values():
+        assert path.shape[1] >= 3
+        for idx in zip(*np.nonzero(np.isfinite(path.val_error)), strict=True):
+            err = np.mean((Kv @ path.coef(idx) - Yv) ** 2)
+            assert path.val_error[idx] == pytest.approx(err, rel=1e-8)
+    np.testing.assert_allclose(paths[None].val_error, paths[full - 1].val_error, rtol=1e-9)
+    assert paths[None].best_index == paths[full - 1].best_index

@@ -186,7 +186,7 @@ def iterative_path(
     n_val = 0 if validation is None else len(validation.Y)
     check_choice(factor_layout, "factor_layout", ("auto", *CG_LAYOUTS))
     check_int(preconditioner_rank, "preconditioner_rank", 1)
-    layout, slots = "cholesky", 0
+    layout, slots, images = "cholesky", 0, False
     if method == "cg":
         args = (op.m, Y.shape[1], penalties, max_iter, n_val)
         itemsize = np.dtype(op.dtype).itemsize
@@ -208,6 +208,9 @@ def iterative_path(
             setup["factor"] = compact_factor(op, slots=slots, dtype=dt)
         if layout == "lowrank" and "factor" not in setup:
             setup["factor"] = lowrank_factor(op, preconditioner_rank)
+        # the validation rows' image of the basis, where it fits beside the layout
+        need = cg_memory(*args, True, layout, fsize, slots or None, preconditioner_rank, True)
+        images = validation is not None and (memory_limit is None or need <= memory_limit)
     prob = _Problem(op, Y, weights, setup, diagonal=layout == "eigh")
     if penalties is None:  # 20 values below the scale of K / n, estimated by s_max(K_mm) / m
         lam = penalty_grid(prob.factor.top()[0] / op.m)
@@ -217,7 +220,7 @@ def iterative_path(
         len(lam), max_iter, validation, n_iter_no_change, tol, stopping, stopping_threshold
     )
     if method == "cg":
-        path = _krylov_path(prob, lam, max_iter, book, tol)
+        path = _krylov_path(prob, lam, max_iter, book, tol, images)
     else:
         path = _gradient_path(
             prob, lam, method, max_iter, book, tol, store_coefs, nu, random_state, step

@@ -126,6 +126,7 @@ def cg_memory(
     itemsize: int = 8,
     slots: int | None = None,
     rank: int = LOWRANK_RANK,
+    images: bool = False,
 ) -> int:
     """Bytes CG's path holds beside its operators at its peak, for m centers, k outputs, the
     ``penalties`` it is given (None: its own grid), ``max_iter`` and ``n_val`` validation
@@ -136,15 +137,16 @@ def cg_memory(
     anchors (None: every anchor; "compact"); then the Krylov basis V, H0 V and the anchors'
     own bases (r x d each, d = ``krylov_cap``), the projected matrix and its
     eigendecomposition (d x d); the validation predictions of every penalty's point
-    (n_val x P k). "lowrank": the low-rank factor of rank ``rank`` (``lowrank_memory``) and
-    K_mm V beside the basis."""
+    (n_val x P k), and with ``images`` the validation rows' image of the basis, K_vm R V
+    (n_val x d: ``_krylov_path``). "lowrank": the low-rank factor of rank ``rank``
+    (``lowrank_memory``) and K_mm V beside the basis."""
     layout = layout or ("cholesky" if cholesky else "eigh")
     lam = _penalty_array(penalties)
     P = len(lam)
     A = len(_anchors(lam, slots if layout == "compact" else None)[0])
     d = krylov_cap(m, k, A, max_iter)
     basis = 3 * m * d + 3 * d * d + 2 * P * d * k + 6 * m * P * k
-    val = 2 * n_val * P * k
+    val = 2 * n_val * P * k + (n_val * d if images else 0)
     if layout == "compact":
         return compact_memory(m, itemsize, A) + 8 * int(basis + val)
     if layout == "lowrank":  # R K_mm R V beside the basis, and its new block's copies
@@ -388,7 +390,12 @@ def _krylov_path(
     max_iter: int,
     book: _Bookkeeping,
     tol: float,
+    images: bool = False,
 ) -> Path:
+    """CG's path (module docstring). ``images``: keep K_vm R V, the validation rows' image of
+    the basis (n_val x d, ``cg_memory(images=True)``), and score every iteration's points as
+    K_vm R V y from it; else each iteration makes K_vm R (V y) afresh for every active
+    penalty (its product has P k columns and R is applied to as many)."""
     P, k, r = len(lam), prob.k, prob.r
     # the low-rank factor's coordinates beta (alpha = R beta) have the Gram matrix R K_mm R,
     # not I: the Galerkin problems then see V^T R K_mm R V (Bk) in place of I (``_galerkin``)
@@ -403,6 +410,8 @@ def _krylov_path(
     bnorm = np.linalg.norm(b, axis=0)
     bnorm = np.where(bnorm > 0, bnorm, 1.0)
     validation = book.validation
+    # K_vm R V, filled column block by column block (its pages are touched as it grows)
+    VW = np.empty((n_val, d_cap)) if images and validation is not None else None
     V = np.zeros((r, 0))  # orthonormal basis of the union of the anchors' Krylov spaces
     HV = np.zeros((r, 0))
     KV = np.zeros((r, 0)) if inner is not None else V  # the inner product's Gram times V
@@ -459,6 +468,11 @@ def _krylov_path(
         G = np.block([[G, V.T @ HVnew], [HVnew.T @ V, Vnew.T @ HVnew]])
         G = (G + G.T) / 2
         c = np.vstack([c, Vnew.T @ b])
+        if VW is not None and validation is not None:  # one pass over the new directions
+            Wn = validation.op.matvec(prob.factor.apply(Vnew, native=True))
+            VW[:, V.shape[1] : V.shape[1] + Vnew.shape[1]] = np.asarray(
+                Wn, dtype=FACTOR_DTYPE
+            ).reshape(n_val, -1)
         V, HV = np.hstack([V, Vnew]), np.hstack([HV, HVnew])
         KV = V if KVnew is None else np.hstack([KV, KVnew])
         sizes.append(V.shape[1])
@@ -479,13 +493,16 @@ def _krylov_path(
         VY = V @ Ycols  # the active points' coordinates beta, (r, na k)
         KVY = VY if inner is None else KV @ Ycols
         resid = HV @ Ycols + lam_cols * KVY - np.tile(b, (1, na))
+        del KVY
         conv = (np.linalg.norm(resid, axis=0) <= tol * np.tile(bnorm, na)).reshape(na, k)
         conv = conv.all(axis=1)
-        if validation is not None:  # one validation pass for the active points
+        if VW is not None:  # the active points' predictions from the kept image
+            book.record_validation(t, act, VW[:, :d] @ Ycols, k)
+        elif validation is not None:  # one validation pass for the active points
             Fv = validation.op.matvec(prob.factor.apply(VY, native=True))
             Fv = np.asarray(Fv, dtype=FACTOR_DTYPE).reshape(n_val, -1)
             book.record_validation(t, act, Fv, k)
-        del VY, KVY
+        del VY
         book.converged[act_idx[conv]] = True
         # an anchor whose chain is exhausted (its Krylov space is invariant, e.g. when its
         # preconditioner is exact) but whose penalties have not converged restarts from
@@ -515,7 +532,8 @@ def _krylov_path(
     sizes_arr = np.asarray(sizes + [V.shape[1]] * (T - len(sizes)), dtype=int)
     whiten = None if inner is None else (Bk, prob.factor.floor)
     coefs = _KrylovCoefficients(prob.factor, V, G, c, lam, sizes_arr, prob.op.dtype, whiten)
-    del V, HV, KV, own, newest, precond
+    kept_images = VW is not None
+    del V, HV, KV, own, newest, precond, VW
     stored: dict[tuple[int, ...], np.ndarray] = {
         (p, int(best_t[p])): coefs((p, int(best_t[p]))) for p in range(P) if T
     }
@@ -540,6 +558,7 @@ def _krylov_path(
             "precondition_shifts": getattr(prob.factor, "shifts_used", None),
             "indefinite": indefinite,
             "preconditioner_rank": getattr(prob.factor, "preconditioner_rank", None),
+            "validation_images": kept_images,
         },
         val_loss=val_loss,
     )
