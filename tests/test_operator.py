@@ -203,3 +203,35 @@ def test_dense_stays_inside_the_budget(rng):
     K = full.dense()
     assert full.cached and full.cache.K is K  # all of it cached: the dense matrix is the cache
     np.testing.assert_allclose(K, Gaussian(1.5)(X, C), rtol=1e-12, atol=1e-14)
+
+
+def test_float32_products_widen_pieces_of_at_least_64_rows_inside_the_budget(rng):
+    """A float32 operator's float64 products widen its blocks piece by piece; at large m a
+    piece has ``PRODUCT_MIN_ROWS`` rows (1 MB would be 6 rows at m = 20,000, a
+    memory-bound product), each worker's piece is counted before its blocks
+    (``stream_bytes``, the operator's block rows) and the products are those of the
+    float32 matrix summed in float64, computed here densely."""
+    from kernelpath.operators import kernel as K
+
+    m = 20_000
+    assert K.wide_piece_rows(m, 256) == K.PRODUCT_MIN_ROWS == 64
+    assert K.wide_piece_rows(m, 40) == 40  # at most a block's rows
+    assert K.wide_piece_rows(500, 4096) == K.WIDE_BLOCK_BYTES // (8 * 500)  # small m: 1 MB
+    assert K.wide_piece_bytes(m, 8, 256) == 0  # float64 blocks are not widened
+    rows, per_row = K.block_plan(m, 20, 4)
+    piece = K.wide_piece_rows(m, rows) * m * 8
+    assert K.stream_bytes(m, 20, 4, 2) == 2 * (rows * per_row + piece)
+    X = rng.standard_normal((700, 20)).astype(np.float32)
+    C = rng.standard_normal((m, 20)).astype(np.float32)
+    for budget, cache in (("2GB", False), ("2GB", True), ("40MB", False)):
+        op = KernelOperator(X, C, Gaussian(5.0), memory_budget=budget, cache=cache)
+        pieces = op.n_jobs * K.wide_piece_bytes(m, 4, K.block_plan(m, 20, 4)[0])
+        assert op.block_rows * per_row * op.n_jobs + pieces <= op.budget
+        seen = []
+        B64 = rng.standard_normal((m, 9))
+        for _, _, wide in op._product_blocks(0, np.float64, op._cached_rows(9)):
+            assert wide.dtype == np.float64
+            seen.append(wide.shape[0])
+        assert max(seen) == (64 if cache else min(64, op.block_rows))
+        Kd = Gaussian(5.0)(X, C).astype(np.float32).astype(np.float64)
+        np.testing.assert_allclose(op.matvec(B64), Kd @ B64, rtol=1e-5, atol=1e-4)

@@ -94,8 +94,18 @@ GEMV_MAX_COLUMNS = 6
 CACHED_GEMV_BLOCK_BYTES = 8 * 1024**2
 CACHED_GEMM_BLOCK_BYTES = 2 * 1024**2
 #: Bytes of one widened piece of a block (``KernelOperator._product_blocks``): a piece and
-#: the product's vectors stay in a core's L2 cache.
+#: the product's vectors stay in a core's L2 cache, where m is small.
 WIDE_BLOCK_BYTES = 1024**2
+#: The fewest rows of a widened piece and of a block over cached rows in a product (at most
+#: the block's): at large m the byte targets above gave a few rows (1 MB is 6 float64 rows
+#: at m = 20,000), and each piece's product then re-read all of the product's m x c right
+#: side (4.8 MB at c = 30) for those rows: memory-bound. Measured on this 2-core host
+#: (float32 K_nm of 12,000 rows cached, two workers, best of 3, float64 right sides): m =
+#: 20,000, c = 30: one fused product 1.56 s at 6 rows, 0.51 s at 32, 0.46 s at 64; c = 3
+#: 0.27 s, 0.13 s, 0.12 s (0.14 s at 128); m = 40,000 (6,000 rows), c = 30: 2.84 s at 3
+#: rows, 0.49 s at 64; m = 5,000, c = 10: 0.073 s at 26 rows, 0.043 s at 64; float64 K_nm
+#: cached at m = 20,000, c = 30: 0.63 s at 16 rows, 0.44 s at 64.
+PRODUCT_MIN_ROWS = 64
 #: On CUDA, a widened piece is at most a quarter of a widened 512 MB float32 block (each
 #: piece is a copy and the products' launches; not measured on a device), and at most a
 #: block's rows, which the budget counts with a widened row each.
@@ -201,7 +211,21 @@ def stream_bytes(
     host, at least 1)."""
     check_int(n_jobs, "n_jobs", 1)
     rows, per_row = block_plan(m, n_features, itemsize, on_cuda, sparse)
-    return (1 if on_cuda else n_jobs) * rows * per_row
+    pieces = 0 if on_cuda else wide_piece_bytes(m, itemsize, rows)
+    return (1 if on_cuda else n_jobs) * (rows * per_row + pieces)
+
+
+def wide_piece_rows(m: int, block_rows: int) -> int:
+    """Rows of a widened piece on the host (``KernelOperator._product_blocks``):
+    ``WIDE_BLOCK_BYTES`` of float64 entries, at least ``PRODUCT_MIN_ROWS``, at most a
+    block's rows."""
+    return int(max(1, min(block_rows, max(PRODUCT_MIN_ROWS, WIDE_BLOCK_BYTES // (8 * m)))))
+
+
+def wide_piece_bytes(m: int, itemsize: int, block_rows: int) -> int:
+    """Bytes of a host worker's widened piece (float64 products over blocks of a lower
+    precision: ``product_dtype``); 0 for float64 operators, whose blocks are not widened."""
+    return 0 if itemsize >= 8 else wide_piece_rows(m, block_rows) * m * 8
 
 
 def sum_dtype(dtype: Any, on_cuda: bool = False) -> np.dtype:
@@ -346,6 +370,10 @@ class KernelOperator:
         target, per_row = block_plan(
             self.m, int(X.shape[1]), itemsize, self.device.is_cuda, self.sparse
         )
+        #: rows of a host worker's widened piece (float64 products over float32 blocks)
+        self._piece_rows = wide_piece_rows(self.m, target)
+        if not self.device.is_cuda:  # each worker's widened piece, counted before its blocks
+            work = max(work - self.n_jobs * wide_piece_bytes(self.m, itemsize, target), 2**20)
         per_row += self.rows.read_bytes()
         self.block_rows = int(max(1, min(target, work // (per_row * self.n_jobs))))
 
@@ -427,10 +455,11 @@ class KernelOperator:
         if dtype == self.dtype:
             yield from self._blocks(worker, cached_rows)
             return
-        size = CUDA_WIDE_BLOCK_BYTES if self.device.is_cuda else WIDE_BLOCK_BYTES
-        rows = max(1, size // max(1, self.m * dtype.itemsize))
         if self.device.is_cuda:  # within the block's rows, as the budget counts them
+            rows = max(1, CUDA_WIDE_BLOCK_BYTES // max(1, self.m * dtype.itemsize))
             rows = min(rows, self.block_rows)
+        else:  # as ``wide_piece_bytes`` counts them
+            rows = self._piece_rows
         buf = B.empty((rows, self.m), self.X, dtype)
         for s, e, Kb in self._blocks(worker, cached_rows):
             for i in range(s, e, rows):
@@ -671,7 +700,7 @@ class KernelOperator:
         if self.device.is_cuda:
             return self.block_rows
         target = CACHED_GEMV_BLOCK_BYTES if k <= GEMV_MAX_COLUMNS else CACHED_GEMM_BLOCK_BYTES
-        return int(max(16, target // (self.m * self.dtype.itemsize)))
+        return int(max(PRODUCT_MIN_ROWS, target // (self.m * self.dtype.itemsize)))
 
     def fused(
         self,
