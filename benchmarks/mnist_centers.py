@@ -80,7 +80,7 @@ def compare(ms: list[str], runs: int, dtype: str, limit: float, src: str) -> Non
                 "fit_s": statistics.median(r["fit_s"] for r in done) if done else None,
                 "runs": rows,
             }
-        res[f"{m}/{dtype}/{entry['commits']['before']}"] = entry
+        res[f"{m}/{dtype}/{now}/{entry['commits']['before']}"] = entry
     BEFORE.write_text(json.dumps(res, indent=2, default=float) + "\n")
 
 
