@@ -32,10 +32,13 @@ with A = K_nm R:
   preconditioners).
 
 Training errors come from the quadratic form y'Wy - 2 n beta'b + n beta'H0 beta; validation
-predictions are updated incrementally for gd / nu (K_vm R (beta_t - beta_{t-1})) and made
-afresh for cg (K_vm R V y for the active penalties: one validation pass per iteration, as
-fast as keeping K_vm R V, measured at n = 100,000, m = 2000, and without its n_val x d
-matrix). The Krylov basis stops growing at ``krylov_cap`` (its memory, ``cg_memory``).
+predictions are updated incrementally for gd / nu (K_vm R (beta_t - beta_{t-1})); cg keeps
+K_vm R V, the validation rows' image of its basis, where that n_val x d matrix fits beside
+its layout (``cg_memory(images=True)``): each iteration's validation pass then multiplies
+only the new directions (k per anchor) and every active point is K_vm R V y. Where it does
+not fit, cg makes K_vm R (V y) afresh for the active penalties (P k columns a pass, and R
+applied to as many). The Krylov basis stops growing at ``krylov_cap`` (its memory,
+``cg_memory``).
 A penalty stops when its validation error stops improving
 (``stopping="window"``: ``EarlyStopping``; "paper": NYTRO's 5% rule, "reference": the
 reference code's slope rule, ``selection.make_stopper``) or its iteration has converged
