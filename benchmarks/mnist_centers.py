@@ -4,6 +4,7 @@
         [--dtype float64] [--limit 900]
     python benchmarks/mnist_centers.py run --m 20000 --dtype float32 --runs 3 --before SRC
     python benchmarks/mnist_centers.py table
+    python benchmarks/mnist_centers.py before-table
 
 The official split (60,000 / 10,000), ``NystromClassifier(scale=False, n_centers=m)`` with
 every other default (the width screen, the λ path by CG on a 20% hold-out); "default" is
@@ -125,25 +126,64 @@ def _key(item: tuple[str, dict[str, Any]]) -> tuple[int, str]:
 def table() -> str:
     res = json.loads(OUT.read_text())
     lines = [
-        "| n_centers | centers used | dtype | test error | fit (s) | peak memory (GB) | factor |",
-        "|---|---:|---|---:|---:|---:|---|",
+        "| n_centers | centers used | dtype | test error | fit (s) | peak memory (GB) | factor "
+        "| host |",
+        "|---|---:|---|---:|---:|---:|---|---|",
     ]
     for _, r in sorted(res.items(), key=_key):
         if "fit_s" not in r:
-            lines.append(f"| {r['m']} | | {r['dtype']} | | past {r['limit_s']:.0f} s | | |")
+            lines.append(
+                f"| {r['m']} | | {r['dtype']} | | past {r['limit_s']:.0f} s | | | {_host(r)} |"
+            )
             continue
         n = len(r["fit_s_all"])
         how = f" (median of {n})" if n > 1 else ""
         lines.append(
             f"| {r['m']} | {r['centers']:,} | {r['dtype']} | {r['test_error_pct']:.2f}% "
-            f"| {r['fit_s']:.0f}{how} | {r['peak_mb'] / 1e3:.1f} | {r['factor']['factor']} |"
+            f"| {r['fit_s']:.0f}{how} | {r['peak_mb'] / 1e3:.1f} | {r['factor']['factor']} "
+            f"| {_host(r)} |"
+        )
+    return "\n".join(lines)
+
+
+def _host(r: dict[str, Any]) -> str:
+    """The host a row ran on, by the BLAS kernels OpenBLAS picked there: the Intel host of
+    the stops before 68 (SkylakeX; rows without a record ran there too), the AMD EPYC one
+    (Haswell kernels)."""
+    blas = (r.get("machine") or {}).get("blas") or [{}]
+    arch = blas[0].get("architecture") or "SkylakeX"
+    return {"SkylakeX": "Intel (SkylakeX)", "Haswell": "AMD EPYC (Haswell)"}.get(arch, arch)
+
+
+def before_table() -> str:
+    """The alternating comparisons (``--before``): median fit time of each tree, the runs,
+    the ratio and the test error."""
+    res = json.loads(BEFORE.read_text())
+    lines = [
+        "| m | dtype | this tree | fit (s) | runs | tree before | fit (s) | runs | ratio "
+        "| test error (this, before) | BLAS core |",
+        "|---:|---|---|---:|---|---|---:|---|---:|---|---|",
+    ]
+    for r in res.values():
+        now, before = r["now"], r["before"]
+        errs = [x["runs"][0].get("test_error_pct") for x in (now, before)]
+
+        def runs(x: dict[str, Any]) -> str:
+            return ", ".join(f"{row['fit_s']:.0f}" for row in x["runs"] if "fit_s" in row)
+
+        blas = r["machine"]["blas"][0].get("architecture", "?")
+        lines.append(
+            f"| {int(r['m']):,} | {r['dtype']} | {r['commits']['now'].split()[0]} "
+            f"| {now['fit_s']:.0f} | {runs(now)} | {r['commits']['before']} "
+            f"| {before['fit_s']:.0f} | {runs(before)} | {before['fit_s'] / now['fit_s']:.2f}x "
+            f"| {errs[0]:.2f}%, {errs[1]:.2f}% | {blas} |"
         )
     return "\n".join(lines)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("mode", choices=["run", "table"])
+    ap.add_argument("mode", choices=["run", "table", "before-table"])
     ap.add_argument("--m", default="default,2000,5000,10000,20000")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--dtype", default="float64")
@@ -154,6 +194,8 @@ def main() -> int:
         compare(a.m.split(","), a.runs, a.dtype, a.limit, a.before)
     elif a.mode == "run":
         run(a.m.split(","), a.runs, a.dtype, a.limit)
+    elif a.mode == "before-table":
+        print(before_table())
     else:
         print(table())
     return 0

@@ -47,6 +47,8 @@ TABLES: dict[str, list[str]] = {
     "compact_algebra": ["benchmarks/compact_algebra.py", "table"],
     "compact_algebra_anchors": ["benchmarks/compact_algebra.py", "table", "--anchors", "3"],
     "width_rows": ["benchmarks/width_rows.py", "table"],
+    "mnist_before": ["benchmarks/mnist_centers.py", "before-table"],
+    "product_pieces": ["benchmarks/product_pieces.py", "table"],
 }
 
 
