@@ -99,8 +99,9 @@ WIDE_BLOCK_BYTES = 1024**2
 #: The fewest rows of a widened piece and of a block over cached rows in a product (at most
 #: the block's): at large m the byte targets above gave a few rows (1 MB is 6 float64 rows
 #: at m = 20,000), and each piece's product then re-read all of the product's m x c right
-#: side (4.8 MB at c = 30) for those rows: memory-bound. Measured on this 2-core host
-#: (float32 K_nm of 12,000 rows cached, two workers, best of 3, float64 right sides): m =
+#: side (4.8 MB at c = 30) for those rows: memory-bound. Measured on the 2-core AMD EPYC
+#: host of stop 68 (float32 K_nm of 12,000 rows cached, two workers, best of 3, float64
+#: right sides; ``benchmarks/product_pieces.py`` has the grid): m =
 #: 20,000, c = 30: one fused product 1.56 s at 6 rows, 0.51 s at 32, 0.46 s at 64; c = 3
 #: 0.27 s, 0.13 s, 0.12 s (0.14 s at 128); m = 40,000 (6,000 rows), c = 30: 2.84 s at 3
 #: rows, 0.49 s at 64; m = 5,000, c = 10: 0.073 s at 26 rows, 0.043 s at 64; float64 K_nm
@@ -447,8 +448,9 @@ class KernelOperator:
 
     def _product_blocks(self, worker: int, dtype: Any, cached_rows: int | None = None) -> Any:
         """``_blocks`` in the product's ``dtype``: a block of another dtype is widened piece
-        by piece (``WIDE_BLOCK_BYTES`` each; on CUDA ``CUDA_WIDE_BLOCK_BYTES``, within a
-        block's rows) into one scratch buffer of the worker, so that the products read the
+        by piece (``wide_piece_rows``: ``WIDE_BLOCK_BYTES`` each, at least
+        ``PRODUCT_MIN_ROWS`` rows; on CUDA ``CUDA_WIDE_BLOCK_BYTES``, within a block's rows)
+        into one scratch buffer of the worker, so that the products read the
         widened rows from the core's cache (the whole 8 MB block widened at once made a
         cached float32 pass 1.7x slower, against 1.2x)."""
         dtype = np.dtype(dtype)
