@@ -119,13 +119,25 @@ def _save(res: dict[str, Any]) -> None:
     OUT.write_text(json.dumps(res, indent=1, default=float) + "\n")
 
 
+def _host() -> str:
+    """This host, by the BLAS kernels OpenBLAS picks here (rows without one ran on the Intel
+    host of the stops before 68)."""
+    from threadpoolctl import threadpool_info
+
+    arch = next(
+        (d.get("architecture") for d in threadpool_info() if d.get("user_api") == "blas"), "?"
+    )
+    return {"SkylakeX": "Intel (SkylakeX)", "Haswell": "AMD EPYC (Haswell)"}.get(arch, str(arch))
+
+
 def table(res: dict[str, Any]) -> str:
-    lines = ["| MNIST, m | sigma (pixels) | validation error | test error | fit |"]
-    lines.append("|---:|---:|---:|---:|---:|")
+    lines = ["| MNIST, m | sigma (pixels) | validation error | test error | fit | host |"]
+    lines.append("|---:|---:|---:|---:|---:|---|")
     for r in sorted(res["sigma"].values(), key=lambda r: (r["m"], r["sigma"])):
         lines.append(
             f"| {r['m']:,} | {r['sigma']:.0f} | {r['val_error_pct']:.2f}% "
-            f"| {r['test_error_pct']:.2f}% | {r['fit_s']:.0f} s |"
+            f"| {r['test_error_pct']:.2f}% | {r['fit_s']:.0f} s "
+            f"| {r.get('host', 'Intel (SkylakeX)')} |"
         )
     lines += ["", "| set | seed | screen rows | sigma[0] | CG error | CG fit | direct error |"]
     lines.append("|---|---:|---:|---:|---:|---:|---:|")
@@ -163,6 +175,7 @@ def main() -> int:
     if a.mode == "sigma":
         for s in a.sigmas.split(","):
             r = _worker(["sigma", str(a.m), s])
+            r["host"] = _host()
             res["sigma"][f"{a.m}/{float(s):.2f}"] = r
             _save(res)
             print(json.dumps(r, default=float), flush=True)
