@@ -147,12 +147,13 @@ def table() -> str:
 
 
 def _host(r: dict[str, Any]) -> str:
-    """The host a row ran on, by the BLAS kernels OpenBLAS picked there: the Intel host of
-    the stops before 68 (SkylakeX; rows without a record ran there too), the AMD EPYC one
-    (Haswell kernels)."""
+    """The host a row ran on (``run.host_name``: rows without a record ran on the Intel host
+    of the stops before 68)."""
+    sys.path.insert(0, str(HERE))
+    from run import host_name
+
     blas = (r.get("machine") or {}).get("blas") or [{}]
-    arch = blas[0].get("architecture") or "SkylakeX"
-    return {"SkylakeX": "Intel (SkylakeX)", "Haswell": "AMD EPYC (Haswell)"}.get(arch, arch)
+    return host_name(blas[0].get("architecture"))
 
 
 def before_table() -> str:
@@ -161,7 +162,7 @@ def before_table() -> str:
     res = json.loads(BEFORE.read_text())
     lines = [
         "| m | dtype | this tree | fit (s) | runs | tree before | fit (s) | runs | ratio "
-        "| test error (this, before) | BLAS core |",
+        "| test error (this, before) | host |",
         "|---:|---|---|---:|---|---|---:|---|---:|---|---|",
     ]
     for r in res.values():
@@ -171,12 +172,11 @@ def before_table() -> str:
         def runs(x: dict[str, Any]) -> str:
             return ", ".join(f"{row['fit_s']:.0f}" for row in x["runs"] if "fit_s" in row)
 
-        blas = r["machine"]["blas"][0].get("architecture", "?")
         lines.append(
             f"| {int(r['m']):,} | {r['dtype']} | {r['commits']['now'].split()[0]} "
             f"| {now['fit_s']:.0f} | {runs(now)} | {r['commits']['before']} "
             f"| {before['fit_s']:.0f} | {runs(before)} | {before['fit_s'] / now['fit_s']:.2f}x "
-            f"| {errs[0]:.2f}%, {errs[1]:.2f}% | {blas} |"
+            f"| {errs[0]:.2f}%, {errs[1]:.2f}% | {_host(r)} |"
         )
     return "\n".join(lines)
 

@@ -71,6 +71,17 @@ def timed(fn: Any) -> tuple[Any, float, float]:
     return out, sec, mem.mb
 
 
+#: The hosts the results ran on, by the BLAS kernels OpenBLAS picked there.
+HOSTS = {"SkylakeX": "Intel (SkylakeX)", "Haswell": "AMD EPYC (Haswell)"}
+
+
+def host_name(arch: str | None) -> str:
+    """The host of OpenBLAS kernels ``arch``; None: the Intel host of the stops before 68
+    (results recorded without their machine ran there)."""
+    arch = arch or "SkylakeX"
+    return HOSTS.get(arch, arch)
+
+
 def machine_info() -> dict[str, Any]:
     import scipy
     import sklearn

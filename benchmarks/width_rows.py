@@ -120,24 +120,27 @@ def _save(res: dict[str, Any]) -> None:
 
 
 def _host() -> str:
-    """This host, by the BLAS kernels OpenBLAS picks here (rows without one ran on the Intel
-    host of the stops before 68)."""
+    """This host, by the BLAS kernels OpenBLAS picks here (``run.host_name``)."""
     from threadpoolctl import threadpool_info
 
-    arch = next(
-        (d.get("architecture") for d in threadpool_info() if d.get("user_api") == "blas"), "?"
-    )
-    return {"SkylakeX": "Intel (SkylakeX)", "Haswell": "AMD EPYC (Haswell)"}.get(arch, str(arch))
+    sys.path.insert(0, str(HERE))
+    from run import host_name
+
+    blas = [d.get("architecture") for d in threadpool_info() if d.get("user_api") == "blas"]
+    return host_name(blas[0] if blas else "?")
 
 
 def table(res: dict[str, Any]) -> str:
+    sys.path.insert(0, str(HERE))
+    from run import host_name
+
     lines = ["| MNIST, m | sigma (pixels) | validation error | test error | fit | host |"]
     lines.append("|---:|---:|---:|---:|---:|---|")
     for r in sorted(res["sigma"].values(), key=lambda r: (r["m"], r["sigma"])):
         lines.append(
             f"| {r['m']:,} | {r['sigma']:.0f} | {r['val_error_pct']:.2f}% "
             f"| {r['test_error_pct']:.2f}% | {r['fit_s']:.0f} s "
-            f"| {r.get('host', 'Intel (SkylakeX)')} |"
+            f"| {r.get('host') or host_name(None)} |"
         )
     lines += ["", "| set | seed | screen rows | sigma[0] | CG error | CG fit | direct error |"]
     lines.append("|---|---:|---:|---:|---:|---:|---:|")
