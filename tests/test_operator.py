@@ -235,3 +235,41 @@ def test_float32_products_widen_pieces_of_at_least_64_rows_inside_the_budget(rng
         assert max(seen) == (64 if cache else min(64, op.block_rows))
         Kd = Gaussian(5.0)(X, C).astype(np.float32).astype(np.float64)
         np.testing.assert_allclose(op.matvec(B64), Kd @ B64, rtol=1e-5, atol=1e-4)
+
+
+def test_the_cache_takes_what_the_budget_holds_beside_the_streamed_blocks(rng):
+    """An operator caches as many rows of K_nm as its budget holds beside its workers'
+    streamed blocks at full size (``cache_rows``), and never fewer than ``CACHE_FRACTION``
+    of the budget: a budget of K_nm plus the blocks caches all of K_nm (60% of it would
+    have cached 71%), half of K_nm plus the blocks caches half, a small budget keeps the
+    fraction; cache, blocks and pieces stay
+    inside every budget, and the products are the dense ones whatever is cached."""
+    from kernelpath.operators import kernel as K
+
+    n, m, d = 40_000, 300, 10
+    X = rng.standard_normal((n, d))
+    C = rng.standard_normal((m, d))
+    rows, per_row = K.block_plan(m, d, 8)
+    streams = K.stream_bytes(m, d, 8, 2)
+    assert streams == 2 * rows * per_row  # float64: no widened pieces
+    full = n * m * 8
+    assert K.cache_rows(full + streams, m * 8, streams) == n
+    assert K.cache_rows(full + streams, m * 8, streams) > K.CACHE_FRACTION * (full + streams) / (
+        m * 8
+    )
+    small = streams  # the blocks alone: the fraction's rows
+    assert K.cache_rows(small, m * 8, streams) == int(K.CACHE_FRACTION * small) // (m * 8)
+    Kd = Gaussian(3.0)(X, C)
+    V = rng.standard_normal((m, 3))
+    for budget, share in ((full + streams, 1.0), (full // 2 + streams, 0.5), (small, None)):
+        op = KernelOperator(X, C, Gaussian(3.0), memory_budget=budget, n_jobs=2)
+        if share is not None:  # the rows the blocks leave, spread over the two chunks
+            assert abs(op.n_cached - share * n) <= 2
+        else:
+            assert op.n_cached <= K.CACHE_FRACTION * budget / (m * 8)
+            assert op.n_cached >= K.CACHE_FRACTION * budget / (m * 8) - 2
+        assert op.n_cached * m * 8 + op.n_jobs * op.block_rows * per_row <= op.budget
+        if share is not None:  # the blocks keep their full size
+            assert op.block_rows == rows
+        np.testing.assert_allclose(op.matvec(V), Kd @ V, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(op.matvec(V), Kd @ V, rtol=1e-10, atol=1e-12)  # cached

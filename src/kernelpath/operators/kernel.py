@@ -29,9 +29,10 @@ MNIST's default classifier erred 21.25% on an H200 where float64 erred 2.91%. Th
 the widening on a device is not measured yet. ``gram`` keeps the operator's dtype on CUDA.
 
 Memory. The rows are split into one contiguous chunk per worker; the first rows of every
-chunk are cached, as many as fit in ``CACHE_FRACTION`` of the budget (all of K_nm when it
-fits, a fraction of every chunk otherwise, so that the cheap cached rows are shared evenly
-by the workers), and the rest is streamed: recomputed in row blocks at every product. The
+chunk are cached, as many as the budget holds beside the workers' streamed blocks at their
+full size and at least ``CACHE_FRACTION`` of it (``cache_rows``; all of K_nm when it fits,
+a fraction of every chunk otherwise, so that the cheap cached rows are shared evenly by the
+workers), and the rest is streamed: recomputed in row blocks at every product. The
 cache is filled on the way by the first product (the plan is ``cache.RowCache``). On CUDA
 the budget is device memory. Inside the library the operator is built by the call's
 ``kernelpath.workspace.Workspace``, which gives it its share of the budget in bytes.
@@ -60,7 +61,7 @@ from ..inputs import as_rows, dense_block
 from ..kernels import Kernel, squared_distances
 from .cache import CACHE_FRACTION, RowCache
 
-__all__ = ["KernelOperator", "CACHE_FRACTION", "block_plan", "stream_bytes"]
+__all__ = ["KernelOperator", "CACHE_FRACTION", "block_plan", "cache_rows", "stream_bytes"]
 
 #: Target size of one kernel block on the CPU: small enough to stay in the core's cache
 #: while the elementwise transform (exp, ...) and the products run over it (measured per
@@ -216,6 +217,16 @@ def stream_bytes(
     return (1 if on_cuda else n_jobs) * (rows * per_row + pieces)
 
 
+def cache_rows(budget: int, row_bytes: int, streams: int) -> int:
+    """Rows of K_nm an operator with ``budget`` bytes caches (``row_bytes`` each): what the
+    budget holds beside its workers' streamed blocks at full size (``streams``), and at
+    least ``CACHE_FRACTION`` of the budget. The fraction alone left 40% of a large budget
+    to blocks that take a few MB: on MNIST with 30,000 centers a third of K_nm was computed
+    again at every pass beside memory that stood unused (docs/design.md, "Memory")."""
+    usable = max(int(CACHE_FRACTION * budget), budget - streams)
+    return int(usable // max(1, row_bytes))
+
+
 def wide_piece_rows(m: int, block_rows: int) -> int:
     """Rows of a widened piece on the host (``KernelOperator._product_blocks``):
     ``WIDE_BLOCK_BYTES`` of float64 entries, at least ``PRODUCT_MIN_ROWS``, at most a
@@ -321,7 +332,17 @@ class KernelOperator:
         itemsize = self.dtype.itemsize
         row_bytes = max(1, self.m * itemsize)
         self.nbytes_full = self.n * row_bytes
-        fit_rows = int(CACHE_FRACTION * self.budget // row_bytes)
+        # Rows per streamed block: each worker holds a block, the augmented left factor and
+        # a product buffer (and on the host a widened piece), inside what the cache leaves.
+        target, per_row = block_plan(
+            self.m, int(X.shape[1]), itemsize, self.device.is_cuda, self.sparse
+        )
+        per_row += self.rows.read_bytes()
+        #: rows of a host worker's widened piece (float64 products over float32 blocks)
+        self._piece_rows = wide_piece_rows(self.m, target)
+        pieces = 0 if self.device.is_cuda else wide_piece_bytes(self.m, itemsize, target)
+        streams = self.n_jobs * (target * per_row + pieces)
+        fit_rows = cache_rows(self.budget, row_bytes, streams)
         if cache is True and fit_rows < self.n:
             raise ValueError(
                 f"K_nm needs {self.nbytes_full / 1e9:.2f} GB, more than the cache share of "
@@ -365,17 +386,8 @@ class KernelOperator:
             planned,
             self.X,
         )
-        # Rows per streamed block: each worker holds a block, the augmented left factor and
-        # a product buffer, inside what the cache leaves of the budget.
-        work = max(self.budget - self.n_cached * row_bytes, 2**20)
-        target, per_row = block_plan(
-            self.m, int(X.shape[1]), itemsize, self.device.is_cuda, self.sparse
-        )
-        #: rows of a host worker's widened piece (float64 products over float32 blocks)
-        self._piece_rows = wide_piece_rows(self.m, target)
-        if not self.device.is_cuda:  # each worker's widened piece, counted before its blocks
-            work = max(work - self.n_jobs * wide_piece_bytes(self.m, itemsize, target), 2**20)
-        per_row += self.rows.read_bytes()
+        # each worker's widened piece is counted before its blocks
+        work = max(self.budget - self.n_cached * row_bytes - self.n_jobs * pieces, 2**20)
         self.block_rows = int(max(1, min(target, work // (per_row * self.n_jobs))))
 
     @property
