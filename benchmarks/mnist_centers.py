@@ -148,12 +148,14 @@ def table() -> str:
 
 def _host(r: dict[str, Any]) -> str:
     """The host a row ran on (``run.host_name``: rows without a record ran on the Intel host
-    of the stops before 68)."""
+    of the stops before 68), and the row's ``note`` (a row kept from an older tree says
+    which)."""
     sys.path.insert(0, str(HERE))
     from run import host_name
 
     blas = (r.get("machine") or {}).get("blas") or [{}]
-    return host_name(blas[0].get("architecture"))
+    host = host_name(blas[0].get("architecture"))
+    return f"{host}; {r['note']}" if r.get("note") else host
 
 
 def before_table() -> str:

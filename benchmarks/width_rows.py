@@ -140,7 +140,7 @@ def table(res: dict[str, Any]) -> str:
         lines.append(
             f"| {r['m']:,} | {r['sigma']:.0f} | {r['val_error_pct']:.2f}% "
             f"| {r['test_error_pct']:.2f}% | {r['fit_s']:.0f} s "
-            f"| {r.get('host') or host_name(None)} |"
+            f"| {r.get('host') or host_name(None)}{'; ' + r['note'] if r.get('note') else ''} |"
         )
     lines += ["", "| set | seed | screen rows | sigma[0] | CG error | CG fit | direct error |"]
     lines.append("|---|---:|---:|---:|---:|---:|---:|")

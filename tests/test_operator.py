@@ -241,8 +241,8 @@ def test_the_cache_takes_what_the_budget_holds_beside_the_streamed_blocks(rng):
     """An operator caches as many rows of K_nm as its budget holds beside its workers'
     streamed blocks at full size (``cache_rows``), and never fewer than ``CACHE_FRACTION``
     of the budget: a budget of K_nm plus the blocks caches all of K_nm (60% of it would
-    have cached 71%), half of K_nm plus the blocks caches half, a small budget keeps the
-    fraction; cache, blocks and pieces stay
+    have cached 71%; CUDA keeps the fraction), half of K_nm plus the blocks caches half, a
+    small budget keeps the fraction; cache, blocks and pieces stay
     inside every budget, and the products are the dense ones whatever is cached."""
     from kernelpath.operators import kernel as K
 
@@ -257,6 +257,8 @@ def test_the_cache_takes_what_the_budget_holds_beside_the_streamed_blocks(rng):
     assert K.cache_rows(full + streams, m * 8, streams) > K.CACHE_FRACTION * (full + streams) / (
         m * 8
     )
+    on_cuda = K.cache_rows(full + streams, m * 8, streams, on_cuda=True)
+    assert on_cuda == int(K.CACHE_FRACTION * (full + streams)) // (m * 8)  # CUDA: the fraction
     small = streams  # the blocks alone: the fraction's rows
     assert K.cache_rows(small, m * 8, streams) == int(K.CACHE_FRACTION * small) // (m * 8)
     Kd = Gaussian(3.0)(X, C)

@@ -30,12 +30,13 @@ the widening on a device is not measured yet. ``gram`` keeps the operator's dtyp
 
 Memory. The rows are split into one contiguous chunk per worker; the first rows of every
 chunk are cached, as many as the budget holds beside the workers' streamed blocks at their
-full size and at least ``CACHE_FRACTION`` of it (``cache_rows``; all of K_nm when it fits,
-a fraction of every chunk otherwise, so that the cheap cached rows are shared evenly by the
-workers), and the rest is streamed: recomputed in row blocks at every product. The
-cache is filled on the way by the first product (the plan is ``cache.RowCache``). On CUDA
-the budget is device memory. Inside the library the operator is built by the call's
-``kernelpath.workspace.Workspace``, which gives it its share of the budget in bytes.
+full size and at least ``CACHE_FRACTION`` of it (``cache_rows``; on CUDA that fraction;
+all of K_nm when it fits, a fraction of every chunk otherwise, so that the cheap cached
+rows are shared evenly by the workers), and the rest is streamed: recomputed in row blocks
+at every product. The cache is filled on the way by the first product (the plan is
+``cache.RowCache``). On CUDA the budget is device memory. Inside the library the operator
+is built by the call's ``kernelpath.workspace.Workspace``, which gives it its share of the
+budget in bytes.
 
 Out of core. X may be a row source (``kernelpath.data``: a memmap, an HDF5 dataset, a zarr
 array, a Parquet file): every block reads its rows (and computes their norms) when it is
@@ -217,13 +218,17 @@ def stream_bytes(
     return (1 if on_cuda else n_jobs) * (rows * per_row + pieces)
 
 
-def cache_rows(budget: int, row_bytes: int, streams: int) -> int:
-    """Rows of K_nm an operator with ``budget`` bytes caches (``row_bytes`` each): what the
-    budget holds beside its workers' streamed blocks at full size (``streams``), and at
-    least ``CACHE_FRACTION`` of the budget. The fraction alone left 40% of a large budget
-    to blocks that take a few MB: on MNIST with 30,000 centers a third of K_nm was computed
-    again at every pass beside memory that stood unused (docs/design.md, "Memory")."""
-    usable = max(int(CACHE_FRACTION * budget), budget - streams)
+def cache_rows(budget: int, row_bytes: int, streams: int, on_cuda: bool = False) -> int:
+    """Rows of K_nm an operator with ``budget`` bytes caches (``row_bytes`` each): on the
+    host, what the budget holds beside its workers' streamed blocks at full size
+    (``streams``), and at least ``CACHE_FRACTION`` of the budget; on CUDA that fraction
+    (the device runs were measured with it; the rest of device memory is not measured).
+    The fraction alone left 40% of a large host budget to blocks of a few MB: MNIST's
+    operator with 30,000 centers cached 53% of K_nm and computed the rest again at every
+    pass (docs/design.md, "The cache beside the streamed blocks")."""
+    usable = int(CACHE_FRACTION * budget)
+    if not on_cuda:
+        usable = max(usable, budget - streams)
     return int(usable // max(1, row_bytes))
 
 
@@ -342,7 +347,7 @@ class KernelOperator:
         self._piece_rows = wide_piece_rows(self.m, target)
         pieces = 0 if self.device.is_cuda else wide_piece_bytes(self.m, itemsize, target)
         streams = self.n_jobs * (target * per_row + pieces)
-        fit_rows = cache_rows(self.budget, row_bytes, streams)
+        fit_rows = cache_rows(self.budget, row_bytes, streams, self.device.is_cuda)
         if cache is True and fit_rows < self.n:
             raise ValueError(
                 f"K_nm needs {self.nbytes_full / 1e9:.2f} GB, more than the cache share of "
