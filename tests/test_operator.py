@@ -260,6 +260,8 @@ def test_the_cache_takes_what_the_budget_holds_beside_the_streamed_blocks(rng):
     on_cuda = K.cache_rows(full + streams, m * 8, streams, on_cuda=True)
     assert on_cuda == int(K.CACHE_FRACTION * (full + streams)) // (m * 8)  # CUDA: the fraction
     small = streams  # the blocks alone: the fraction's rows
+    with pytest.raises(ValueError, match="row_bytes"):
+        K.cache_rows(full, 0, streams)
     assert K.cache_rows(small, m * 8, streams) == int(K.CACHE_FRACTION * small) // (m * 8)
     Kd = Gaussian(3.0)(X, C)
     V = rng.standard_normal((m, 3))

@@ -226,6 +226,9 @@ def cache_rows(budget: int, row_bytes: int, streams: int, on_cuda: bool = False)
     The fraction alone left 40% of a large host budget to blocks of a few MB: MNIST's
     operator with 30,000 centers cached 53% of K_nm and computed the rest again at every
     pass (docs/design.md, "The cache beside the streamed blocks")."""
+    check_int(budget, "budget", 0)
+    check_int(row_bytes, "row_bytes", 1)
+    check_int(streams, "streams", 0)
     usable = int(CACHE_FRACTION * budget)
     if not on_cuda:
         usable = max(usable, budget - streams)
