@@ -99,7 +99,7 @@ def main() -> int:
     print(
         "| m | budget | solver | traced peak | operators | rest | RSS above data | peak / budget |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for m in (1000, 2000):
         for budget in ("100MB", "300MB", "1GB"):
             for solver in ("cg", "direct"):
@@ -108,11 +108,11 @@ def main() -> int:
                 r = json.loads(p.stdout.strip().splitlines()[-1])
                 rows.append(r)
                 if "refused" in r:
-                    print(f"| {m} | {budget} | {solver} | refused: {r['refused']} ||||")
+                    print(f"| {m} | {budget} | {solver} | refused: {r['refused']} |||||")
                     continue
                 print(
                     f"| {m} | {budget} | {solver} | {r['peak_mb']:.0f} MB | "
-                    f"{r['operator_mb']:.0f} MB | "
+                    f"{r['operator_mb']:.0f} MB | {r['rest_mb']:.0f} MB | "
                     f"{r['rss_above_mb']:.0f} MB | {r['peak_mb'] / r['budget_mb']:.2f} |",
                     flush=True,
                 )
