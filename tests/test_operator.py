@@ -252,6 +252,10 @@ def test_the_cache_takes_what_the_budget_holds_beside_the_streamed_blocks(rng):
     rows, per_row = K.block_plan(m, d, 8)
     streams = K.stream_bytes(m, d, 8, 2)
     assert streams == 2 * rows * per_row  # float64: no widened pieces
+    # what reading a row of a source allocates is held per row of every worker's block
+    assert K.stream_bytes(m, d, 8, 2, read_bytes=98) == 2 * rows * (per_row + 98)
+    with pytest.raises(ValueError, match="read_bytes"):
+        K.stream_bytes(m, d, 8, 2, read_bytes=-1)
     full = n * m * 8
     assert K.cache_rows(full + streams, m * 8, streams) == n
     assert K.cache_rows(full + streams, m * 8, streams) > K.CACHE_FRACTION * (full + streams) / (

@@ -207,15 +207,18 @@ def stream_bytes(
     n_jobs: int,
     on_cuda: bool = False,
     sparse: bool = False,
+    read_bytes: int = 0,
 ) -> int:
     """Bytes the workers' streamed blocks of an operator take at their full size
-    (``block_plan``): what a budget must leave the operators for their passes to run at
-    full speed where none of K_nm is cached (CUDA: one worker; ``n_jobs`` workers on the
-    host, at least 1)."""
+    (``block_plan``, with the widened pieces on the host): what a budget must leave the
+    operators for their passes to run at full speed where none of K_nm is cached (CUDA:
+    one worker; ``n_jobs`` workers on the host, at least 1). ``read_bytes``: what reading
+    one row of X allocates (a row source's ``Rows.read_bytes``; 0 for rows in memory)."""
     check_int(n_jobs, "n_jobs", 1)
+    check_int(read_bytes, "read_bytes", 0)
     rows, per_row = block_plan(m, n_features, itemsize, on_cuda, sparse)
     pieces = 0 if on_cuda else wide_piece_bytes(m, itemsize, rows)
-    return (1 if on_cuda else n_jobs) * (rows * per_row + pieces)
+    return (1 if on_cuda else n_jobs) * (rows * (per_row + read_bytes) + pieces)
 
 
 def cache_rows(budget: int, row_bytes: int, streams: int, on_cuda: bool = False) -> int:
@@ -349,7 +352,15 @@ class KernelOperator:
         #: rows of a host worker's widened piece (float64 products over float32 blocks)
         self._piece_rows = wide_piece_rows(self.m, target)
         pieces = 0 if self.device.is_cuda else wide_piece_bytes(self.m, itemsize, target)
-        streams = self.n_jobs * (target * per_row + pieces)
+        streams = stream_bytes(
+            self.m,
+            int(X.shape[1]),
+            itemsize,
+            self.n_jobs,
+            self.device.is_cuda,
+            self.sparse,
+            self.rows.read_bytes(),
+        )
         fit_rows = cache_rows(self.budget, row_bytes, streams, self.device.is_cuda)
         if cache is True and fit_rows < self.n:
             raise ValueError(
