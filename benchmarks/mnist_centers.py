@@ -151,11 +151,10 @@ def _host(r: dict[str, Any]) -> str:
     of the stops before 68), and the row's ``note`` (a row kept from an older tree says
     which)."""
     sys.path.insert(0, str(HERE))
-    from run import host_name
+    from run import host_cell, host_name
 
     blas = (r.get("machine") or {}).get("blas") or [{}]
-    host = host_name(blas[0].get("architecture"))
-    return f"{host}; {r['note']}" if r.get("note") else host
+    return host_cell(host_name(blas[0].get("architecture")), r.get("note"))
 
 
 def before_table() -> str:

@@ -82,10 +82,27 @@ def host_name(arch: str | None) -> str:
     return HOSTS.get(arch, arch)
 
 
+def host_cell(host: str, note: str | None = None) -> str:
+    """A table's host cell: the host, then the row's note (a row kept from an older tree
+    says which)."""
+    return f"{host}; {note}" if note else host
+
+
+def blas_libraries() -> list[dict[str, Any]]:
+    """The BLAS libraries loaded here (threadpoolctl): API, version, threads and the
+    kernels OpenBLAS picked (``architecture``, which ``host_name`` maps to a host)."""
+    from threadpoolctl import threadpool_info
+
+    return [
+        {k: d.get(k) for k in ("internal_api", "version", "num_threads", "architecture")}
+        for d in threadpool_info()
+        if d.get("user_api") == "blas"
+    ]
+
+
 def machine_info() -> dict[str, Any]:
     import scipy
     import sklearn
-    from threadpoolctl import threadpool_info
 
     import kernelpath
 
@@ -97,11 +114,7 @@ def machine_info() -> dict[str, Any]:
         "scipy": scipy.__version__,
         "scikit-learn": sklearn.__version__,
         "kernelpath": kernelpath.__version__,
-        "blas": [
-            {k: d.get(k) for k in ("internal_api", "version", "num_threads", "architecture")}
-            for d in threadpool_info()
-            if d.get("user_api") == "blas"
-        ],
+        "blas": blas_libraries(),
     }
     tool = HERE.parent.parent / "shared" / "tools" / "machine_limits.py"
     if tool.is_file():

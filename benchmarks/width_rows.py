@@ -121,18 +121,16 @@ def _save(res: dict[str, Any]) -> None:
 
 def _host() -> str:
     """This host, by the BLAS kernels OpenBLAS picks here (``run.host_name``)."""
-    from threadpoolctl import threadpool_info
-
     sys.path.insert(0, str(HERE))
-    from run import host_name
+    from run import blas_libraries, host_name
 
-    blas = [d.get("architecture") for d in threadpool_info() if d.get("user_api") == "blas"]
-    return host_name(blas[0] if blas else "?")
+    blas = blas_libraries()
+    return host_name(blas[0]["architecture"] if blas else "?")
 
 
 def table(res: dict[str, Any]) -> str:
     sys.path.insert(0, str(HERE))
-    from run import host_name
+    from run import host_cell, host_name
 
     lines = ["| MNIST, m | sigma (pixels) | validation error | test error | fit | host |"]
     lines.append("|---:|---:|---:|---:|---:|---|")
@@ -140,7 +138,7 @@ def table(res: dict[str, Any]) -> str:
         lines.append(
             f"| {r['m']:,} | {r['sigma']:.0f} | {r['val_error_pct']:.2f}% "
             f"| {r['test_error_pct']:.2f}% | {r['fit_s']:.0f} s "
-            f"| {r.get('host') or host_name(None)}{'; ' + r['note'] if r.get('note') else ''} |"
+            f"| {host_cell(r.get('host') or host_name(None), r.get('note'))} |"
         )
     lines += ["", "| set | seed | screen rows | sigma[0] | CG error | CG fit | direct error |"]
     lines.append("|---|---:|---:|---:|---:|---:|---:|")
