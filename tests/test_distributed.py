@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import os
 import signal
+import time
+from concurrent.futures import CancelledError
 
 import numpy as np
 import pytest
 
 import kernelpath as kp
+from kernelpath import distributed as distributed_module
 from kernelpath.distributed import DaskKernelOperator
 from kernelpath.workspace import Workspace
 
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
+CommClosedError = distributed.comm.core.CommClosedError
 
 N, D, CHUNK = 4000, 5, 500
 
@@ -154,7 +158,7 @@ def test_a_worker_killed_mid_fit(client, monkeypatch):
     Xd = da.from_array(X, chunks=(CHUNK, D))
     ref = _ten_passes().fit(X, y)
     pids = client.run(os.getpid)
-    victim = next(iter(pids.values()))
+    victim_address, victim = next(iter(pids.items()))
     calls = {"n": 0}
     original = DaskKernelOperator.fused
 
@@ -169,7 +173,7 @@ def test_a_worker_killed_mid_fit(client, monkeypatch):
     est = _ten_passes().fit(Xd, y)
     assert calls["n"] >= 3
     assert _rel(est.predict(X), ref.predict(X)) <= 1e-10
-    client.wait_for_workers(2, timeout=60)
+    _wait_for_new_workers(client, {victim_address})
 
 
 def test_every_worker_killed_mid_fit(client, monkeypatch):
@@ -187,16 +191,68 @@ def test_every_worker_killed_mid_fit(client, monkeypatch):
         out = original(self, *args, **kwargs)
         calls["n"] += 1
         if calls["n"] == 2:
+            killed = set(client.run(os.getpid))
             for pid in client.run(os.getpid).values():
                 os.kill(pid, signal.SIGKILL)
-            client.wait_for_workers(2, timeout=60)
+            _wait_for_new_workers(client, killed)
         return out
 
     monkeypatch.setattr(DaskKernelOperator, "fused", fused)
     est = _ten_passes().fit(Xd, y, sample_weight=w)
     assert calls["n"] >= 3
     assert _rel(est.predict(X), ref.predict(X)) <= 1e-10
-    client.wait_for_workers(2, timeout=60)
+
+
+def _wait_for_new_workers(client, killed: set[str], timeout: float = 60.0) -> None:
+    """Until the scheduler lists two workers and none of the ``killed`` ones
+    (``wait_for_workers`` alone counts a killed worker the scheduler has not yet dropped)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        workers = set(client.scheduler_info()["workers"])
+        if len(workers) >= 2 and not workers & killed:
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"the cluster did not replace its workers in {timeout} s")
+
+
+def test_a_scatter_that_meets_closing_workers_is_tried_again(client, monkeypatch):
+    """A product cancelled for lost data scatters the centers again; when that scatter meets a
+    closed connection (workers still going down), the operator waits and scatters again, and
+    the fit equals the one on NumPy rows."""
+    X, y = _problem()
+    Xd = da.from_array(X, chunks=(CHUNK, D))
+    ref = _ten_passes().fit(X, y)
+    monkeypatch.setattr(distributed_module, "SCATTER_WAIT_S", 0.01)
+    computes = {"n": 0}
+    original_compute = distributed_module._compute
+
+    def compute(*objs):
+        computes["n"] += 1
+        if computes["n"] == 3:  # the third product: the cluster lost its data
+            raise CancelledError("lost data")
+        return original_compute(*objs)
+
+    scatters = {"n": 0, "failed": 0}
+    original_scatter = type(client).scatter
+
+    def scatter(self, *args, **kwargs):
+        scatters["n"] += 1
+        if scatters["n"] in (2, 3):  # the two scatters after the loss meet closed connections
+            scatters["failed"] += 1
+            raise CommClosedError("in <TCP (closed) ConnectionPool.scatter>: Stream is closed")
+        return original_scatter(self, *args, **kwargs)
+
+    monkeypatch.setattr(distributed_module, "_compute", compute)
+    monkeypatch.setattr(type(client), "scatter", scatter)
+    est = _ten_passes().fit(Xd, y)
+    assert computes["n"] > 3 and scatters == {"n": 4, "failed": 2}
+    assert _rel(est.predict(X), ref.predict(X)) <= 1e-10
+
+    monkeypatch.setattr(distributed_module, "SCATTER_RETRIES", 1)
+    scatters.update(n=0, failed=0)
+    computes["n"] = 0
+    with pytest.raises(CommClosedError):  # more closed connections than retries: raised
+        _ten_passes().fit(Xd, y)
 
 
 class _BlockKernelpath(distributed.WorkerPlugin):

@@ -27,7 +27,9 @@ kept on its worker (persisted); otherwise every product recomputes the blocks fr
 chunks (read again from their source). A lost worker's chunks are recomputed from the graph;
 a product whose graph names data the cluster lost for good (the scattered centers, when
 the workers that held them are gone) is cancelled by the scheduler, and the operator then
-scatters the centers again and builds the product anew (``LOST_DATA_RETRIES`` times).
+scatters the centers again and builds the product anew (``LOST_DATA_RETRIES`` times). A
+scatter that meets the connections of workers still going down (``OSError``, dask's
+``CommClosedError``) waits and is tried again (``SCATTER_RETRIES`` times).
 
 No ``distributed.Client``: dask's local scheduler (threads of this process) runs the tasks.
 """
@@ -37,6 +39,7 @@ from __future__ import annotations
 import copy
 import operator
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import CancelledError
 from typing import Any
@@ -62,6 +65,11 @@ SPLIT_EVERY = 8
 #: Times a product is built again from the centers and the chunks after the cluster lost
 #: data its graph named (every worker holding the scattered centers gone, say).
 LOST_DATA_RETRIES = 2
+
+#: Times a scatter of the centers is tried again after a closed connection (the cluster
+#: replacing lost workers), waiting ``SCATTER_WAIT_S`` seconds, doubled at each try.
+SCATTER_RETRIES = 4
+SCATTER_WAIT_S = 0.5
 
 _checked_clients: set[str] = set()
 _check_lock = threading.Lock()
@@ -304,7 +312,7 @@ class DaskKernelOperator:
         self.client = active_client()
         if self.client is not None:
             check_workers(self.client)
-            self._centers_ref: Any = self.client.scatter(self.centers, hash=False)
+            self._centers_ref: Any = self._scattered()
         else:
             self._centers_ref = dask.delayed(self.centers, pure=True)
         self._ops: list[Any] | None = None
@@ -384,8 +392,20 @@ class DaskKernelOperator:
             except CancelledError:
                 if self.client is None or attempt == LOST_DATA_RETRIES:
                     raise
-                self._centers_ref = self.client.scatter(self.centers, hash=False)
+                self._centers_ref = self._scattered()
                 self._ops = None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _scattered(self) -> Any:
+        """The centers scattered to the workers, tried again while the connections of lost
+        workers close (the scheduler may still list a killed worker and send it a part)."""
+        for attempt in range(SCATTER_RETRIES + 1):
+            try:
+                return self.client.scatter(self.centers, hash=False)
+            except OSError:
+                if attempt == SCATTER_RETRIES:
+                    raise
+                time.sleep(SCATTER_WAIT_S * 2**attempt)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _summed(self, method: str, per_chunk: list[tuple[Any, ...]], **kwargs: Any) -> Any:
