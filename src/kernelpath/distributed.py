@@ -481,10 +481,13 @@ class DaskKernelOperator:
         G = self._summed("gram", [(w,) for w in self._weight_pieces(weights)])
         return (G + G.T) / 2
 
-    def center_gram(self, native: bool = False, out: Any = None) -> np.ndarray:
-        """K_mm (computed here: the centers are here), or written into ``out``."""
+    def center_gram(
+        self, native: bool = False, out: Any = None, rows: tuple[int, int] | None = None
+    ) -> np.ndarray:
+        """K_mm (computed here: the centers are here), or written into ``out`` (its
+        ``rows`` only, given them)."""
         op = self.builder.operator(self.centers, self.centers, self.kernel)
-        return op.center_gram(out=out)
+        return op.center_gram(out=out, rows=rows)
 
     def center_operator(self, memory_budget: int, columns: Any = None) -> Any:
         """K_mm (or K_m,S) as a streamed operator here (the centers are here)."""

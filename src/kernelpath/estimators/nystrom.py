@@ -108,17 +108,22 @@ _CG_FACTOR_PARAMS = (
     (
         "factor_layout",
         "auto",
-        """    factor_layout : {"auto", "cholesky", "eigh", "compact", "lowrank"}, default="auto"
+        """    factor_layout : {"auto", "cholesky", "eigh", "compact", "lowrank", "disk"}, \
+default="auto"
         The form of CG's preconditioner (``solver="cg"``, square loss, one number of
         centers): "cholesky", K_mm's Cholesky factor with a float64 Cholesky factor of the
         preconditioned system per anchor penalty (about (2 + anchors) m^2 float64 numbers);
         "eigh", one eigendecomposition serving every penalty (4 m^2); "compact", T = chol(K_mm
         + jitter) and the anchors' preconditioners in the data's precision ((anchors + 2) // 2
         buffers of m^2: for float32 data or a tight budget); "lowrank", a rank-r randomized
-        Nyström preconditioner of K_mm (O(m r) memory, no m x m matrix; slower to converge).
-        "auto" takes the first of these that fits ``memory_budget`` (the compact factor first
-        for float32 data, and in place of the eigendecomposition from 8,000 centers where
-        K_mm is not safely positive definite). A layout asked for is refused before any work
+        Nyström preconditioner of K_mm (O(m r) memory, no m x m matrix; slower to converge);
+        "disk", the compact factor in float32 with one anchor in a temporary file
+        (``tempfile.gettempdir()``: set ``TMPDIR`` to choose its disk; 4 m^2 bytes there),
+        read by panels of rows, so that memory holds three panels of it (for m whose m x m
+        buffer the budget cannot hold). "auto" never writes to disk; it takes the first of
+        the others that fits ``memory_budget`` (the compact factor first for float32 data,
+        and in place of the eigendecomposition from 8,000 centers where K_mm is not safely
+        positive definite). A layout asked for is refused before any work
         where the budget cannot hold it (``BudgetError``).
 """,
     ),

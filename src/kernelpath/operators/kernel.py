@@ -504,7 +504,9 @@ class KernelOperator:
     def _run(self, fn: Callable[[int], Any]) -> list[Any]:
         return self.cache.run(fn, self.expected_passes)
 
-    def center_gram(self, native: bool = False, out: Any = None) -> Any:
+    def center_gram(
+        self, native: bool = False, out: Any = None, rows: tuple[int, int] | None = None
+    ) -> Any:
         """K_mm = [k(c_i, c_j)], exactly symmetric; or written into ``out``.
 
         Parameters
@@ -517,23 +519,33 @@ class KernelOperator:
             ``out`` is returned. Of the operator's dtype, or of a lower one (a float32
             factor of float64 data): each band is then computed in the operator's dtype
             and rounded into ``out``.
+        rows : (start, stop) or None
+            With ``out``: only K_mm's rows start:stop, written into ``out`` of shape
+            (stop - start, m) (the disk factor's bands).
 
         Returns
         -------
-        array of shape (m, m)
+        array of shape (m, m), or (stop - start, m) with ``rows``
         """
         c, c_sq = self.centers, self._c_sq
+        if rows is not None and out is None:
+            raise ValueError("rows needs out: the rows are written there")
         if out is not None:
+            r0, r1 = (0, self.m) if rows is None else rows
+            if not 0 <= r0 <= r1 <= self.m:
+                raise ValueError(f"rows must satisfy 0 <= start <= stop <= {self.m}, got {rows}")
+            if tuple(out.shape) != (r1 - r0, self.m):
+                raise ValueError(f"out must have shape {(r1 - r0, self.m)}, got {tuple(out.shape)}")
             size = CUDA_BLOCK_BYTES if self.device.is_cuda else BLOCK_BYTES
             band = max(1, min(self.m, size // max(1, self.m * self.dtype.itemsize)))
             rounded = B.dtype_of(out) != self.dtype
-            for i in range(0, self.m, band):
-                j = min(self.m, i + band)
+            for i in range(r0, r1, band):
+                j = min(r1, i + band)
                 xs = None if c_sq is None else c_sq[i:j]
-                dst = None if rounded else out[i:j]
+                dst = None if rounded else out[i - r0 : j - r0]
                 K = self.kernel.block(c[i:j], c, xs, None, self._prepared, dst, None, self._clip)
                 if rounded:
-                    out[i:j] = K
+                    out[i - r0 : j - r0] = K
             return out
         K = self.kernel.block(c, c, c_sq, None, self._prepared, clip=self._clip)
         if B.is_tensor(K):  # torch refuses in-place operations between overlapping views

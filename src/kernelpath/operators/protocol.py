@@ -64,9 +64,12 @@ class KernelProducts(Operator, Protocol):
         """K_nm^T diag(w) K_nm, (m, m)."""
         ...
 
-    def center_gram(self, native: bool = False, out: Any = None) -> Any:
+    def center_gram(
+        self, native: bool = False, out: Any = None, rows: tuple[int, int] | None = None
+    ) -> Any:
         """K_mm, (m, m); with ``out`` (C-contiguous, the operator's dtype and device),
-        written there by bands of rows."""
+        written there by bands of rows; with ``rows`` (start, stop) too, only those rows
+        (``out`` of shape (stop - start, m))."""
         ...
 
     def center_operator(self, memory_budget: int, columns: Any = None) -> Any:

@@ -65,6 +65,7 @@ from ..selection import penalty_grid
 from ._common import Validation, as_2d
 from ._iterates import _Bookkeeping, _Problem
 from .compact import compact_factor
+from .disk import disk_factor
 from .krylov import (
     CG_LAYOUTS,
     _krylov_path,
@@ -162,11 +163,12 @@ def iterative_path(
         centers on the host and with few anchors, the compact factor in the operator's
         precision holds every anchor in place of K_mm's eigendecomposition
         (``krylov.compact_in_reach``; for the eigendecomposition's layout, where it fits).
-    factor_layout : {"auto", "cholesky", "eigh", "compact", "lowrank"}
+    factor_layout : {"auto", "cholesky", "eigh", "compact", "lowrank", "disk"}
         cg: the form of the factor (``krylov.cg_layout``); "auto": the first that fits
         ``memory_limit``. "compact" holds every anchor, in float32 under float64 data where
-        the float64 buffers do not fit ``memory_limit`` (``krylov.forced_compact``). gd / nu
-        keep the full factor.
+        the float64 buffers do not fit ``memory_limit`` (``krylov.forced_compact``). "disk":
+        the compact factor in float32 with one anchor in a temporary file, read by panels
+        (``disk.DiskFactor``; never taken by "auto"). gd / nu keep the full factor.
     preconditioner_rank : int
         r, the rank of the low-rank preconditioner's randomized Nyström sketch of K_mm (at
         most m), where cg takes it.
@@ -198,6 +200,8 @@ def iterative_path(
         layout, slots, fsize = cg_layout(*args, memory_limit, itemsize, first, preconditioner_rank)
         if factor_layout == "compact":  # asked for: every anchor (float32 where it must)
             layout, slots, fsize = forced_compact(*args, memory_limit, itemsize)
+        elif factor_layout == "disk":  # asked for: one anchor, float32, in a file
+            layout, slots, fsize = "disk", 1, 4
         elif factor_layout != "auto":
             layout, slots = factor_layout, 0
         elif "factor" not in setup and compact_in_reach(layout, *args, memory_limit, on_device):
@@ -209,6 +213,8 @@ def iterative_path(
         if layout == "compact" and "factor" not in setup:
             dt = np.float32 if fsize < itemsize else None
             setup["factor"] = compact_factor(op, slots=slots, dtype=dt)
+        if layout == "disk" and "factor" not in setup:
+            setup["factor"] = disk_factor(op)
         if layout == "lowrank" and "factor" not in setup:
             setup["factor"] = lowrank_factor(op, preconditioner_rank)
         # the validation rows' image of the basis, where it fits beside the layout

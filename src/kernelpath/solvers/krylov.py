@@ -20,6 +20,7 @@ from ..path import Path
 from ..selection import penalty_grid
 from ._iterates import _Bookkeeping, _Problem
 from .compact import compact_memory
+from .disk import disk_memory
 from .lowrank import LOWRANK_NEW_SHARE, LOWRANK_RANK, lowrank_memory
 
 #: CG's projected matrix V^T H0 V is positive semi-definite; an eigenvalue below -this share
@@ -102,7 +103,7 @@ def anchor_count(penalties: Any) -> int:
 
 
 def _preconditioner_kind(factor: Any) -> str:
-    if factor.method == "cholesky-compact":
+    if factor.method in ("cholesky-compact", "cholesky-disk"):
         return "compact"
     if factor.method == "lowrank":
         return "lowrank"
@@ -134,7 +135,8 @@ def cg_memory(
     "cholesky" or "eigh" as ``cholesky`` says): R and M with one Cholesky factor per anchor
     ("cholesky"), or the eigendecomposition that rotates M to a diagonal ("eigh"), or the
     compact factor's buffers in the operator's precision (``itemsize``) with ``slots``
-    anchors (None: every anchor; "compact"); then the Krylov basis V, H0 V and the anchors'
+    anchors (None: every anchor; "compact"), or its panels in memory with one anchor, its
+    buffer in a file ("disk", ``solvers.disk``); then the Krylov basis V, H0 V and the anchors'
     own bases (r x d each, d = ``krylov_cap``), the projected matrix and its
     eigendecomposition (d x d); the validation predictions of every penalty's point
     (n_val x P k), and with ``images`` the validation rows' image of the basis, K_vm R V
@@ -143,12 +145,16 @@ def cg_memory(
     layout = layout or ("cholesky" if cholesky else "eigh")
     lam = _penalty_array(penalties)
     P = len(lam)
-    A = len(_anchors(lam, slots if layout == "compact" else None)[0])
+    if layout == "disk":  # one anchor: the file holds T and one preconditioner
+        slots = 1
+    A = len(_anchors(lam, slots if layout in ("compact", "disk") else None)[0])
     d = krylov_cap(m, k, A, max_iter)
     basis = 3 * m * d + 3 * d * d + 2 * P * d * k + 6 * m * P * k
     val = 2 * n_val * P * k + (n_val * d if images else 0)
     if layout == "compact":
         return compact_memory(m, itemsize, A) + 8 * int(basis + val)
+    if layout == "disk":  # its panels in memory, its buffer in a file
+        return disk_memory(m) + 8 * int(basis + val)
     if layout == "lowrank":  # R K_mm R V beside the basis, and its new block's copies
         return lowrank_memory(m, rank) + 8 * int(basis + 2 * m * d + val)
     if layout == "cholesky":
@@ -158,8 +164,9 @@ def cg_memory(
     return 8 * int(peak)
 
 
-#: The forms of CG's factor, fastest first (``cg_layout``).
-CG_LAYOUTS = ("cholesky", "eigh", "compact", "lowrank")
+#: The forms of CG's factor, fastest first (``cg_layout``); "disk" (the compact factor in a
+#: file, ``solvers.disk``) only where asked for by name: "auto" writes nothing to disk.
+CG_LAYOUTS = ("cholesky", "eigh", "compact", "lowrank", "disk")
 
 
 #: The itemsize of the compact factor's lowest precision (float32): under float64 data it

@@ -1,0 +1,214 @@
+"""The compact factor in a file (``solvers.disk``): its triangles against dense float64
+algebra on the triangles it stored, its panels against LAPACK's factor, its fit against the
+dense Nyström solution, its memory (the panels, not the buffer), a full disk and a failed
+factor refused by name, and ``center_gram``'s rows."""
+
+from __future__ import annotations
+
+import errno
+import os
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.linalg
+
+import kernelpath as kp
+from kernelpath._backend import NUMPY, Device
+from kernelpath.fitting.memory import BudgetError
+from kernelpath.solvers import disk
+from kernelpath.solvers.compact import compact_factor
+from kernelpath.solvers.disk import DiskFactor, disk_factor, disk_memory
+from kernelpath.workspace import Workspace
+
+torch = pytest.importorskip("torch")
+
+
+def _operator(m=300, d=5, sigma=2.0, device=NUMPY, dtype=np.float32, n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)).astype(dtype)
+    C = X[:m].copy()
+    if device.is_torch:
+        X, C = torch.from_numpy(X), torch.from_numpy(C)
+    return Workspace.of(None, device).operator(X, C, kp.Gaussian(sigma))
+
+
+def _dense_k(op) -> np.ndarray:
+    return np.asarray(op.center_gram(), dtype=np.float64)
+
+
+@pytest.mark.parametrize("rows", [37, 64, 300, 1000])
+def test_the_streamed_steps_are_the_dense_algebra_of_the_stored_triangles(rows):
+    """T^T T = K_mm + j I to float32's rounding; R = T^-1 applied (both ways) as the dense
+    float64 solve with the stored T; the products exact; the preconditioner's A A^T =
+    scale T T^T + shift I and its solve the dense one with the stored A. Panels of 37 rows
+    do not divide m = 300; 1,000 rows are one panel."""
+    op = _operator()
+    fac = disk_factor(op, rows=rows)
+    m = op.m
+    T = np.triu(np.asarray(fac.W[:m], dtype=np.float64))
+    K = _dense_k(op) + fac.jitter * np.eye(m)
+    assert np.abs(T.T @ T - K).max() <= 50 * np.finfo(np.float32).eps * np.abs(K).max()
+    V = np.random.default_rng(1).standard_normal((m, 4))
+    for transpose in (False, True):
+        want = scipy.linalg.solve_triangular(T, V, trans="T" if transpose else "N")
+        got = fac.apply_t(V) if transpose else fac.apply(V)
+        assert np.abs(got - want).max() <= 1e-9 * np.abs(want).max()
+        prod = fac._tri_product(V, transpose, wide=True)
+        assert np.allclose(prod, (T.T if transpose else T) @ V, rtol=0, atol=1e-12)
+    want = scipy.linalg.solve_triangular(T, V[:, 0])  # a vector as a column
+    assert np.abs(fac.apply(V[:, 0]) - want).max() <= 1e-9 * np.abs(want).max()
+    top, _ = fac.top()
+    assert top == pytest.approx(np.linalg.eigvalsh(K)[-1], rel=1e-3)
+    scale, shift = 0.5, 1e-3
+    solve = fac.preconditioner(scale, shift)
+    A = np.tril(np.asarray(fac.W[1:], dtype=np.float64))
+    P = scale * T @ T.T + fac.shifts_used[0] * np.eye(m)
+    assert np.abs(A @ A.T - P).max() <= 50 * np.finfo(np.float32).eps * np.abs(P).max()
+    want = np.linalg.solve(A @ A.T, V)
+    assert np.abs(solve(V) - want).max() <= 1e-3 * np.abs(want).max()  # a float32 solve
+    # forming A left T alone
+    assert np.array_equal(np.triu(np.asarray(fac.W[:m], dtype=np.float64)), T)
+    with pytest.raises(RuntimeError, match="1 preconditioner"):
+        fac.preconditioner(scale, shift)
+
+
+def test_the_factor_is_lapacks_in_float32():
+    """On a well-conditioned K_mm (narrow width) the panels' T is LAPACK's float32 factor
+    and the compact factor's to float32's rounding, with the same jitter."""
+    op = _operator(sigma=0.7)
+    fac = disk_factor(op, rows=50)
+    ref = compact_factor(op, dtype=np.float32)
+    assert fac.jitter == pytest.approx(ref.jitter, rel=1e-6)
+    m = op.m
+    T, Tc = np.triu(fac.W[:m]).astype(np.float64), np.triu(ref.T).astype(np.float64)
+    assert np.abs(T - Tc).max() <= 1e-5 * np.abs(Tc).max()
+
+
+def test_a_torch_operator_writes_its_bands_through_a_tensor():
+    op = _operator(device=Device("torch", "cpu"))
+    fac = disk_factor(op, rows=64)
+    T = np.triu(np.asarray(fac.W[: op.m], dtype=np.float64))
+    K = _dense_k(_operator()) + fac.jitter * np.eye(op.m)
+    assert np.abs(T.T @ T - K).max() <= 50 * np.finfo(np.float32).eps * np.abs(K).max()
+
+
+def test_the_fit_holds_the_panels_not_the_buffer():
+    """tracemalloc over the factor, the preconditioner and a refined product: the peak is
+    the three panels and the vectors, far below the buffer (the file's)."""
+    op = _operator(m=1200, n=1300)
+    rows = 40
+    V = np.random.default_rng(0).standard_normal((op.m, 3))
+    tracemalloc.start()
+    try:
+        fac = disk_factor(op, rows=rows)
+        fac.preconditioner(0.5, 1e-3)(V)
+        fac.apply(V)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    buffer = 4 * (op.m + 1) * op.m  # 5.8 MB
+    panels = disk_memory(op.m, rows)  # 0.58 MB
+    assert peak <= panels + 12 * V.nbytes + 2 * 2**20  # K's bands (BLOCK_BYTES) and LAPACK
+    assert peak < buffer / 2
+
+
+def test_a_disk_without_room_is_an_oserror_naming_the_directory(monkeypatch, tmp_path):
+    def full(fd, offset, length):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(disk.os, "posix_fallocate", full)
+    with pytest.raises(OSError, match=str(tmp_path)) as info:
+        disk_factor(_operator(), directory=tmp_path)
+    assert info.value.errno == errno.ENOSPC
+    assert list(tmp_path.iterdir()) == []  # an unnamed file: nothing left behind
+
+
+def test_a_factor_that_fails_every_jitter_is_refused_and_its_file_closed(monkeypatch):
+    closed = []
+    original = DiskFactor.close
+
+    def close(self):
+        closed.append(1)
+        original(self)
+
+    monkeypatch.setattr(DiskFactor, "close", close)
+    op = _operator(sigma=50.0)
+    # every jitter of the six tries, from 1e-30 on, is far below float32's rounding of this
+    # wide kernel's K_mm (nearly all ones), whose smallest eigenvalues are rounding noise
+    with pytest.raises(np.linalg.LinAlgError, match="no Cholesky factor in float32"):
+        disk_factor(op, jitter=1e-30)
+    assert closed == [1]
+    fac = disk_factor(op)  # the default first jitter holds (or grows until it does)
+    assert fac.jitter >= np.finfo(np.float32).eps * np.sqrt(op.m)
+
+
+def test_center_gram_writes_the_rows_asked_for():
+    op = _operator(dtype=np.float64)
+    K = op.center_gram()
+    out = np.empty((25, op.m), dtype=np.float32)
+    op.center_gram(out=out, rows=(100, 125))
+    assert np.allclose(out, K[100:125], rtol=0, atol=1e-7)
+    with pytest.raises(ValueError, match="rows needs out"):
+        op.center_gram(rows=(0, 2))
+    with pytest.raises(ValueError, match="out must have shape"):
+        op.center_gram(out=np.empty((3, op.m)), rows=(0, 2))
+    with pytest.raises(ValueError, match="rows must satisfy"):
+        op.center_gram(out=np.empty((2, op.m)), rows=(op.m - 1, op.m + 1))
+
+
+def _data(n=3000, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.sin(X.sum(axis=1)) + 0.5 * X[:, 0] * X[:, 1] + 0.1 * rng.standard_normal(n)
+    return X, y
+
+
+def _gauss(A, B, sigma):
+    d2 = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2 * A @ B.T
+    return np.exp(-np.maximum(d2, 0) / (2 * sigma**2))
+
+
+def test_the_disk_fit_is_the_dense_nystrom_solution_with_its_jitter():
+    """factor_layout="disk" on float64 data: the model with penalty T^T T = K_mm + j I,
+    to 0.5% of the predictions' spread from the dense float64 solve with that jitter (as the
+    float32 compact factor is held in test_factor_layout.py), the factor and its dtype
+    reported."""
+    X, y = _data()
+    C, lam, sigma = X[:400], 1e-4, 2.0
+    est = kp.NystromRegressor(
+        kp.Gaussian(sigma),
+        penalty=lam,
+        centers=C,
+        max_iter=200,
+        tol=1e-10,
+        validation_fraction=0.0,
+        scale=False,
+        factor_layout="disk",
+    ).fit(X, y)
+    info = est.path_.info
+    assert (info["factor"], info["preconditioners"], info["factor_dtype"]) == (
+        "cholesky-disk",
+        "compact",
+        "float32",
+    )
+    j = info["jitter"]
+    Knm, Kmm = _gauss(X, C, sigma), _gauss(C, C, sigma)
+    a = np.linalg.solve(
+        Knm.T @ Knm + len(X) * lam * (Kmm + j * np.eye(len(C))), Knm.T @ (y - y.mean())
+    )
+    want = _gauss(X[:300], C, sigma) @ a + y.mean()
+    got = est.predict(X[:300])
+    assert np.abs(got - want).max() <= 5e-3 * np.ptp(want)
+
+
+def test_disk_fits_a_budget_that_refuses_the_compact_buffer():
+    """m = 2,000 in 20 MB: one float32 compact buffer (16 MB with its scratch, beside the
+    basis) is refused, the disk factor's panels (3 x 256 x 2,000 x 4 = 6 MB) fit."""
+    X, y = _data(n=4000)
+    kw = dict(penalty=1e-3, n_centers=2000, max_iter=5, random_state=0, memory_budget="20MB")
+    with pytest.raises(BudgetError, match="memory_budget"):
+        kp.NystromRegressor(kp.Gaussian(2.0), factor_layout="compact", **kw).fit(X, y)
+    est = kp.NystromRegressor(kp.Gaussian(2.0), factor_layout="disk", **kw).fit(X, y)
+    assert est.path_.info["factor"] == "cholesky-disk"
+    assert np.isfinite(est.predict(X[:10])).all()
