@@ -312,7 +312,12 @@ def run_mnist(a: argparse.Namespace) -> dict[str, Any]:
 
     def make(m: int | None, verbose: int = 0) -> Any:
         return NystromClassifier(
-            scale=False, n_centers=m, random_state=0, device=a.device, verbose=verbose
+            scale=False,
+            n_centers=m,
+            random_state=0,
+            device=a.device,
+            verbose=verbose,
+            factor_layout=a.factor_layout,
         )
 
     if a.device is not None and a.device.startswith("cuda"):
@@ -375,7 +380,7 @@ def main() -> int:
     f.add_argument(
         "--factor-layout",
         default="auto",
-        choices=("auto", "cholesky", "eigh", "compact", "lowrank"),
+        choices=("auto", "cholesky", "eigh", "compact", "lowrank", "disk"),
         help="kernelpath: NystromRegressor(factor_layout=...)",
     )
     q = sub.add_parser("pass")
@@ -394,6 +399,7 @@ def main() -> int:
     t.add_argument("--dtype", default="float32")
     t.add_argument("--device", default=None)
     t.add_argument("--verbose", type=int, default=0, help="the estimator's progress (stderr)")
+    t.add_argument("--factor-layout", default="auto", help="the estimator's factor_layout")
     a = ap.parse_args()
     if a.cmd == "mnist":
         print(json.dumps(run_mnist(a), default=float))

@@ -59,7 +59,7 @@ EXTRA: dict[str, list[str]] = {
 
 def run(configs: list[str], runs: int, iters: int) -> None:
     sys.path.insert(0, str(HERE))
-    from peers import falkon_python, problem, rounds
+    from peers import falkon_python, fit_summary, problem, rounds
     from run import machine_info
 
     info = machine_info()
@@ -88,12 +88,7 @@ def run(configs: list[str], runs: int, iters: int) -> None:
             "lib": lib,
             "m": m,
             "iters": iters,
-            "runs": len(r["fit_s_runs"]),
-            "fit_s": r["fit_s"],
-            "fit_s_runs": r["fit_s_runs"],
-            "test_rmse": r["test_rmse"],
-            "peak_mb": r["peak_mb"],
-            "factor": r["extra"].get("factor"),
+            **fit_summary(r),
             "date": stamp,
             "gemm_gflops_float64": info.get("limits", {}).get("gemm_gflops_float64"),
         }

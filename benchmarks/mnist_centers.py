@@ -3,6 +3,7 @@
     python benchmarks/mnist_centers.py run [--m default,2000,5000,10000,20000] [--runs 1]
         [--dtype float64] [--limit 900]
     python benchmarks/mnist_centers.py run --m 20000 --dtype float32 --runs 3 --before SRC
+    python benchmarks/mnist_centers.py run --m 40000 --dtype float32 --factor-layout disk
     python benchmarks/mnist_centers.py table
     python benchmarks/mnist_centers.py before-table
 
@@ -35,12 +36,15 @@ BEFORE = HERE / "results" / "mnist_before.json"
 ROOT = HERE.parent.parent / "shared"
 
 
-def one(m: str, dtype: str, limit: float, src: str | None = None) -> dict[str, Any]:
-    """One fit in a fresh process (with ``src`` first on its ``PYTHONPATH``: an older tree);
-    {"timed_out": limit} when it runs past ``limit`` s."""
+def one(
+    m: str, dtype: str, limit: float, src: str | None = None, layout: str = "auto"
+) -> dict[str, Any]:
+    """One fit in a fresh process (with ``src`` first on its ``PYTHONPATH``: an older tree;
+    ``layout``: the estimator's ``factor_layout``); {"timed_out": limit} when it runs past
+    ``limit`` s."""
     cmd = [sys.executable, str(HERE / "fresh.py"), "mnist", "--root", str(ROOT / "data")]
     cmd += [] if m == "default" else ["--m", m]
-    cmd += ["--dtype", dtype]
+    cmd += ["--dtype", dtype, "--factor-layout", layout]
     env = dict(os.environ)
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
@@ -85,7 +89,7 @@ def compare(ms: list[str], runs: int, dtype: str, limit: float, src: str) -> Non
     BEFORE.write_text(json.dumps(res, indent=2, default=float) + "\n")
 
 
-def run(ms: list[str], runs: int, dtype: str, limit: float) -> None:
+def run(ms: list[str], runs: int, dtype: str, limit: float, layout: str = "auto") -> None:
     sys.path.insert(0, str(HERE))
     from run import machine_info
 
@@ -94,11 +98,13 @@ def run(ms: list[str], runs: int, dtype: str, limit: float) -> None:
     got: dict[str, list[dict[str, Any]]] = {m: [] for m in ms}
     for _ in range(runs):
         for m in ms:
-            got[m].append(one(m, dtype, limit))
+            got[m].append(one(m, dtype, limit, layout=layout))
             print(m, json.dumps(got[m][-1], default=float), flush=True)
     for m, rows in got.items():
         done = [r for r in rows if "timed_out" not in r]
         entry: dict[str, Any] = {"m": m, "dtype": dtype, "runs": len(rows), "limit_s": limit}
+        if layout != "auto":
+            entry["factor_layout"] = layout
         if done:
             entry.update(
                 fit_s=statistics.median(r["fit_s"] for r in done),
@@ -112,7 +118,7 @@ def run(ms: list[str], runs: int, dtype: str, limit: float) -> None:
             )
         entry["timed_out"] = len(rows) - len(done)
         entry["machine"] = machine
-        res[f"{m}/{dtype}"] = entry
+        res[f"{m}/{dtype}" + ("" if layout == "auto" else f"/{layout}")] = entry
     OUT.write_text(json.dumps(res, indent=2, default=float) + "\n")
     print(table())
 
@@ -190,11 +196,12 @@ def main() -> int:
     ap.add_argument("--dtype", default="float64")
     ap.add_argument("--limit", type=float, default=900.0)
     ap.add_argument("--before", help="an older tree's src folder, run alternating")
+    ap.add_argument("--factor-layout", default="auto", help="the estimator's factor_layout")
     a = ap.parse_args()
     if a.mode == "run" and a.before:
         compare(a.m.split(","), a.runs, a.dtype, a.limit, a.before)
     elif a.mode == "run":
-        run(a.m.split(","), a.runs, a.dtype, a.limit)
+        run(a.m.split(","), a.runs, a.dtype, a.limit, a.factor_layout)
     elif a.mode == "before-table":
         print(before_table())
     else:

@@ -98,6 +98,19 @@ def rounds(methods: list[tuple[str, str, list[str]]], runs: int, threads: int) -
     return out
 
 
+def fit_summary(r: dict[str, Any]) -> dict[str, Any]:
+    """A configuration's row from ``rounds``' result: its runs, the median fit, the test RMSE,
+    the peak memory and the factor the fit took."""
+    return {
+        "runs": len(r["fit_s_runs"]),
+        "fit_s": r["fit_s"],
+        "fit_s_runs": r["fit_s_runs"],
+        "test_rmse": r["test_rmse"],
+        "peak_mb": r["peak_mb"],
+        "factor": r["extra"].get("factor"),
+    }
+
+
 def limit_seconds(info: dict[str, Any], n: int, m: int, d: int = 20) -> float | None:
     """The machine's limit for one pass: 2nmd flops at the GEMM rate plus nm exponentials at
     the all-core exp rate (both measured at the start of this run)."""

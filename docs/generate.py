@@ -49,6 +49,7 @@ TABLES: dict[str, list[str]] = {
     "width_rows": ["benchmarks/width_rows.py", "table"],
     "mnist_before": ["benchmarks/mnist_centers.py", "before-table"],
     "product_pieces": ["benchmarks/product_pieces.py", "table"],
+    "disk_factor": ["benchmarks/disk_factor.py", "table"],
 }
 
 
