@@ -3,6 +3,8 @@ memory, on problem P, every fit in a fresh process.
 
     python benchmarks/disk_factor.py run --n 200000 --m 60000 --layouts disk,lowrank
     python benchmarks/disk_factor.py run --n 200000 --m 20000 --layouts disk,compact --runs 3
+    python benchmarks/disk_factor.py run --n 100000 --m 40000 --layouts disk --budget 4GB \
+        --note "beside 19 GB held by another process"
     python benchmarks/disk_factor.py algebra --m 20000 --rounds 3
     python benchmarks/disk_factor.py table
 
@@ -16,7 +18,8 @@ both fit, "disk" against "compact" is the price of the file. The layouts alterna
 after round; the table gives the median fit, the test RMSE, the peak resident memory above
 the loaded data, and the memory the system had available at the start of the run (what
 the page cache can hold of the file beside the fit). Results accumulate in
-``results/disk_factor.json``, one row per (n, m, layout, budget).
+``results/disk_factor.json``, one row per n, m, layout, budget and ``--note`` (how the run
+was made, e.g. beside a process holding memory).
 
 ``algebra``: the factor's own steps in the two layouts, as ``compact_algebra.py`` times
 them (MNIST's training rows in float32, m of them as centers, the Gaussian of width
@@ -42,7 +45,9 @@ DATA = HERE.parent.parent / "shared" / "data"
 STEPS = ("factor", "preconditioner", "apply", "solve")
 
 
-def run(n: int, m: int, layouts: list[str], runs: int, budget: str, iters: int) -> None:
+def run(
+    n: int, m: int, layouts: list[str], runs: int, budget: str, iters: int, note: str = ""
+) -> None:
     sys.path.insert(0, str(HERE))
     import psutil
     from peers import fit_summary, problem, rounds
@@ -62,11 +67,12 @@ def run(n: int, m: int, layouts: list[str], runs: int, budget: str, iters: int) 
     stamp = time.strftime("%Y-%m-%d %H:%M")
     for layout in layouts:
         r = res[layout]
-        old["rows"][f"{n}/{m}/{layout}/{budget}"] = {
+        old["rows"][f"{n}/{m}/{layout}/{budget}" + (f"/{note}" if note else "")] = {
             "n": n,
             "m": m,
             "layout": layout,
             "budget": budget,
+            "note": note,
             "iters": iters,
             **fit_summary(r),
             "available_gb": available / 1e9,
@@ -163,10 +169,10 @@ def table() -> str:
     rows = json.loads(OUT.read_text())["rows"] if OUT.is_file() else {}
     out = [
         "| n | m | factor_layout | budget | runs | fit (s) | test RMSE | peak memory (GB) "
-        "| float32 buffer (GB) | memory available (GB) | factor taken |",
-        "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "| float32 buffer (GB) | memory available (GB) | factor taken | note |",
+        "|---:|---:|---|---|---:|---:|---:|---:|---:|---:|---|---|",
     ]
-    for r in sorted(rows.values(), key=lambda r: (r["n"], r["m"], r["layout"])):
+    for r in sorted(rows.values(), key=lambda r: (r["n"], r["m"], r["layout"], r.get("note", ""))):
         kept = r.get("factor") or {}
         factor = kept.get("factor", "")
         if kept.get("factor_dtype") not in (None, "float64"):
@@ -174,7 +180,7 @@ def table() -> str:
         out.append(
             f"| {r['n']:,} | {r['m']:,} | {r['layout']} | {r['budget']} | {r['runs']} | "
             f"{r['fit_s']:.0f} | {r['test_rmse']:.4f} | {r['peak_mb'] / 1e3:.2f} | "
-            f"{r['buffer_gb']:.1f} | {r['available_gb']:.1f} | {factor} |"
+            f"{r['buffer_gb']:.1f} | {r['available_gb']:.1f} | {factor} | {r.get('note', '')} |"
         )
     if ALGEBRA.is_file():
         out += ["", algebra_table()]
@@ -191,13 +197,14 @@ def main() -> int:
     ap.add_argument("--budget", default="12GB")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--note", default="", help="a row's note (and key): how it was run")
     a = ap.parse_args()
     if a.mode == "algebra-one":
         print(json.dumps(algebra_one(a.m, a.layouts)))
     elif a.mode == "algebra":
         algebra(a.m, a.rounds)
     elif a.mode == "run":
-        run(a.n, a.m, a.layouts.split(","), a.runs, a.budget, a.iters)
+        run(a.n, a.m, a.layouts.split(","), a.runs, a.budget, a.iters, a.note)
     else:
         print(table())
     return 0

@@ -115,8 +115,8 @@ class DiskFactor(CompactFactor):
     def _drop(self, r0: int, r1: int) -> None:
         """Release the pages of W's rows r0:r1 from the process (they stay in the file and
         the page cache): the fit's resident memory stays the panels'."""
-        if not hasattr(self._map, "madvise"):  # pragma: no cover - not on Linux or macOS
-            return
+        if not hasattr(self._map, "madvise") or not hasattr(mmap, "MADV_DONTNEED"):
+            return  # pragma: no cover - a platform without madvise: the system pages it
         row = self.m * DISK_DTYPE.itemsize
         start = (r0 * row) // mmap.PAGESIZE * mmap.PAGESIZE
         end = min(len(self._map), r1 * row)
@@ -178,8 +178,8 @@ class DiskFactor(CompactFactor):
         for i0, i1 in self._blocks():  # K_mm's upper triangle, band by band
             band = self._panel(0, i1 - i0, m)
             if op.device.is_torch:
-                dev = B._torch().empty((i1 - i0, m), dtype=B._torch_dtype(DISK_DTYPE))
-                dev = dev.to(op.device.torch_device)
+                tdt, where = B._torch_dtype(DISK_DTYPE), op.device.torch_device
+                dev = B._torch().empty((i1 - i0, m), dtype=tdt, device=where)
                 op.center_gram(out=dev, rows=(i0, i1))
                 np.copyto(band, B.to_numpy(dev))
             else:
