@@ -1,7 +1,7 @@
 """The compact factor in a file (``solvers.disk``): its triangles against dense float64
 algebra on the triangles it stored, its panels against LAPACK's factor, its fit against the
-dense Nyström solution, its memory (the panels, not the buffer), a full disk and a failed
-factor refused by name, and ``center_gram``'s rows."""
+dense Nyström solution (test_factor_layout.py), its memory (the panels, not the buffer), a full
+disk, a failed factor and bad arguments refused by name, and ``center_gram``'s rows."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import scipy.linalg
 
 import kernelpath as kp
 from kernelpath._backend import NUMPY, Device
-from kernelpath.fitting.memory import BudgetError
 from kernelpath.solvers import disk
 from kernelpath.solvers.compact import compact_factor
 from kernelpath.solvers.disk import DiskFactor, disk_factor, disk_memory
@@ -157,58 +156,14 @@ def test_center_gram_writes_the_rows_asked_for():
         op.center_gram(out=np.empty((2, op.m)), rows=(op.m - 1, op.m + 1))
 
 
-def _data(n=3000, d=4, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.standard_normal((n, d))
-    y = np.sin(X.sum(axis=1)) + 0.5 * X[:, 0] * X[:, 1] + 0.1 * rng.standard_normal(n)
-    return X, y
-
-
-def _gauss(A, B, sigma):
-    d2 = (A * A).sum(1)[:, None] + (B * B).sum(1)[None, :] - 2 * A @ B.T
-    return np.exp(-np.maximum(d2, 0) / (2 * sigma**2))
-
-
-def test_the_disk_fit_is_the_dense_nystrom_solution_with_its_jitter():
-    """factor_layout="disk" on float64 data: the model with penalty T^T T = K_mm + j I,
-    to 0.5% of the predictions' spread from the dense float64 solve with that jitter (as the
-    float32 compact factor is held in test_factor_layout.py), the factor and its dtype
-    reported."""
-    X, y = _data()
-    C, lam, sigma = X[:400], 1e-4, 2.0
-    est = kp.NystromRegressor(
-        kp.Gaussian(sigma),
-        penalty=lam,
-        centers=C,
-        max_iter=200,
-        tol=1e-10,
-        validation_fraction=0.0,
-        scale=False,
-        factor_layout="disk",
-    ).fit(X, y)
-    info = est.path_.info
-    assert (info["factor"], info["preconditioners"], info["factor_dtype"]) == (
-        "cholesky-disk",
-        "compact",
-        "float32",
-    )
-    j = info["jitter"]
-    Knm, Kmm = _gauss(X, C, sigma), _gauss(C, C, sigma)
-    a = np.linalg.solve(
-        Knm.T @ Knm + len(X) * lam * (Kmm + j * np.eye(len(C))), Knm.T @ (y - y.mean())
-    )
-    want = _gauss(X[:300], C, sigma) @ a + y.mean()
-    got = est.predict(X[:300])
-    assert np.abs(got - want).max() <= 5e-3 * np.ptp(want)
-
-
-def test_disk_fits_a_budget_that_refuses_the_compact_buffer():
-    """m = 2,000 in 20 MB: one float32 compact buffer (16 MB with its scratch, beside the
-    basis) is refused, the disk factor's panels (3 x 256 x 2,000 x 4 = 6 MB) fit."""
-    X, y = _data(n=4000)
-    kw = dict(penalty=1e-3, n_centers=2000, max_iter=5, random_state=0, memory_budget="20MB")
-    with pytest.raises(BudgetError, match="memory_budget"):
-        kp.NystromRegressor(kp.Gaussian(2.0), factor_layout="compact", **kw).fit(X, y)
-    est = kp.NystromRegressor(kp.Gaussian(2.0), factor_layout="disk", **kw).fit(X, y)
-    assert est.path_.info["factor"] == "cholesky-disk"
-    assert np.isfinite(est.predict(X[:10])).all()
+def test_bad_arguments_are_refused_by_name(tmp_path):
+    with pytest.raises(TypeError, match="directory"):
+        disk_factor(_operator(), directory=3)
+    with pytest.raises((TypeError, ValueError), match="rows"):
+        disk_factor(_operator(), rows=0)
+    with pytest.raises((TypeError, ValueError), match="jitter"):
+        disk_factor(_operator(), jitter=-1.0)
+    with pytest.raises((TypeError, ValueError), match="m"):
+        disk_memory(0)
+    with pytest.raises((TypeError, ValueError), match="rows"):
+        disk_memory(100, rows=2.5)

@@ -1,7 +1,7 @@
 """The estimators' ``factor_layout`` and ``preconditioner_rank`` (CG's factor asked for by
-name): every layout reaches the dense Nyström solution, the layout and rank asked for are
-the ones the fit takes, a layout the budget cannot hold is refused before any kernel work,
-and the options that cannot apply are refused by name."""
+name): every layout reaches the dense Nyström solution ("disk" with its jitter), the layout
+and rank asked for are the ones the fit takes, a layout the budget cannot hold is refused
+before any kernel work, and the options that cannot apply are refused by name."""
 
 import numpy as np
 import pytest
@@ -32,11 +32,13 @@ def _gauss(A, B, sigma):
     return np.exp(-d2 / (2 * sigma**2))
 
 
-def _dense_nystrom(X, y, C, sigma, lam, Xt):
+def _dense_nystrom(X, y, C, sigma, lam, Xt, jitter=0.0):
     """The Nyström KRLS solution in float64 by a dense solve, with the intercept the
-    regressor fits (the targets' mean): (K_nm^T K_nm + n λ K_mm) α = K_nm^T (y - ȳ)."""
+    regressor fits (the targets' mean): (K_nm^T K_nm + n λ (K_mm + j I)) α = K_nm^T (y - ȳ),
+    j the float32 factor's ``jitter`` (0: K_mm's own norm)."""
     Knm, Kmm = _gauss(X, C, sigma), _gauss(C, C, sigma)
-    a = np.linalg.solve(Knm.T @ Knm + len(X) * lam * Kmm, Knm.T @ (y - y.mean()))
+    H = Knm.T @ Knm + len(X) * lam * (Kmm + jitter * np.eye(len(C)))
+    a = np.linalg.solve(H, Knm.T @ (y - y.mean()))
     return _gauss(Xt, C, sigma) @ a + y.mean()
 
 
@@ -211,3 +213,42 @@ def test_a_saved_model_keeps_the_layout(tmp_path):
     back = kp.load(path)
     assert back.get_params()["factor_layout"] == "compact"
     np.testing.assert_array_equal(back.predict(X[:20]), est.predict(X[:20]))
+
+
+def test_the_disk_fit_is_the_dense_nystrom_solution_with_its_jitter():
+    """factor_layout="disk" on float64 data: the model with penalty T^T T = K_mm + j I,
+    to 0.5% of the predictions' spread from the dense float64 solve with that jitter (as the
+    float32 compact factor is held above), the factor and its dtype reported."""
+    X, y = _data(n=3000)
+    C, lam, sigma = X[:400], 1e-4, 2.0
+    est = kp.NystromRegressor(
+        kp.Gaussian(sigma),
+        penalty=lam,
+        centers=C,
+        max_iter=200,
+        tol=1e-10,
+        validation_fraction=0.0,
+        scale=False,
+        factor_layout="disk",
+    ).fit(X, y)
+    info = est.path_.info
+    assert (info["factor"], info["preconditioners"], info["factor_dtype"]) == (
+        "cholesky-disk",
+        "compact",
+        "float32",
+    )
+    want = _dense_nystrom(X, y, C, sigma, lam, X[:300], info["jitter"])
+    got = est.predict(X[:300])
+    assert np.abs(got - want).max() <= 5e-3 * np.ptp(want)
+
+
+def test_disk_fits_a_budget_that_refuses_the_compact_buffer():
+    """m = 2,000 in 20 MB: one float32 compact buffer (16 MB with its scratch, beside the
+    basis) is refused, the disk factor's panels (3 x 256 x 2,000 x 4 = 6 MB) fit."""
+    X, y = _data(n=4000)
+    kw = dict(penalty=1e-3, n_centers=2000, max_iter=5, random_state=0, memory_budget="20MB")
+    with pytest.raises(BudgetError, match="memory_budget"):
+        kp.NystromRegressor(kp.Gaussian(2.0), factor_layout="compact", **kw).fit(X, y)
+    est = kp.NystromRegressor(kp.Gaussian(2.0), factor_layout="disk", **kw).fit(X, y)
+    assert est.path_.info["factor"] == "cholesky-disk"
+    assert np.isfinite(est.predict(X[:10])).all()

@@ -217,12 +217,13 @@ class CompactFactor:
         A float32 solve alone gave R v relative errors eps cond(T), which the products'
         cancellation made noise (docs/design.md, "float32 products")."""
         V64 = np.asarray(B.to_numpy(V), dtype=FACTOR_DTYPE)
+        x = self._t_solve(V64, transpose)
+        return x + self._t_solve(V64 - self._tri_product(x, transpose, wide=True), transpose)
 
-        def solve(W: np.ndarray) -> np.ndarray:
-            return B.to_numpy(_solve(self.T, False, transpose, self._cast(W)), FACTOR_DTYPE)
-
-        x = solve(V64)
-        return x + solve(V64 - self._tri_product(x, transpose, wide=True))
+    def _t_solve(self, V: np.ndarray, transpose: bool) -> np.ndarray:
+        """op(T)^-1 V in the factor's precision, for float64 V of shape (m,) or (m, c):
+        ``_refined``'s solve, as a float64 NumPy array."""
+        return B.to_numpy(_solve(self.T, False, transpose, self._cast(V)), FACTOR_DTYPE)
 
     def _diagonal_block(self, i0: int, i1: int) -> Any:
         """T[i0:i1, i0:i1] as a new array (zeros below its diagonal)."""
@@ -367,12 +368,13 @@ class CompactFactor:
                 f"the preconditioner's Cholesky factor failed in {self.dtype} up to shift {cur:g}"
             )
         self.shifts_used.append(float(cur))
+        return lambda V: self._preconditioner_solve(L, V)
 
-        def solve(V: np.ndarray) -> np.ndarray:
-            out = _solve(L, True, True, _solve(L, True, False, self._cast(V)))
-            return B.to_numpy(out, FACTOR_DTYPE)
-
-        return solve
+    def _preconditioner_solve(self, L: Any, V: np.ndarray) -> np.ndarray:
+        """(L L^T)^-1 V for the factor in the lower triangle of the slot view L, float64
+        NumPy in and out."""
+        out = _solve(L, True, True, _solve(L, True, False, self._cast(V)))
+        return B.to_numpy(out, FACTOR_DTYPE)
 
     # ----------------------------------------------------------------- factorization
     def _blocked(self) -> bool:

@@ -43,7 +43,7 @@ from .._threads import dense_threads
 from .._validation import check_float, check_int
 from .compact import JITTER_TRIES, CompactFactor, block_rows
 
-__all__ = ["DiskFactor", "disk_factor", "disk_memory", "DISK_PANELS"]
+__all__ = ["DiskFactor", "disk_factor", "disk_memory", "DISK_DTYPE", "DISK_PANELS"]
 
 #: Panels of b x m float32 numbers the disk factor's steps hold at once: the panel being
 #: factored, an earlier one and their product (a float64 panel for refinement is two).
@@ -56,7 +56,8 @@ DISK_DTYPE = np.dtype(np.float32)
 def disk_memory(m: int, rows: int | None = None) -> int:
     """Bytes the disk factor holds in memory for m centers with panels of ``rows`` rows
     (None: ``block_rows(m)``): ``DISK_PANELS`` panels of rows x m float32 numbers."""
-    rows = block_rows(m) if rows is None else int(rows)
+    m = check_int(m, "m", 1)
+    rows = block_rows(m) if rows is None else check_int(rows, "rows", 1)
     return DISK_PANELS * rows * m * DISK_DTYPE.itemsize
 
 
@@ -76,6 +77,15 @@ def _potrf(D: np.ndarray, lower: bool) -> np.ndarray:
     return np.asarray(C)
 
 
+def _in_columns(solve: Callable[[np.ndarray], np.ndarray], V: Any) -> np.ndarray:
+    """``solve`` (float32 columns in and out) applied to V of shape (m,) or (m, c), as a
+    float64 NumPy array of V's shape."""
+    V32 = np.asarray(B.to_numpy(V), dtype=DISK_DTYPE)
+    vec = V32.ndim == 1
+    out = solve(V32[:, None] if vec else V32)
+    return np.asarray(out[:, 0] if vec else out, dtype=FACTOR_DTYPE)
+
+
 def _zero_below(P: np.ndarray, h: int) -> None:
     """Zero the strict lower triangle of P's first h x h block, in place."""
     for a in range(1, h):
@@ -91,7 +101,10 @@ def _zero_above(P: np.ndarray, at: int, h: int) -> None:
 class DiskFactor(CompactFactor):
     """The compact factor's T and one preconditioner in a file, by panels (module
     docstring). CG reaches it as it reaches ``CompactFactor``: ``apply``, ``apply_t``,
-    ``preconditioner`` and ``top``; R is always applied in float64 by refinement."""
+    ``preconditioner`` and ``top``, whose refinement, shift rule and power iteration are
+    ``CompactFactor``'s; this class replaces the steps that touch the buffer (the float32
+    solves and products with T, forming, factoring and solving with A). R is always
+    applied in float64 by refinement."""
 
     method = "cholesky-disk"
 
@@ -213,6 +226,10 @@ class DiskFactor(CompactFactor):
                     )
             self._write(i0, i1, i0, m, P)
 
+    def _t_solve(self, V: np.ndarray, transpose: bool) -> np.ndarray:
+        """op(T)^-1 V (``CompactFactor._refined``'s solve, float64 in and out)."""
+        return _in_columns(lambda V32: self._solve_t(V32, transpose), V)
+
     def _solve_t(self, V: np.ndarray, transpose: bool) -> np.ndarray:
         """op(T)^-1 V in float32, reading T once by panels: back substitution for T, forward
         (each panel's part taken off the rows below it) for T^T."""
@@ -232,20 +249,6 @@ class DiskFactor(CompactFactor):
             if i1 < self.m:
                 Wk[i1:] -= P[:, h:].T @ X[i0:i1]
         return X
-
-    def _refined(self, V: Any, transpose: bool) -> np.ndarray:
-        """op(T)^-1 V in float64: a float32 solve, then one step of refinement with the
-        residual summed in float64 (``CompactFactor._refined``), each a read of T."""
-        V64 = np.asarray(B.to_numpy(V), dtype=FACTOR_DTYPE)
-        vec = V64.ndim == 1
-        V2 = V64[:, None] if vec else V64
-
-        def solve(Z: np.ndarray) -> np.ndarray:
-            return self._solve_t(Z.astype(DISK_DTYPE), transpose).astype(FACTOR_DTYPE)
-
-        x = solve(V2)
-        x += solve(V2 - self._tri_product(x, transpose, wide=True))
-        return x[:, 0] if vec else x
 
     def _tri_product(self, v: np.ndarray, transpose: bool, wide: bool = False) -> np.ndarray:
         """T v (or T^T v) for v of shape (m,) or (m, c), a float64 NumPy array, reading T
@@ -321,34 +324,19 @@ class DiskFactor(CompactFactor):
                 Wk[:i0] -= R[:, :i0].T @ Z[i0:i1]
         return Z
 
-    def preconditioner(self, scale: float, shift: float) -> Callable[[np.ndarray], np.ndarray]:
-        """V -> (scale T T^T + shift I)^-1 V, NumPy in and out (float64); one per factor.
-        Where its Cholesky factor fails in float32 the shift is multiplied by 10
-        (``shifts_used``), as in ``CompactFactor.preconditioner``."""
-        if self.shifts_used:
-            raise RuntimeError("the disk factor holds 1 preconditioner")
-        base = shift if shift > 0 else scale * self.jitter
-        for attempt in range(JITTER_TRIES):
-            cur = base * 10.0**attempt
-            self._form(scale, cur)
-            try:
-                self._factor_a()
-            except np.linalg.LinAlgError:
-                continue
-            break
-        else:
-            raise np.linalg.LinAlgError(
-                f"the preconditioner's Cholesky factor failed in float32 up to shift {cur:g}"
-            )
-        self.shifts_used.append(float(cur))
+    def _fill_preconditioner(self, slot: int, scale: float, shift: float) -> None:
+        """scale T T^T + shift I into A's triangle (``CompactFactor.preconditioner``'s step;
+        the file has one slot)."""
+        self._form(scale, shift)
 
-        def solve(V: np.ndarray) -> np.ndarray:
-            V32 = np.asarray(V, dtype=DISK_DTYPE)
-            vec = V32.ndim == 1
-            out = self._solve_a(V32[:, None] if vec else V32)
-            return np.asarray(out[:, 0] if vec else out, dtype=FACTOR_DTYPE)
+    def _cholesky_lower(self, S: Any) -> None:
+        """A's Cholesky factor in place: S is the one slot's view, W[1:], whose lower
+        triangle is A (``CompactFactor.preconditioner``'s step), factored by panels."""
+        self._factor_a()
 
-        return solve
+    def _preconditioner_solve(self, L: Any, V: np.ndarray) -> np.ndarray:
+        """(A A^T)^-1 V, A read from the file by panels (L, the slot's view, is A's)."""
+        return _in_columns(self._solve_a, V)
 
     def close(self) -> None:
         """Unmap the buffer and close the file (its room on disk is freed); where views of
@@ -377,6 +365,8 @@ def disk_factor(
     m = int(op.m)
     rows = block_rows(m) if rows is None else check_int(rows, "rows", 1)
     rows = min(rows, m)
+    if directory is not None and not isinstance(directory, (str, os.PathLike)):
+        raise TypeError(f"directory must be a path or None, got {type(directory).__name__}")
     where = tempfile.gettempdir() if directory is None else os.fspath(directory)
     size = disk_bytes(m)
     file = tempfile.TemporaryFile(dir=where)

@@ -65,7 +65,7 @@ from ..selection import penalty_grid
 from ._common import Validation, as_2d
 from ._iterates import _Bookkeeping, _Problem
 from .compact import compact_factor
-from .disk import disk_factor
+from .disk import DISK_DTYPE, disk_factor
 from .krylov import (
     CG_LAYOUTS,
     _krylov_path,
@@ -201,7 +201,7 @@ def iterative_path(
         if factor_layout == "compact":  # asked for: every anchor (float32 where it must)
             layout, slots, fsize = forced_compact(*args, memory_limit, itemsize)
         elif factor_layout == "disk":  # asked for: one anchor, float32, in a file
-            layout, slots, fsize = "disk", 1, 4
+            layout, slots, fsize = "disk", 1, DISK_DTYPE.itemsize
         elif factor_layout != "auto":
             layout, slots = factor_layout, 0
         elif "factor" not in setup and compact_in_reach(layout, *args, memory_limit, on_device):

@@ -19,7 +19,7 @@ from ..linalg import (
 from ..path import Path
 from ..selection import penalty_grid
 from ._iterates import _Bookkeeping, _Problem
-from .compact import compact_memory
+from .compact import CompactFactor, compact_memory
 from .disk import disk_memory
 from .lowrank import LOWRANK_NEW_SHARE, LOWRANK_RANK, lowrank_memory
 
@@ -103,7 +103,7 @@ def anchor_count(penalties: Any) -> int:
 
 
 def _preconditioner_kind(factor: Any) -> str:
-    if factor.method in ("cholesky-compact", "cholesky-disk"):
+    if isinstance(factor, CompactFactor):  # in memory or in a file (``disk.DiskFactor``)
         return "compact"
     if factor.method == "lowrank":
         return "lowrank"
