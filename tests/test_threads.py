@@ -205,3 +205,110 @@ def test_public_functions_outside_a_fit_run_blas_as_a_fit_does(
     call(X, np.sin(X[:, 0]))
     assert seen == {1}
     assert _blas_threads() == {2}
+
+
+def _library_counts() -> list[tuple[str, int]]:
+    return sorted(
+        (lib["filepath"], lib["num_threads"]) for lib in threadpool_info() if lib["user_api"] == "blas"
+    )
+
+
+def _in_threads(calls, count: int = 8) -> list:
+    """``calls[i % len(calls)]()`` in ``count`` threads started together; their results
+    (an exception raised in a thread is raised here). No thread holds threadpoolctl's
+    control of OpenBLAS when they start (threadpoolctl 3.8 lets one "controlling" thread
+    change it, the test's ``threadpool_limits`` holds it: a user's script holds none)."""
+    import threading
+
+    from threadpoolctl import OpenBLASController
+
+    release = getattr(OpenBLASController, "clear_controlling_thread", None)
+    if release is not None:
+        release(force=True)
+
+    out: list = [None] * count
+    errors: list = []
+    start = threading.Barrier(count)
+
+    def run(i: int) -> None:
+        start.wait()
+        try:
+            out[i] = calls[i % len(calls)]()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return out
+
+
+def test_fits_and_predictions_in_eight_threads_restore_every_librarys_count(two_threads, rng):
+    """BLAS's counts are the process's: fits and predictions in 8 threads (one of them
+    failing) leave every library at the count it had, whatever the order they end in
+    (each fit used to save the count another had lowered, and the last to end restored
+    one thread)."""
+    X = rng.standard_normal((2000, 4))
+    y = np.sin(X[:, 0])
+    fitted = NystromRegressor(random_state=0).fit(X, y)
+    before = _library_counts()
+
+    def bad_fit():
+        with pytest.raises(ValueError, match="penalty"):
+            NystromRegressor(penalty=-1.0).fit(X, y)
+
+    _in_threads(
+        [
+            lambda: NystromRegressor(random_state=0).fit(X, y),
+            lambda: fitted.predict(np.repeat(X, 50, axis=0)),  # 100,000 rows: the workers
+            lambda: kp.NystromClassifier(random_state=0).fit(X, y > 0),
+            bad_fit,
+        ]
+    )
+    assert _library_counts() == before
+
+
+def test_a_fit_in_a_thread_gives_the_serial_model_bit_for_bit(
+    two_threads, quiet_machine, monkeypatch, rng
+):
+    """With ``random_state`` fixed, 8 fits in threads give the serial fit's coefficients
+    and predictions bit for bit: fits run one at a time and their dense steps take the
+    threads they take alone (OpenBLAS's results change at rounding level with its thread
+    count). Every dense step takes the threads here (``DENSE_MIN_FLOPS`` = 0)."""
+    monkeypatch.setattr(threads_module, "DENSE_MIN_FLOPS", 0.0)
+    X = rng.standard_normal((1500, 4))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(1500)
+    Xt = rng.standard_normal((500, 4))
+
+    def fit():
+        est = NystromRegressor(n_centers=400, random_state=0).fit(X, y)
+        return est.coef_, est.predict(Xt)
+
+    coef, pred = fit()
+    for c, p in _in_threads([fit]):
+        assert np.array_equal(c, coef) and np.array_equal(p, pred)
+
+
+def test_predictions_do_not_wait_for_a_running_fit(rng):
+    """Fits run one at a time (``FIT_LOCK``); a prediction in another thread goes on while
+    a fit holds the lock, and a second fit waits for it."""
+    import threading
+
+    X = rng.standard_normal((400, 3))
+    y = np.sin(X[:, 0])
+    fitted = NystromRegressor(random_state=0).fit(X, y)
+    done = {"predict": threading.Event(), "fit": threading.Event()}
+    with threads_module.FIT_LOCK:
+        threading.Thread(target=lambda: (fitted.predict(X), done["predict"].set())).start()
+        fitter = threading.Thread(
+            target=lambda: (NystromRegressor(random_state=0).fit(X, y), done["fit"].set())
+        )
+        fitter.start()
+        assert done["predict"].wait(120)
+        assert not done["fit"].is_set()
+    fitter.join(120)
+    assert done["fit"].is_set()

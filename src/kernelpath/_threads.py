@@ -28,12 +28,24 @@ The online learners' updates and predictions (``one_blas_thread``) run BLAS on o
 without that count: their operations are rank-one updates and triangular solves of D x D
 factors, which two threads do not speed up, and a reading of the load (1.4 ms) costs more
 than a sample's update.
+
+The libraries' thread counts are settings of the whole process, so the scopes are counted
+across threads under one lock: the first scope to start saves every library's count and
+sets it to one, the last to end restores the saved counts exactly, whatever the order in
+which concurrent scopes end. Fits (and the public functions that do a fit's work) run one
+at a time in a process (``FIT_LOCK``): each one already uses every core, and a fit's dense
+steps then get the same threads in a thread as they would alone, so that a fit in a thread
+gives the serial fit's model bit for bit (OpenBLAS's results change at rounding level with
+its thread count, even a GEMM's). Predictions and the online learners do not wait for a
+running fit: their workers run beside it on the count the fit has set.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -46,11 +58,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = [
     "DENSE_MIN_FLOPS",
+    "FIT_LOCK",
     "blas_controller",
     "fit_threads",
     "dense_threads",
     "free_cores",
     "stream_threads",
+    "worker_threads",
     "one_blas_thread",
     "fit_threaded",
 ]
@@ -66,22 +80,71 @@ DENSE_MIN_FLOPS = 2.5e9
 #: (a competitor that runs throughout is in all of them, a passing task in few).
 LOAD_SAMPLES = 3
 
+#: Held by the fit that runs: fits in one process run one at a time (re-entrant: a fit's
+#: own steps that are public functions nest in it).
+FIT_LOCK = threading.RLock()
+
 _controller: ThreadpoolController | None = None
-#: BLAS's threads before the fit that holds them to one (None: no such fit running)
+_controller_lock = threading.Lock()
+#: BLAS's threads for this thread's fit's dense work (None: no fit in this thread)
 _outer: ContextVar[int | None] = ContextVar("kernelpath_blas_threads", default=None)
+#: whether this thread is inside a scope already (nested scopes change nothing)
+_inside_scope: ContextVar[bool] = ContextVar("kernelpath_blas_scope", default=False)
 
 
-def blas_controller() -> ThreadpoolController:
-    """threadpoolctl's controller of the BLAS libraries loaded (made once)."""
+class _Counts:
+    """The process's scopes: how many run, the libraries' counts saved by the first, the
+    dense steps running (all of the fit that holds ``FIT_LOCK``), and torch's the same."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.scopes = 0
+        self.saved: list[int] = []  # every BLAS library's threads when the first scope started
+        self.dense = 0
+        self.torch_scopes = 0
+        self.torch_before: int | None = None
+
+    @property
+    def before(self) -> int:
+        """BLAS's threads when the first scope started (the most of any library)."""
+        return max(self.saved, default=1)
+
+
+_counts = _Counts()
+
+
+def blas_controller(refresh: bool = False) -> ThreadpoolController:
+    """threadpoolctl's controller of the BLAS libraries loaded (made once; again with
+    ``refresh``, which finds the libraries loaded since, 1.4 ms)."""
     global _controller
-    if _controller is None:
-        _controller = ThreadpoolController()
-    return _controller
+    with _controller_lock:
+        if _controller is None or refresh:
+            _controller = ThreadpoolController()
+        return _controller
+
+
+def _blas_libraries() -> list[Any]:
+    return list(blas_controller().select(user_api="blas").lib_controllers)
 
 
 def _blas_threads() -> int:
-    libs = blas_controller().select(user_api="blas").lib_controllers
-    return max((lib.num_threads for lib in libs), default=1)
+    return max((lib.num_threads for lib in _blas_libraries()), default=1)
+
+
+def _set_blas(threads: int | list[int]) -> None:
+    """Set every BLAS library's threads (one count for all, or one per library), from any
+    thread. threadpoolctl 3.8 lets only its "controlling" thread change a process-wide
+    OpenBLAS pool and silently ignores the others; here ``_counts.lock`` orders the
+    changes, so each call takes that control and gives it back."""
+    libs = _blas_libraries()
+    counts = threads if isinstance(threads, list) else [threads] * len(libs)
+    for lib, n in zip(libs, counts, strict=False):
+        release = getattr(lib, "clear_controlling_thread", None)
+        if release is not None:
+            release(force=True)
+        lib.set_num_threads(n)
+        if release is not None:
+            release(force=True)
 
 
 def _own_running() -> int:
@@ -120,29 +183,60 @@ def free_cores(cores: int) -> int:
 
 
 @contextmanager
-def _one_thread_inside(outer: Callable[[], int]) -> Iterator[None]:
-    """BLAS on one thread inside, ``outer()`` (called only here) the threads that
-    ``dense_threads`` may take; nested: nothing."""
-    if _outer.get() is not None:
+def _counted(refresh: bool = False) -> Iterator[int]:
+    """BLAS on one thread while any scope of the process runs: the first scope saves the
+    libraries' counts (``refresh``: finding the libraries loaded since the last) and sets
+    them to one, the last restores them. Yields BLAS's threads from before the first
+    scope."""
+    with _counts.lock:
+        if _counts.scopes == 0:
+            if refresh:
+                blas_controller(refresh=True)
+            _counts.saved = [lib.num_threads for lib in _blas_libraries()]
+            _set_blas(1)
+        _counts.scopes += 1
+        before = _counts.before
+    try:
+        yield before
+    finally:
+        with _counts.lock:
+            _counts.scopes -= 1
+            if _counts.scopes == 0:
+                _counts.dense = 0
+                _set_blas(_counts.saved)
+
+
+@contextmanager
+def _scope(outer: Callable[[int], int] | None) -> Iterator[None]:
+    """A counted scope for this thread (nested: nothing). ``outer(before)``: the threads
+    this thread's dense work may take (a fit's, which holds ``FIT_LOCK``); None: none."""
+    if _inside_scope.get():
         yield
         return
-    token = _outer.set(outer())
-    try:
-        with blas_controller().limit(limits=1, user_api="blas"):
+    with FIT_LOCK if outer is not None else _no_lock(), _counted(outer is not None) as before:
+        inside = _inside_scope.set(True)
+        token = _outer.set(None if outer is None else outer(before))
+        try:
             yield
-    finally:
-        _outer.reset(token)
+        finally:
+            _outer.reset(token)
+            _inside_scope.reset(inside)
 
 
-def _free_of_before() -> int:
-    before = _blas_threads()
+@contextmanager
+def _no_lock() -> Iterator[None]:
+    yield
+
+
+def _free_of(before: int) -> int:
     return free_cores(before) if before > 1 else before
 
 
 def fit_threads() -> AbstractContextManager[None]:
     """BLAS on one thread inside (a fit), ``dense_threads`` excepted, which get at most
-    the cores other processes leave free; nested: nothing."""
-    return _one_thread_inside(_free_of_before)
+    the cores other processes leave free; one fit at a time in the process; nested:
+    nothing."""
+    return _scope(_free_of)
 
 
 @contextmanager
@@ -154,14 +248,67 @@ def dense_threads(flops: float) -> Iterator[None]:
     if outer is None or outer <= 1 or flops < DENSE_MIN_FLOPS:
         yield
         return
-    with blas_controller().limit(limits=outer, user_api="blas"):
+    with _counts.lock:
+        _counts.dense += 1
+        _set_blas(outer)
+    try:
         yield
+    finally:
+        with _counts.lock:
+            _counts.dense = max(0, _counts.dense - 1)
+            if _counts.dense == 0 and _counts.scopes > 0:
+                _set_blas(1)
 
 
 def stream_threads() -> AbstractContextManager[None]:
     """BLAS on one thread inside (an online learner's update or prediction), without the
-    count of busy cores (``dense_threads`` inside does nothing); nested: nothing."""
-    return _one_thread_inside(lambda: 1)
+    count of busy cores (``dense_threads`` inside does nothing) and without waiting for a
+    running fit; nested: nothing."""
+    return _scope(None)
+
+
+@contextmanager
+def worker_threads(torch_too: bool) -> Iterator[None]:
+    """BLAS (and torch's intra-op pool, with ``torch_too``) on one thread while an
+    operator's worker threads run. Inside a dense step of this thread's fit, BLAS is set to
+    one thread for the workers and given back after; beside another thread's fit, BLAS is
+    left at the count that fit has set."""
+    own_dense = _outer.get() is not None and _counts.dense > 0
+    with _scope(None), _torch_one_thread(torch_too):
+        if own_dense:
+            with _counts.lock:
+                _set_blas(1)
+        try:
+            yield
+        finally:
+            if own_dense:
+                outer = _outer.get()
+                with _counts.lock:
+                    if _counts.dense > 0 and outer is not None:
+                        _set_blas(outer)
+
+
+@contextmanager
+def _torch_one_thread(active: bool) -> Iterator[None]:
+    """torch's intra-op threads at one, counted as BLAS's are (torch's count is the
+    process's too)."""
+    torch = sys.modules.get("torch") if active else None
+    if torch is None:
+        yield
+        return
+    with _counts.lock:
+        if _counts.torch_scopes == 0:
+            _counts.torch_before = torch.get_num_threads()
+            torch.set_num_threads(1)
+        _counts.torch_scopes += 1
+    try:
+        yield
+    finally:
+        with _counts.lock:
+            _counts.torch_scopes -= 1
+            if _counts.torch_scopes == 0 and _counts.torch_before is not None:
+                torch.set_num_threads(_counts.torch_before)
+                _counts.torch_before = None
 
 
 def _inside(context: Callable[[], AbstractContextManager[None]], function: F) -> F:

@@ -10,18 +10,16 @@ less than the passes to come will save (``RowCache._fill``).
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from .. import _backend as B
-from .._threads import blas_controller
+from .._threads import worker_threads
 
 __all__ = ["RowCache", "CACHE_FRACTION"]
 
@@ -59,21 +57,6 @@ def _thread_pool(workers: int) -> ThreadPoolExecutor:
         if _pool is None or _pool._max_workers != workers:  # noqa: SLF001
             _pool = ThreadPoolExecutor(workers, thread_name_prefix="kernelpath")
         return _pool
-
-
-@contextmanager
-def _single_threaded_libraries(torch_too: bool) -> Any:
-    """BLAS (and torch's intra-op pool) on one thread while the workers run."""
-    torch = sys.modules.get("torch") if torch_too else None
-    prev = torch.get_num_threads() if torch is not None else None
-    with blas_controller().limit(limits=1, user_api="blas"):
-        if torch is not None:
-            torch.set_num_threads(1)
-        try:
-            yield
-        finally:
-            if torch is not None and prev is not None:
-                torch.set_num_threads(prev)
 
 
 class RowCache:
@@ -283,7 +266,7 @@ class RowCache:
         if len(self.chunks) <= 1:  # one chunk: the libraries use their own threads
             return [fn(w) for w in workers]
         pool = _thread_pool(self.n_jobs)
-        with _single_threaded_libraries(self.device.is_torch):
+        with worker_threads(self.device.is_torch):
             futures = [pool.submit(fn, w) for w in workers]
             return [f.result() for f in futures]
 
