@@ -1,6 +1,6 @@
 """Learned feature metrics (``sigma="agop"``): the kernel's metric against the kernel on
-transformed inputs, the operator's average gradient outer product against central finite
-differences, the factor of the metric against its definition, and the rounds on problems
+transformed inputs, the average gradient outer product against central finite
+differences (exact, and its leading eigenpairs past the dense limit), the factor of the metric against its definition, and the rounds on problems
 whose relevant directions are known."""
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 import kernelpath as kp
+import kernelpath.operators.gradients as gradients
 from kernelpath.fitting.agop import METRIC_TAIL, clearly_lower, metric_factor
+from kernelpath.operators.gradients import agop_diagonal, agop_factor
 from kernelpath.operators.kernel import KernelOperator
 
 RADIAL = {
@@ -44,49 +46,124 @@ def test_metric_kernel_on_torch():
     np.testing.assert_allclose(K.numpy(), kp.Gaussian(0.7)(X @ L, Z @ L), rtol=1e-12)
 
 
+def _finite_difference_agop(kernel, X, C, a, h=1e-6):
+    """The AGOP of f = K(., C) a over X by central differences, (d, d)."""
+    n, d = X.shape
+
+    def f(Z):
+        return kernel(Z, C) @ a
+
+    G = np.zeros((n, d, a.shape[1]))
+    for j in range(d):
+        e = np.zeros(d)
+        e[j] = h
+        G[:, j, :] = (f(X + e) - f(X - e)) / (2 * h)
+    return np.einsum("ijo,iko->jk", G, G) / n
+
+
+AXES = np.zeros((5, 3))
+AXES[[4, 0, 2], [0, 1, 2]] = [0.7, 1.3, -0.9]  # features 4, 0, 2 scaled; 1 and 3 dropped
+
+
 @pytest.mark.parametrize(
     "kernel",
     [
         kp.Gaussian(1.5),
         kp.Gaussian(np.array([1.0, 2.0, 0.5, 1.0, 3.0])),
         kp.Gaussian(1.2, metric=np.arange(15.0).reshape(5, 3) / 10 - 0.6),
+        kp.Gaussian(1.1, metric=AXES),
         kp.Laplacian(2.0),
         kp.Cauchy(1.1),
         kp.Matern(1.5, nu=1.5),
         kp.Matern(2.0, nu=2.5, metric=np.eye(5)[:, :4] * 0.8),
     ],
-    ids=["gaussian", "ard", "metric", "laplacian", "cauchy", "matern15", "matern25-metric"],
+    ids=["gaussian", "ard", "metric", "axes", "laplacian", "cauchy", "matern15", "matern25"],
 )
-def test_gradient_outer_against_finite_differences(kernel):
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_agop_against_finite_differences(kernel, sparse):
+    """The factor's F F^T and the diagonal against central differences of the predictor,
+    on dense rows and on the same rows sparse (kept sparse: the same numbers)."""
+    import scipy.sparse
+
     rng = np.random.default_rng(0)
     X, C, a = (
         rng.standard_normal((40, 5)),
         rng.standard_normal((25, 5)),
         rng.standard_normal((25, 2)),
     )
-    op = KernelOperator(X, C, kernel)
+    X[X < -0.5] = 0.0  # zeros for the sparse rows to skip
+    ref = _finite_difference_agop(kernel, X, C, a)
+    rows = scipy.sparse.csr_matrix(X) if sparse else X
+    op = KernelOperator(rows, C, kernel)
     op.block_rows = 7  # several blocks
-    got = op.gradient_outer(a)
-
-    def f(Z):
-        return kernel(Z, C) @ a
-
-    h, G = 1e-6, np.zeros((40, 5, 2))
-    for j in range(5):
-        e = np.zeros(5)
-        e[j] = h
-        G[:, j, :] = (f(X + e) - f(X - e)) / (2 * h)
-    ref = np.einsum("ijo,iko->jk", G, G) / 40
+    F = agop_factor(op, a)
+    got = F @ F.T
     np.testing.assert_allclose(got, ref, rtol=0, atol=1e-8 * np.abs(ref).max())
-    assert np.allclose(got, got.T)
+    np.testing.assert_allclose(agop_diagonal(op, a), np.diag(ref), rtol=1e-7, atol=1e-12)
 
 
-def test_gradient_outer_refuses_a_kernel_without_a_distance():
+def test_agop_past_the_dense_limit_keeps_the_leading_eigenpairs(monkeypatch):
+    """Past ``DENSE_AGOP_FEATURES`` the factor holds the leading eigenpairs of the AGOP in
+    the kernel's coordinates (the inputs divided by the widths: the units the metric is
+    learned in), found by the randomized range finder on sparse rows: against the exact
+    AGOP (central differences) of a predictor whose AGOP's spectrum decays, its six top
+    eigenvalues agree to 1e-4 and its leading three-dimensional subspace is the exact
+    one."""
+    import scipy.sparse
+
+    rng = np.random.default_rng(3)
+    d = 30
+    X = scipy.sparse.random(200, d, density=0.3, random_state=1, format="csr")
+    C = scipy.sparse.random(60, d, density=0.3, random_state=2, format="csr")
+    a = rng.standard_normal((60, 2))
+    widths = np.linspace(0.3, 3.0, d)  # a decaying spectrum
+    kernel = kp.Gaussian(widths)
+    ref = _finite_difference_agop(kernel, X.toarray(), C.toarray(), a)
+    vals, vecs = np.linalg.eigh(ref * widths[:, None] * widths[None, :])
+    monkeypatch.setattr(gradients, "DENSE_AGOP_FEATURES", 10)
+    monkeypatch.setattr(gradients, "AGOP_RANK", 6)
+    F = agop_factor(KernelOperator(X, C, kernel), a, random_state=0) * widths[:, None]
+    assert F.shape == (d, 6)
+    got = np.sort(np.linalg.svd(F, compute_uv=False) ** 2)[::-1]
+    np.testing.assert_allclose(got, vals[::-1][:6], rtol=1e-4)
+    lead, basis = vecs[:, -3:], np.linalg.svd(F, full_matrices=False)[0][:, :3]
+    assert np.linalg.svd(lead.T @ basis, compute_uv=False).min() > 1 - 1e-6
+
+
+def test_gradients_refuse_a_kernel_without_a_distance():
     X = np.ones((3, 2))
     with pytest.raises(ValueError, match="not a function of a distance"):
-        KernelOperator(X, X, kp.Polynomial(2)).gradient_outer(np.ones(3))
+        agop_factor(KernelOperator(X, X, kp.Polynomial(2)), np.ones(3))
     with pytest.raises(ValueError, match=r"coef must have shape \(3,\) or \(3, k\)"):
-        KernelOperator(X, X, kp.Gaussian(1.0)).gradient_outer(np.ones(6))
+        agop_diagonal(KernelOperator(X, X, kp.Gaussian(1.0)), np.ones(6))
+
+
+def test_a_learned_metric_on_wide_sparse_rows_finishes_in_seconds():
+    """800 x 5,000 CSR rows with 0.2% non-zeros: ``sigma="agop"`` and ``"agop_diagonal"``
+    each fit in about a second here (the AGOP's factor by the range finder, its diagonal
+    block by block, the metric's coordinates selected columns); a d x d AGOP and its
+    eigendecomposition took more than 300 s. The bound is a generous 60 s (a loaded machine
+    is slower, not 50 times)."""
+    import time
+
+    import scipy.sparse
+
+    X = scipy.sparse.random(800, 5000, density=0.002, format="csr", random_state=0)
+    y = X @ np.random.default_rng(0).standard_normal(5000)
+    for sigma in ("agop", "agop_diagonal"):
+        start = time.perf_counter()
+        est = kp.NystromRegressor(kp.Gaussian(sigma), random_state=0).fit(X, y)
+        assert time.perf_counter() - start < 60, sigma
+        assert np.all(np.isfinite(est.predict(X[:10])))
+        assert est.metric_ is None  # d x d numbers past DENSE_AGOP_FEATURES
+        assert est.feature_relevances_.shape == (5000,)
+        assert est.metric_components_.shape[1] == 5000
+
+
+def _root(M):
+    """F with F F^T = M (M symmetric positive semi-definite)."""
+    vals, vecs = np.linalg.eigh(M)
+    return vecs * np.sqrt(np.clip(vals, 0.0, None))
 
 
 def test_metric_factor_normalizes_in_scaled_units():
@@ -94,7 +171,7 @@ def test_metric_factor_normalizes_in_scaled_units():
     G = rng.standard_normal((6, 6))
     M = G @ G.T
     s = np.array([1.0, 2.0, 0.5, 10.0, 1.0, 3.0])
-    L = metric_factor(M, s)
+    L = metric_factor(_root(M), s)
     Mu = M * s[:, None] * s[None, :]
     # L L^T is M, normalized to trace d in the units of x / s, back in raw units
     Lu = L * s[:, None]
@@ -102,12 +179,13 @@ def test_metric_factor_normalizes_in_scaled_units():
     assert L.shape == (6, 6)
     # a rank-2 metric keeps two directions; a zero or non-finite one gives none
     v = rng.standard_normal((6, 2))
-    assert metric_factor(v @ v.T, None).shape == (6, 2)
+    assert metric_factor(v, None).shape == (6, 2)
     assert metric_factor(np.zeros((6, 6)), None) is None
+    assert metric_factor(np.zeros((6, 0)), None) is None
     assert metric_factor(np.full((6, 6), np.nan), None) is None
     # the tail left out is at most METRIC_TAIL of the trace
     w = np.diag([1.0, 1e-6, 1e-9, 0.0])
-    Lw = metric_factor(w, None)
+    Lw = metric_factor(_root(w), None)
     assert Lw.shape[1] == 1 and np.trace(w) * METRIC_TAIL > 1e-6 + 1e-9
 
 
@@ -119,7 +197,7 @@ def test_metric_factor_of_the_diagonal():
     M = G @ G.T
     M[3, :] = M[:, 3] = 0.0  # feature 3 carries nothing
     s = np.array([1.0, 2.0, 0.5, 4.0, 3.0])
-    L = metric_factor(M, s, diagonal=True)
+    L = metric_factor(np.diag(M), s, diagonal=True)
     assert L.shape == (5, 4)
     Lu = L * s[:, None]
     du = np.diag(M) * s**2
@@ -127,7 +205,7 @@ def test_metric_factor_of_the_diagonal():
     # one feature per column, the largest weight first
     assert np.count_nonzero(Lu, axis=0).tolist() == [1, 1, 1, 1]
     assert np.argmax(np.abs(Lu[:, 0])) == int(np.argmax(du))
-    assert metric_factor(np.zeros((5, 5)), None, diagonal=True) is None
+    assert metric_factor(np.zeros(5), None, diagonal=True) is None
 
 
 def _single_index(n, d, rng, direction):

@@ -14,7 +14,7 @@ U = A^-1 K_vm^T G,
     dL = <G alpha^T, dK_vm> + <W (Y - K_nm alpha) U^T - W K_nm U alpha^T, dK_nm>
          - λ n <U alpha^T, dK_mm> - λ n <U, K_mm alpha> d log λ,
 
-and every <M, dK> along log sigma_l is one pass of ``KernelOperator.width_gradient``. The
+and every <M, dK> along log sigma_l is one pass of ``operators.gradients.width_gradient``. The
 minimizer is L-BFGS-B (SciPy), started from the best point of the ``sigma="auto"`` widths
 (one width for all features) and a few penalties on the same subsample.
 
@@ -39,6 +39,7 @@ from ._validation import check_int, check_weights
 from .inputs import rows_in_memory
 from .kernels import AUTO_WIDTH_FACTORS, Kernel, make_kernel, median_distance
 from .operators import KernelOperator
+from .operators.gradients import width_gradient
 from .selection import holdout_split
 from .workspace import Workspace
 
@@ -177,9 +178,9 @@ class _Objective:
             res = Yt - K @ alpha
             left = np.hstack([wt[:, None] * res, -(WK @ U)])
             right = np.hstack([U, alpha])
-            gw = op_v.width_gradient(Gv, alpha)
-            gw += op_t.width_gradient(left, right)
-            gw += op_c.width_gradient((-lam * n) * U, alpha)
+            gw = width_gradient(op_v, Gv, alpha)
+            gw += width_gradient(op_t, left, right)
+            gw += width_gradient(op_c, (-lam * n) * U, alpha)
             g[:-1] += gw
             g[-1] += -lam * n * float(np.sum(U * (Kmm @ alpha)))
         loss /= len(self.folds)

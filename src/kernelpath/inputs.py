@@ -47,6 +47,7 @@ __all__ = [
     "rows_in_memory",
     "row_sq_norms",
     "dense_block",
+    "dense_columns",
     "product",
     "column_means",
     "nbytes",
@@ -449,6 +450,16 @@ def dense_block(X: Any) -> Any:
     if is_sparse(X):
         return np.asarray(X.toarray())
     return X
+
+
+def dense_columns(X: Any, idx: np.ndarray) -> Any:
+    """Columns ``idx`` of rows in memory, dense (NumPy, a tensor on X's device, a sparse
+    matrix's columns densified)."""
+    if is_sparse(X):
+        return np.asarray(X[:, idx].toarray())
+    if B.is_tensor(X):
+        return X[:, B.like_input(np.asarray(idx, dtype=np.int64), X)]
+    return X[:, idx]
 
 
 def product(X: Any, W: Any, out: Any = None) -> Any:

@@ -96,8 +96,8 @@ class Workspace:
         expected_passes: int | None = None,
     ) -> KernelOperator:
         """The kernel operator of rows in this process (an array, a tensor, sparse rows, a
-        row source), with the products only it offers (``gradient_outer``,
-        ``width_gradient``); a dask array is refused."""
+        row source), whose blocks the gradients read (``operators.gradients``); a dask
+        array is refused."""
         return KernelOperator(
             X,
             centers,

@@ -2,25 +2,25 @@
 (Radhakrishnan et al., Science 2024) on the kernel path machinery.
 
 Round 0 is the fit of ``sigma="auto"`` (today's model). Each further round takes the fitted
-predictor f of the round before, its average gradient outer product over a subsample
-of the training rows, ``M = (1/n_s) sum_i sum_o grad f_o(x_i) grad f_o(x_i)^T``
-(``KernelOperator.gradient_outer``), and fits again with the kernel on the distance
-``(x - z)^T M (x - z) / sigma^2``: its width searched as ``sigma="auto"`` searches it, λ on
-the path, the same centers' rule. The metric is taken in the units of the scaled inputs
-(the columns divided by their spreads where the fit scales them) and normalized to trace d
-there, so the widths searched are those of the unit-spread inputs. A round is taken over
-the best so far only when its hold-out loss per row (squared, summed over the outputs) is
-lower by more than ``ACCEPT_SE`` standard errors of the paired per-row differences and its
-validation score (error rate, MSE) is no worse; else it counts against ``PATIENCE``. The
-best round is the model, so the hold-out never scores it worse than round 0, and a round
-that wins on the hold-out by noise is not taken (with the plain score, the first
-measurement chose later rounds that tested worse on cpusmall, abalone, adult and ijcnn1,
-docs/design.md). The metric is stored as a factor L (d x r, M = L L^T) keeping the
-eigenvalues of M that hold all but ``METRIC_TAIL`` of its trace: a block costs n m r
-instead of n m d. ``sigma="agop_diagonal"`` keeps only M's diagonal, a learned width per
-feature (d numbers instead of d^2 from the same gradients), and drops the features that
-hold no more than ``METRIC_TAIL`` of its trace.
-"""
+predictor f of the round before, its average gradient outer product over a subsample of the
+training rows, ``M = (1/n_s) sum_i sum_o grad f_o(x_i) grad f_o(x_i)^T``
+(``operators.gradients``: a factor of M, never the d x d matrix; past
+``DENSE_AGOP_FEATURES`` features its leading ``AGOP_RANK`` directions), and fits again with
+the kernel on the distance ``(x - z)^T M (x - z) / sigma^2``: its width searched as
+``sigma="auto"`` searches it, λ on the path, the same centers' rule. The metric is taken in
+the units of the scaled inputs (the columns divided by their spreads where the fit scales
+them) and normalized to trace d there, so the widths searched are those of the unit-spread
+inputs. A round is taken over the best so far only when its hold-out loss per row (squared,
+summed over the outputs) is lower by more than ``ACCEPT_SE`` standard errors of the paired
+per-row differences and its validation score (error rate, MSE) is no worse; else it counts
+against ``PATIENCE``. The best round is the model, so the hold-out never scores it worse
+than round 0, and a round that wins on the hold-out by noise is not taken (with the plain
+score, the first measurement chose later rounds that tested worse on cpusmall, abalone,
+adult and ijcnn1, docs/design.md). The metric is stored as a factor L (d x r, M = L L^T)
+keeping the eigenvalues of M that hold all but ``METRIC_TAIL`` of its trace: a block costs
+n m r instead of n m d. ``sigma="agop_diagonal"`` keeps only M's diagonal, a learned width
+per feature (d numbers instead of d^2 from the same gradients), and drops the features that
+hold no more than ``METRIC_TAIL`` of its trace."""
 
 from __future__ import annotations
 
@@ -31,8 +31,15 @@ from typing import Any
 import numpy as np
 
 from .. import _backend as B
-from ..inputs import dense_block, rows_in_memory
+from ..inputs import rows_in_memory
 from ..kernels import Kernel, _RadialKernel
+from ..operators.gradients import (
+    AGOP_RANK,
+    DENSE_AGOP_FEATURES,
+    agop_diagonal,
+    agop_factor,
+    axis_scales,
+)
 from ..progress import note
 from .family import Family
 from .problem import CandidateFit, FitProblem, FitSettings, spawned
@@ -46,7 +53,7 @@ __all__ = [
     "METRIC_TAIL",
     "ACCEPT_SE",
     "AgopRounds",
-    "model_gradient_outer",
+    "model_agop",
     "metric_factor",
     "learn_metric",
     "metric_summary",
@@ -86,10 +93,17 @@ def clearly_lower(new: np.ndarray, best: np.ndarray, w: np.ndarray | None) -> bo
     return mean < -ACCEPT_SE * se
 
 
-def model_gradient_outer(
-    family: Family, problem: FitProblem, cand: CandidateFit, rows: np.ndarray
+def model_agop(
+    family: Family,
+    problem: FitProblem,
+    cand: CandidateFit,
+    rows: np.ndarray,
+    diagonal: bool,
+    random_state: Any = None,
 ) -> np.ndarray:
-    """The AGOP (d x d) of the predictor of ``cand``'s chosen point over ``X[rows]``.
+    """The AGOP of the predictor of ``cand``'s chosen point over ``X[rows]``: its factor F
+    (d x p, AGOP = F F^T), or with ``diagonal`` its diagonal (d,)
+    (``operators.gradients``). Sparse rows stay sparse.
 
     Raises
     ------
@@ -104,38 +118,52 @@ def model_gradient_outer(
             f"over centers; {problem.estimator}'s model is not one (use the Nystrom, NYTRO, "
             "exact KRLS or EigenPro estimators, or sigma='ard')"
         )
-    X = B.to_numpy(dense_block(rows_in_memory(problem.X, rows)), np.float64)
-    op = problem.workspace.in_process(X, B.to_numpy(dense_block(centers), np.float64), cand.kernel)
-    return op.gradient_outer(np.asarray(attrs["coef"], dtype=np.float64))
+    X = rows_in_memory(problem.X, rows)
+    op = problem.workspace.in_process(X, centers, cand.kernel)
+    coef = np.asarray(B.to_numpy(attrs["coef"]), dtype=np.float64)
+    if diagonal:
+        return agop_diagonal(op, coef)
+    return agop_factor(op, coef, random_state)
 
 
 def metric_factor(
-    M: np.ndarray, scales: np.ndarray | None, diagonal: bool = False
+    agop: np.ndarray, scales: np.ndarray | None, diagonal: bool = False
 ) -> np.ndarray | None:
-    """The factor L (d x r) of the metric ``M`` (raw units) taken in the units of the
-    scaled inputs and normalized to trace d there, raw units again: ``L = L_u / s``. Keeps
-    the largest eigenvalues that hold all but ``METRIC_TAIL`` of the trace. ``diagonal``:
-    the metric is M's diagonal, L's columns the kept features' unit vectors times the
-    square roots of their weights (largest first). None where M has no positive trace (a
-    flat predictor: no direction to learn)."""
-    d = M.shape[0]
+    """The factor L (d x r) of the metric M taken in the units of the scaled inputs and
+    normalized to trace d there, raw units again: ``L = L_u / s``. ``agop``: a factor F of
+    M = F F^T (d x p), or with ``diagonal`` M's diagonal (d,). Keeps the largest
+    eigenvalues that hold all but ``METRIC_TAIL`` of the trace. ``diagonal``: the metric is
+    M's diagonal, L's columns the kept features' unit vectors times the square roots of
+    their weights (largest first). None where M has no positive trace (a flat predictor: no
+    direction to learn)."""
+    d = agop.shape[0]
     s = _spreads(scales, d)
-    Mu = M * s[:, None] * s[None, :]
-    if not np.all(np.isfinite(Mu)):
-        return None
     if diagonal:
-        diag = np.diag(Mu)
+        diag = agop * s**2
+        if not np.all(np.isfinite(diag)):
+            return None
         order = np.argsort(-diag, kind="stable")
-        vals, vecs = diag[order], np.eye(d)[:, order]
+        vals, vecs = diag[order], None
     else:
-        vals, vecs = _spectrum(Mu)
+        Fu = agop * s[:, None]
+        if not np.all(np.isfinite(Fu)):
+            return None
+        if Fu.shape[1] == 0:
+            return None
+        vecs, sv, _ = np.linalg.svd(Fu, full_matrices=False)
+        vals = sv**2
     vals = np.clip(vals, 0.0, None)
     total = float(vals.sum())
     if not total > 0:
         return None
     kept = np.cumsum(vals) < (1.0 - METRIC_TAIL) * total
-    r = int(min(d, np.count_nonzero(kept) + 1))
-    Lu = vecs[:, :r] * np.sqrt(vals[:r] * (d / total))
+    r = int(min(len(vals), np.count_nonzero(kept) + 1))
+    weights = np.sqrt(vals[:r] * (d / total))
+    if vecs is None:  # the kept features' unit vectors, weighted
+        Lu = np.zeros((d, r))
+        Lu[order[:r], np.arange(r)] = weights
+    else:
+        Lu = vecs[:, :r] * weights
     return Lu / s[:, None]
 
 
@@ -181,7 +209,7 @@ def learn_metric(
         rows = train
         if len(rows) > AGOP_ROWS:
             rows = np.sort(rng.choice(train, AGOP_ROWS, replace=False))
-        M = model_gradient_outer(family, problem, current.best, rows)
+        M = model_agop(family, problem, current.best, rows, info["diagonal"], rng)
         L = metric_factor(M, scales, info["diagonal"])
         if L is None:
             note(f"AGOP round {t}: the predictor is flat on the sample; the rounds stop")
@@ -210,24 +238,37 @@ def learn_metric(
     return best, info
 
 
-def metric_summary(kernel: Kernel, n_features: int, scales: Any) -> dict[str, np.ndarray]:
+def metric_summary(kernel: Kernel, n_features: int, scales: Any) -> dict[str, Any]:
     """The fitted kernel's metric M (its distance is (x - z)^T M (x - z)) and what it says
     of the features, in the units of the scaled inputs (``scales``, None: as given):
     ``relevances`` diag(S M S) / trace (sums to 1), ``components`` the eigenvectors of S M S
-    as rows (largest first) and ``eigenvalues`` their shares of the trace."""
-    A = kernel.coordinate_matrix(n_features)  # type: ignore[attr-defined]
-    M = A @ A.T
-    s = _spreads(scales, n_features)
-    Mu = M * s[:, None] * s[None, :]
-    total = float(np.trace(Mu))
-    vals, vecs = _spectrum(Mu)
-    r = A.shape[1]
-    vals, vecs = vals[:r], vecs[:, :r]
+    as rows (largest first) and ``eigenvalues`` their shares of the trace; all from M's
+    factor A (M = A A^T, d x r). Past ``DENSE_AGOP_FEATURES`` features ``metric`` (M
+    itself, d x d numbers) is None and ``components`` keeps the leading ``AGOP_RANK``."""
+    d = n_features
+    s = _spreads(scales, d)
+    A = kernel.coordinate_matrix(d)  # type: ignore[attr-defined]
+    scales_of_axes = axis_scales(A)
+    if scales_of_axes is not None:  # M is diagonal (widths, a diagonal metric)
+        a = s * scales_of_axes
+        order = np.argsort(-(a**2), kind="stable")
+        vals = a[order] ** 2
+        rows = order if d <= DENSE_AGOP_FEATURES else order[:AGOP_RANK]
+        vecs_t = np.zeros((len(rows), d))
+        vecs_t[np.arange(len(rows)), rows] = 1.0
+        relevances = a**2
+    else:
+        Au = A * s[:, None]
+        vecs, sv, _ = np.linalg.svd(Au, full_matrices=False)
+        vals = sv**2
+        vecs_t = vecs.T if d <= DENSE_AGOP_FEATURES else vecs[:, :AGOP_RANK].T
+        relevances = np.einsum("ij,ij->i", Au, Au)
+    total = float(vals.sum())
     return {
-        "metric": (M + M.T) / 2,
-        "relevances": np.diag(Mu) / total,
-        "components": vecs.T.copy(),
-        "eigenvalues": np.clip(vals, 0.0, None) / total,
+        "metric": A @ A.T if d <= DENSE_AGOP_FEATURES else None,
+        "relevances": relevances / total,
+        "components": np.ascontiguousarray(vecs_t),
+        "eigenvalues": vals / total,
     }
 
 
@@ -249,9 +290,3 @@ def _round_info(
 def _spreads(scales: Any, d: int) -> np.ndarray:
     """The features' spreads (1 where the inputs are not scaled)."""
     return np.ones(d) if scales is None else np.asarray(scales, dtype=np.float64)
-
-
-def _spectrum(M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues (largest first) and eigenvectors (columns) of the symmetric part of M."""
-    vals, vecs = np.linalg.eigh((M + M.T) / 2)
-    return vals[::-1], vecs[:, ::-1]

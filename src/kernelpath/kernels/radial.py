@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _backend as B
 from .. import _fused
-from ..inputs import is_sparse, product, row_sq_norms
+from ..inputs import dense_columns, is_sparse, product, row_sq_norms
 from .base import (
     _LOG2E,
     AGOP_NAMES,
@@ -57,6 +57,8 @@ class _RadialKernel(Kernel):
     _fused_exp = False
     #: No metric: the default of kernels restored from model files written before it existed.
     metric: Any = None
+    #: (the metric, ``_metric_axes`` of it): found once per metric, not stored in files.
+    _axes: Any = None
 
     def __init__(self, sigma: float | str = 1.0, metric: Any = None) -> None:
         self.sigma = sigma
@@ -145,11 +147,35 @@ class _RadialKernel(Kernel):
 
     def coordinates(self, X: Any) -> Any:
         """X in the kernel's coordinates before the width: ``X @ metric`` (X itself without a
-        metric), on X's backend and dtype, shape (len(X), r)."""
+        metric), on X's backend and dtype, shape (len(X), r). A metric whose columns are
+        single features, scaled (``sigma="agop_diagonal"``'s), selects and scales those
+        columns (cost: the rows' entries, not their product with a d x r matrix)."""
         L = self._metric_for(int(X.shape[1]))
         if L is None:
             return X
-        return X @ B.astype(B.like_input(L, X), B.dtype_of(X))
+        axes = self._metric_axes()
+        if axes is None:
+            return X @ B.astype(B.like_input(L, X), B.dtype_of(X))
+        idx, w = axes
+        C = dense_columns(X, idx)
+        return C * B.astype(B.like_input(w, C), B.dtype_of(C))[None, :]
+
+    def _metric_axes(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(feature of each column, its scale) when every column of the metric is one
+        feature's, scaled, and no feature is in two columns; else None. Kept for the metric
+        it was found for (``_axes``)."""
+        cached = self._axes
+        if cached is not None and cached[0] is self.metric:
+            return cached[1]
+        L = self._L
+        out = None
+        if L is not None:
+            nz = L != 0
+            if np.all(nz.sum(axis=0) == 1) and np.all(nz.sum(axis=1) <= 1):
+                idx = np.argmax(nz, axis=0)
+                out = (idx, L[idx, np.arange(L.shape[1])])
+        self._axes = (self.metric, out)
+        return out
 
     def _coordinates_and_norms(self, X: Any, sq: Any) -> tuple[Any, Any]:
         """(X's coordinates, their squared weighted norms): ``sq`` when given, else computed

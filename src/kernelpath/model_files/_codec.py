@@ -158,6 +158,7 @@ def _class_name(obj: Any, registry: dict[str, type]) -> str | None:
 #: Attributes that are caches or handles of a live fit: not stored, reset on load.
 _TRANSIENT: dict[str, dict[str, Any]] = {
     "kernelpath.Path": {"_coef_fn": None},
+    **{f"kernelpath.{k}": {"_axes": None} for k in ("Gaussian", "Laplacian", "Matern", "Cauchy")},
     "kernelpath.RandomFourierFeatures": {"_on_device": dict},
     "kernelpath.IncrementalRLSClassifier": {"_W_cache": dict, "_proba_cache": dict},
     "kernelpath.RebalancedRLSClassifier": {"_coef_cache": dict, "_proba_cache": dict},

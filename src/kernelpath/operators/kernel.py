@@ -58,8 +58,8 @@ import numpy as np
 from .. import _backend as B
 from .._validation import check_int
 from ..data.sources import RowSource
-from ..inputs import as_rows, dense_block
-from ..kernels import Kernel, squared_distances
+from ..inputs import as_rows
+from ..kernels import Kernel
 from .cache import CACHE_FRACTION, RowCache
 
 __all__ = ["KernelOperator", "CACHE_FRACTION", "block_plan", "cache_rows", "stream_bytes"]
@@ -855,93 +855,6 @@ class KernelOperator:
 
         self._run(work)
         return B.to_numpy(out_q), B.to_numpy(out_l)
-
-    def width_gradient(self, left: Any, right: Any) -> np.ndarray:
-        """The derivative of sum_ij (left right^T)_ij k(x_i, c_j) along the log widths:
-
-            g_l = sum_ij (left right^T)_ij Q_ij (x_il - c_jl)^2 / sigma_l^2,
-
-        Q = ``kernel.width_factor`` (radial kernels), for left (n, k) and right (m, k). Shape
-        (n_features,) for per-feature widths, (1,) for one width (the sum over features).
-        One pass over the row blocks in float64 on the host, O(n m (d + k)): every adjoint term
-        of a Nyström objective's gradient is one such pass (``ard``)."""
-        kernel = self.kernel
-        if not hasattr(kernel, "width_factor"):
-            raise ValueError(f"kernel: {kernel!r} has no width to differentiate")
-        d = int(self.X.shape[1])
-        inv = 1.0 / kernel.widths(d)  # type: ignore[attr-defined]
-        L = np.asarray(B.to_numpy(left), dtype=np.float64).reshape(self.n, -1)
-        Rt = np.asarray(B.to_numpy(right), dtype=np.float64).reshape(self.m, -1)
-        if L.shape[1] != Rt.shape[1]:
-            raise ValueError(f"left and right need as many columns, got {L.shape}, {Rt.shape}")
-        Cs = B.to_numpy(dense_block(self.centers), np.float64) * inv
-        c_sq = np.einsum("ij,ij->i", Cs, Cs)
-        Cs2 = Cs * Cs
-        rows = int(max(1, min(self.block_rows, self.budget // (8 * 3 * max(1, self.m)))))
-        g = np.zeros(d)
-        for s in range(0, self.n, rows):
-            e = min(self.n, s + rows)
-            Xs = B.to_numpy(dense_block(self.rows.read(s, e)), np.float64) * inv
-            x_sq = np.einsum("ij,ij->i", Xs, Xs)
-            R2 = squared_distances(Xs, Cs, x_sq, c_sq)
-            M = L[s:e] @ Rt.T
-            M *= kernel.width_factor(R2)
-            g += (Xs * Xs).T @ M.sum(axis=1)
-            g += Cs2.T @ M.sum(axis=0)
-            g -= 2.0 * np.einsum("ij,ij->j", Xs, M @ Cs)
-        return g if kernel.per_feature else np.array([g.sum()])  # type: ignore[attr-defined]
-
-    def gradient_outer(self, coef: Any) -> np.ndarray:
-        """The average gradient outer product (AGOP) over the rows of f = K(., centers) coef:
-
-            AGOP = (1 / n) sum_i sum_o grad f_o(x_i) grad f_o(x_i)^T,   shape (d, d).
-
-        A radial kernel is phi(||T x - T c||^2) in its coordinates T x = x A (A = L / sigma
-        for a ``metric`` L, diag(1 / sigma_l) for per-feature widths, I / sigma for one),
-        so grad_x f_o(x_i) = -A sum_j coef_jo Q_ij (T x_i - T c_j) with Q =
-        ``kernel.width_factor`` = -2 phi'(r^2). One pass over the row blocks in float64 on
-        the host, O(n m r (k + 1)) for r coordinates and k outputs; every output's term is one
-        product Q @ (coef_o T C) of all outputs at once.
-
-        Parameters
-        ----------
-        coef : array of shape (m,) or (m, k)
-
-        Returns
-        -------
-        ndarray of shape (d, d), symmetric positive semi-definite.
-        """
-        kernel = self.kernel
-        if not hasattr(kernel, "width_factor"):
-            raise ValueError(
-                f"kernel: {kernel!r} is not a function of a distance; its gradient outer "
-                "product is not computed"
-            )
-        d = int(self.X.shape[1])
-        A = kernel.coordinate_matrix(d)  # type: ignore[attr-defined]
-        r = A.shape[1]
-        C = np.asarray(B.to_numpy(coef), dtype=np.float64)
-        if C.ndim not in (1, 2) or C.shape[0] != self.m:
-            raise ValueError(f"coef must have shape ({self.m},) or ({self.m}, k), got {C.shape}")
-        C = C.reshape(self.m, -1)
-        k = C.shape[1]
-        V = B.to_numpy(dense_block(self.centers), np.float64) @ A
-        v_sq = np.einsum("ij,ij->i", V, V)
-        W = (C[:, :, None] * V[:, None, :]).reshape(self.m, k * r)  # coef_o T C, side by side
-        per_row = 8 * (self.m + 2 * k * r + r + d)
-        rows = int(max(1, min(self.block_rows, self.budget // per_row)))
-        H = np.zeros((r, r))
-        for s in range(0, self.n, rows):
-            e = min(self.n, s + rows)
-            Xs = B.to_numpy(dense_block(self.rows.read(s, e)), np.float64)
-            U = Xs @ A
-            Q = kernel.width_factor(squared_distances(U, V, np.einsum("ij,ij->i", U, U), v_sq))
-            G = (Q @ W).reshape(e - s, k, r)
-            G -= (Q @ C)[:, :, None] * U[:, None, :]  # sum_j coef_jo Q_ij (T c_j - T x_i)
-            G2 = G.reshape(-1, r)
-            H += G2.T @ G2
-        out = A @ (H / max(self.n, 1)) @ A.T
-        return (out + out.T) / 2
 
     def gram(self, weights: Any = None, native: bool = False) -> Any:
         """K_nm.T diag(w) K_nm, exactly symmetric.
