@@ -427,3 +427,100 @@ def test_the_command_line_inspects_and_predicts_a_pipeline_file(tmp_path, capsys
     ]
     assert main([*args, "--quiet"]) == 0
     np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), pipe.predict(X))
+
+
+def _paths(tree, at=()):
+    """Every place in a model tree (JSON), as a path of keys and indices."""
+    yield at
+    children = (
+        tree.items()
+        if isinstance(tree, dict)
+        else enumerate(tree)
+        if isinstance(tree, list)
+        else ()
+    )
+    for key, child in children:
+        yield from _paths(child, (*at, key))
+
+
+#: What a tampered entry becomes: numbers out of range, other types, other entries' forms.
+REPLACEMENTS = [
+    0, -1, 2**63, 10**400, 1e308, -1e308, "x", [], {}, None, True, [1, 2],
+    {"$array": "a0"}, {"$ref": 0}, {"$scalar": "<f8", "value": 1e308}, {"$tuple": []},
+    {"$dict": {}}, {"$items": [1], "kind": "U", "shape": [1]}, {"$slice": [0, 1, 0]},
+    {"$type": "float"}, {"$csr": []}, {"$pairs": [[1, 2]]},
+    {"$object": "kernelpath.Gaussian", "id": 99, "state": {}},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda X, y, labels: kp.NystromRegressor(n_centers=20, random_state=0).fit(X, y),
+        lambda X, y, labels: kp.NystromClassifier(n_centers=20, random_state=0).fit(X, labels),
+        lambda X, y, labels: kp.RecursiveRLS(
+            features=kp.RandomFourierFeatures(kp.Gaussian(1.0), 20, random_state=0)
+        ).fit(X, y),
+    ],
+    ids=["regressor", "classifier", "online"],
+)
+def test_a_tampered_consistent_file_fails_only_with_model_file_error(tmp_path, make):
+    """Every entry of the model's tree replaced by each of ``REPLACEMENTS`` (the checksum
+    recomputed, as a forger or a re-signing tool would): ``load`` refuses it with a
+    ``ModelFileError`` that names the file, or returns a model whose predictions are
+    finite. Before, tampered entries surfaced as AttributeError, OverflowError, KeyError
+    or IndexError, at load or at the first prediction."""
+    X, y, labels = _data(120)
+    path = kp.save(make(X, y, labels), tmp_path / "m.kp")
+    tree = json.loads(_header(open(path, "rb").read())["model"])
+    places = list(_paths(tree))[1:]
+    rng = np.random.default_rng(0)
+    refused = 0
+    for k, at in enumerate(places):
+        replacement = REPLACEMENTS[
+            (k * 7 + int(rng.integers(len(REPLACEMENTS)))) % len(REPLACEMENTS)
+        ]
+
+        def edit(h, at=at, replacement=replacement):
+            t = json.loads(h["model"])
+            parent = t
+            for key in at[:-1]:
+                parent = parent[key]
+            parent[at[-1]] = replacement
+            h["model"] = json.dumps(t)
+
+        bad = _rewrite(path, tmp_path / "t.kp", edit, fix_checksum=True)
+        try:
+            model = kp.load(bad)
+        except kp.ModelFileError as exc:
+            assert str(bad) in str(exc)
+            refused += 1
+            continue
+        for name in ("predict", "predict_proba"):
+            if hasattr(model, name):
+                out = getattr(model, name)(X)
+                if np.asarray(out).dtype.kind == "f":
+                    assert np.all(np.isfinite(out)), (at, replacement)
+    assert refused > len(places) // 4
+
+
+def test_coefficients_whose_predictions_overflow_are_refused(tmp_path):
+    """A re-signed file whose coefficients are 1e308 (finite, each of them) predicted
+    infinity; ``load`` refuses it, naming the file and coef_."""
+    X, y, _ = _data(120)
+    est = kp.NystromRegressor(n_centers=20, random_state=0).fit(X, y)
+    path = kp.save(est, tmp_path / "m.kp", key="secret")
+    raw = open(path, "rb").read()
+    tensors = safetensors.load(raw)
+    header = _header(raw)
+    for name, a in tensors.items():
+        if a.shape == est.coef_.shape and np.array_equal(a, est.coef_):
+            tensors[name] = np.full_like(a, 1e308)
+    from kernelpath.model_files import _signature
+
+    header["checksum"] = _checksum(header, tensors)
+    header["signature"] = _signature(header["checksum"], b"secret")
+    bad = tmp_path / "big.kp"
+    bad.write_bytes(safetensors.save(tensors, metadata=header))
+    with pytest.raises(kp.ModelFileError, match=r"big\.kp.*coef_"):
+        kp.load(bad, key="secret")

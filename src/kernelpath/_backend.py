@@ -480,12 +480,15 @@ def resolve_memory_budget(memory_budget: Any, device: Device | None = None) -> i
             )
         value = float(m.group(1)) * _UNITS[m.group(2).upper()]
     elif isinstance(memory_budget, (int, float, np.integer, np.floating)):
-        value = float(memory_budget)
+        try:
+            value = float(memory_budget)
+        except OverflowError:  # an int past the float range: more than 2**60
+            value = 2.0**61
     else:
         raise TypeError(
             f"memory_budget must be a number of bytes or a string, got {memory_budget!r}"
         )
-    if not np.isfinite(value) or value < 1024**2:
+    if np.isnan(value) or value < 1024**2:
         raise ValueError(f"memory_budget must be at least 1 MiB, got {memory_budget!r}")
     if value > 2**60:
         raise ValueError(

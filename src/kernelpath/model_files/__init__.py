@@ -47,10 +47,15 @@ from safetensors import SafetensorError
 from safetensors.numpy import load as st_load
 from safetensors.numpy import save as st_save
 from sklearn import __version__ as sklearn_version
+from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import Pipeline
+from sklearn.utils.validation import check_is_fitted
 
+from .. import _backend as B
 from .._version import __version__
 from ..data.files import check_destination, check_source, default_mode, temporary
+from ..inputs import dense_block
+from ..online import SemiparametricRegressor
 from ._codec import (
     _DTYPES,
     _USER_CODE,
@@ -252,8 +257,10 @@ def load(
     header of at most ``MAX_HEADER_BYTES``, every array's dtype, shape and byte range
     consistent with the file (no dimension larger than the file's size in bytes), text
     arrays within ``MAX_TEXT_ARRAY_BYTES``, the model's arrays finite and its centers,
-    coefficients and features consistent. Loading takes at most about twice the file's
-    size and 64 MB besides.
+    coefficients and features consistent. A fitted model is then probed: its prediction
+    methods on a row of zeros and its first centers must return finite values. Anything
+    that fails while the file is read, decoded or probed is a ``ModelFileError`` naming
+    the file. Loading takes at most about twice the file's size and 64 MB besides.
 
     Parameters
     ----------
@@ -274,8 +281,9 @@ def load(
     ------
     ModelFileError
         The file is not a kernelpath model, is damaged (checksum, truncation, parse), claims
-        more than it holds, is not signed with ``key``, or was written by an incompatible
-        version.
+        more than it holds, is not signed with ``key``, was written by an incompatible
+        version, or describes a model that is not valid (inconsistent arrays, coefficients
+        whose predictions overflow, a probe prediction that fails).
     ValueError
         Code the model needs (``regressor``) was not passed, or was passed for a model
         that has none.
@@ -333,14 +341,15 @@ def load(
         if not callable(user_code[k]):
             raise TypeError(f"{k} must be callable, got {type(user_code[k]).__name__}")
     try:
-        tree = json.loads(header["model"])
-        model = _Decoder(tensors, dict(user_code)).value(tree)
-    except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
-        if isinstance(exc, ModelFileError):
-            raise
-        raise ModelFileError(f"{p}: the model header is not valid: {exc}") from None
-    if _class_name(model, _registry()) != header["class"]:
-        raise ModelFileError(f"{p}: the header's class and its model differ")
+        model = _decoded(header, tensors, dict(user_code))
+    except ModelFileError as exc:
+        raise ModelFileError(exc.args[0] if p in str(exc) else f"{p}: {exc}") from None
+    except MemoryError:
+        raise
+    except Exception as exc:  # any other failure is the file's: what it describes is not a model
+        raise ModelFileError(
+            f"{p}: the model it describes is not valid ({type(exc).__name__}: {exc})"
+        ) from None
     sklearn_written = header.get("sklearn_version")
     if sklearn_written is not None and sklearn_written != sklearn_version:
         warnings.warn(
@@ -350,7 +359,18 @@ def load(
             UserWarning,
             stacklevel=2,
         )
-    _check_consistent(model.steps[-1][1] if isinstance(model, Pipeline) else model, p)
+    return model
+
+
+def _decoded(header: dict[str, str], tensors: dict[str, np.ndarray], user_code: dict) -> Any:
+    """The model the header describes, checked: its class, its arrays against each other,
+    and a fitted model's predictions on a probe (``_check_predictions``)."""
+    model = _Decoder(tensors, user_code).value(json.loads(header["model"]))
+    if _class_name(model, _registry()) != header["class"]:
+        raise ModelFileError("the header's class and its model differ")
+    last = model.steps[-1][1] if isinstance(model, Pipeline) else model
+    _check_consistent(last)
+    _check_predictions(last)
     return model
 
 
@@ -452,20 +472,30 @@ def _check_layout(head: bytes, size: int) -> dict[str, Any]:
     return entries
 
 
-def _check_consistent(model: Any, p: str) -> None:
+def _check_consistent(model: Any) -> None:
     """The fitted arrays agree with each other: centers have the model's features, the
-    coefficients one row per center (or per feature of the map)."""
+    coefficients one row per center (or per feature of the map) and a finite sum of
+    magnitudes (a prediction is at most that sum times the kernel's largest value)."""
     d = getattr(model, "n_features_in_", None)
     centers = getattr(model, "centers_", None)
     coef = getattr(model, "coef_", None)
+    if B.is_tensor(coef):
+        coef = B.to_numpy(coef)
     if isinstance(centers, np.ndarray):
         if centers.ndim != 2 or centers.shape[0] == 0 or (d is not None and centers.shape[1] != d):
             raise ModelFileError(
-                f"{p}: centers_ of shape {centers.shape} do not fit a model of {d} features"
+                f"centers_ of shape {centers.shape} do not fit a model of {d} features"
             )
         if isinstance(coef, np.ndarray) and (coef.ndim == 0 or coef.shape[0] != centers.shape[0]):
             raise ModelFileError(
-                f"{p}: coef_ of shape {coef.shape} does not fit {centers.shape[0]} centers"
+                f"coef_ of shape {coef.shape} does not fit {centers.shape[0]} centers"
+            )
+    if isinstance(coef, np.ndarray) and coef.dtype.kind == "f" and coef.size:
+        with np.errstate(over="ignore"):
+            total = np.abs(coef.astype(np.float64)).sum(axis=0)
+        if not np.all(np.isfinite(total)):
+            raise ModelFileError(
+                "coef_ holds coefficients whose sum overflows: its predictions would not be finite"
             )
     classes = getattr(model, "classes_", None)
     if classes is not None and isinstance(coef, np.ndarray) and coef.ndim in (1, 2):
@@ -473,9 +503,55 @@ def _check_consistent(model: Any, p: str) -> None:
         outputs = 1 if coef.ndim == 1 else coef.shape[1]
         if k < 2 or outputs not in ((1, 2) if k == 2 else (k,)):
             raise ModelFileError(
-                f"{p}: {k} classes but coef_ of shape {coef.shape} (one column per class, "
+                f"{k} classes but coef_ of shape {coef.shape} (one column per class, "
                 "or one for two classes)"
             )
+
+
+#: The prediction methods a loaded model is probed with, where it has them.
+_PROBED = ("predict", "predict_proba", "decision_function", "transform")
+
+
+def _check_predictions(model: Any) -> None:
+    """A fitted model (but a semiparametric one, whose physical model is the user's code)
+    predicts finite values on a probe: a row of zeros and its first centers. What a
+    tampered file breaks shows here, as ``ModelFileError``, not at the user's first
+    prediction."""
+    if isinstance(model, SemiparametricRegressor) or not _is_fitted(model):
+        return
+    d = getattr(model, "n_features_in_", None)
+    if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or not 0 < d <= 2**31:
+        raise ModelFileError(f"n_features_in_ is not a number of features: {d!r}")
+    probe = np.zeros((1, int(d)))
+    centers = getattr(model, "centers_", None)
+    if centers is not None:
+        first = dense_block(centers[:3])
+        probe = np.vstack([probe, np.asarray(B.to_numpy(first), dtype=np.float64)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # feature names, rounding notes
+        for name in _PROBED:
+            method = getattr(model, name, None)
+            if method is None or (name == "predict_proba" and _uncalibrated(model)):
+                continue
+            out = np.asarray(B.to_numpy(method(probe)))
+            if out.dtype.kind in "fc" and not np.all(np.isfinite(out)):
+                raise ModelFileError(f"its {name} gives values that are not finite")
+
+
+def _uncalibrated(model: Any) -> bool:
+    """A classifier whose fit held no rows out has no probabilities (its ``predict_proba``
+    says so; files written before probabilities hold no ``calibration_``)."""
+    return hasattr(model, "_probability_map") and getattr(model, "calibration_", None) is None
+
+
+def _is_fitted(model: Any) -> bool:
+    try:
+        check_is_fitted(model)
+    except NotFittedError:
+        return False
+    except TypeError:  # not an estimator: a feature map without fit state
+        return False
+    return True
 
 
 def _header(data: bytes) -> dict[str, str]:

@@ -417,7 +417,11 @@ class _Decoder:
         outer = self.lenient
         state = {}
         foreign = name.startswith("sklearn.")  # its own NaN: missing_values=np.nan
+        if not isinstance(v["state"], dict):
+            raise ModelFileError(f"the state of a {name} is not a table of attributes")
         for k, x in v["state"].items():
+            if not k.isidentifier():
+                raise ModelFileError(f"a {name} has an attribute named {k[:40]!r}")
             # a path's errors may be NaN (points not scored); its coefficients may not
             self.lenient = outer or foreign or (cls is Path and k != "_stored")
             state[str(k)] = self.value(x)
