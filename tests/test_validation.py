@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import kernelpath as kp
 from kernelpath import (
     Gaussian,
     KRLSClassifier,
@@ -249,3 +250,18 @@ def test_no_nan_model_on_constant_targets():
             est = Est(Gaussian(1.0)).fit(X, np.ones(30))
             assert np.all(np.isfinite(est.coef_))
             np.testing.assert_allclose(est.predict(X), 1.0, atol=1e-8)
+
+
+@pytest.mark.parametrize("top", [3.40282357e38, 1e31, -5e35])
+def test_float32_rows_with_targets_past_float32s_range_are_refused_naming_y(top):
+    """Float32 X predicts in float32: targets at 3.4e38 (an 8 x 5 X of zeros, one center,
+    penalty='auto') fitted normally and predicted infinity. Past 1e30 they are refused,
+    naming y and the way out; below, the predictions are finite."""
+    X = np.zeros((8, 5), dtype=np.float32)
+    est = kp.NystromRegressor(n_centers=1, penalty="auto", random_state=0)
+    with pytest.raises(ValueError, match="y has values up to .*float32.*float64"):
+        est.fit(X, np.full(8, top))
+    est.fit(X, np.full(8, 1e29))
+    assert np.all(np.isfinite(est.predict(X)))
+    est.fit(X.astype(np.float64), np.full(8, top))  # float64 X: float64 predictions
+    assert np.all(np.isfinite(est.predict(X.astype(np.float64))))

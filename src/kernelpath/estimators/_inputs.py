@@ -117,6 +117,14 @@ def check_fit_input(
         )
     else:
         top = float(np.abs(np.asarray(y, dtype=np.float64)).max(initial=0.0))
+        if B.dtype_of(X) == np.float32 and top > Y_MAX_FLOAT32:
+            raise ValueError(
+                f"y has values up to {top:.3g}: X is float32, so the model predicts in float32 "
+                f"(finite up to {float(np.finfo(np.float32).max):.3g}), and targets past "
+                f"{Y_MAX_FLOAT32:.3g} leave no room for its rounding; pass X as float64, or "
+                f"rescale the targets (e.g. divide by {2.0 ** round(np.log2(top)):.3g} and "
+                "multiply the predictions back)"
+            )
         if top > Y_MAX:
             raise ValueError(
                 f"y has values up to {top:.3g}: the squared errors that choose the model "
@@ -138,6 +146,9 @@ DASK_INSTEAD = (
 #: The largest |y| of a regression fit: the screen's tie rule sums squared per-row squared
 #: losses, (y^2)^2 n, which must stay finite in float64 for n up to 10^20.
 Y_MAX = 1e60
+#: The largest |y| of a regression fit on float32 X, which predicts in float32 (finite to
+#: 3.4e38): eight orders of magnitude below, for the predictions' overshoot and rounding.
+Y_MAX_FLOAT32 = 1e30
 
 
 def _coded(y: np.ndarray, classifier: bool) -> tuple[np.ndarray, np.ndarray | None]:
