@@ -167,3 +167,35 @@ def test_bad_arguments_are_refused_by_name(tmp_path):
         disk_memory(0)
     with pytest.raises((TypeError, ValueError), match="rows"):
         disk_memory(100, rows=2.5)
+
+
+@pytest.mark.parametrize("kind", ["missing", "regular file", "not writable"])
+def test_a_tmpdir_that_is_no_writable_folder_is_refused_naming_tmpdir(kind, monkeypatch, tmp_path):
+    """``tempfile`` silently takes another folder where ``TMPDIR`` names a missing folder,
+    a file or a folder it cannot write in: the disk factor's 4 m^2 bytes then went to /tmp.
+    They are refused, naming ``TMPDIR``, before anything is written; a usable ``TMPDIR``
+    is where the file goes (``TEMP`` and ``TMP`` are not read past it)."""
+    where = tmp_path / "scratch"
+    if kind == "regular file":
+        where.write_text("")
+    elif kind == "not writable":
+        where.mkdir()
+        real = os.access
+        monkeypatch.setattr(
+            os, "access", lambda p, mode: False if os.fspath(p) == str(where) else real(p, mode)
+        )
+    monkeypatch.setenv("TMPDIR", str(where))
+    monkeypatch.setenv("TEMP", str(tmp_path))
+    with pytest.raises(ValueError, match=f"TMPDIR='{where}'"):
+        disk_factor(_operator())
+    monkeypatch.undo()
+    good = tmp_path / "good"
+    good.mkdir()
+    monkeypatch.setenv("TMPDIR", str(good))
+    seen = []
+    real_file = disk.tempfile.TemporaryFile
+    monkeypatch.setattr(
+        disk.tempfile, "TemporaryFile", lambda dir: seen.append(dir) or real_file(dir=dir)
+    )
+    disk_factor(_operator(m=50)).close()
+    assert seen == [str(good)]

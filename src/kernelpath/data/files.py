@@ -1,7 +1,8 @@
 """Files written atomically: a temporary file in the destination's folder, given the
 permissions a new file gets, then renamed into place. The temporary names carry the host,
 its PID namespace and the process id, so that the next writer in a folder removes what a
-killed process (SIGKILL runs no handler) left there, and only that."""
+killed process (SIGKILL runs no handler) left there, and only that. And the folder of a
+scratch file (``scratch_folder``): the one the user named, checked, never another."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ import shutil
 import socket
 import stat
 import tempfile
+from typing import Any
 
 __all__ = [
+    "TEMP_VARIABLES",
+    "scratch_folder",
     "check_destination",
     "check_source",
     "default_mode",
@@ -43,6 +47,46 @@ def check_source(
     if not stat.S_ISREG(st.st_mode):
         raise not_regular(f"{name}: {path!r} is {_kind(st.st_mode)}, not a regular file")
     return st
+
+
+#: The environment variables that name the folder of temporary files, in the order Python's
+#: ``tempfile`` reads them.
+TEMP_VARIABLES = ("TMPDIR", "TEMP", "TMP")
+
+
+def scratch_folder(directory: Any, what: str, name: str = "directory") -> str:
+    """The folder a scratch file (``what``, for messages) is written in: ``directory``
+    (named ``name``) when given, else the first of ``TEMP_VARIABLES`` set, else
+    ``tempfile``'s default. A folder named but not usable (missing, not a folder, not
+    writable) is refused with a ``ValueError`` naming where it came from: ``tempfile``
+    would silently write somewhere else."""
+    if directory is not None:
+        if not isinstance(directory, (str, os.PathLike)):
+            raise TypeError(f"{name} must be a path or None, got {type(directory).__name__}")
+        where, source = os.fspath(directory), name
+    else:
+        named = [(v, os.environ[v]) for v in TEMP_VARIABLES if os.environ.get(v)]
+        if not named:
+            return tempfile.gettempdir()
+        source, where = named[0]
+    try:
+        mode = os.stat(where).st_mode
+    except OSError as exc:
+        raise ValueError(
+            f"{source}={where!r}: {exc.strerror or 'cannot be read'}; {what} is written in "
+            f"that folder: create it, or point {source} to a folder with room"
+        ) from None
+    if not stat.S_ISDIR(mode):
+        raise ValueError(
+            f"{source}={where!r} is {_kind(mode)}, not a folder; {what} is written in that "
+            f"folder: point {source} to a folder with room"
+        )
+    if not os.access(where, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"{source}={where!r}: this process cannot write in that folder, where {what} "
+            f"is written: point {source} to a folder it can write in"
+        )
+    return where
 
 
 def _kind(mode: int) -> str:

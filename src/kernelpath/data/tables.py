@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .files import check_source
+from .files import check_source, scratch_folder
 from .sources import ArraySource, ParquetSource, RowSource
 
 __all__ = ["read_table"]
@@ -222,7 +222,7 @@ def _read_csv(
     except pa.ArrowInvalid as exc:
         raise ValueError(f"path: cannot read {path} as CSV: {exc}") from exc
     width = len(feats) + (1 if numeric_target else 0)
-    folder = os.fspath(cache_dir) if cache_dir is not None else tempfile.gettempdir()
+    folder = scratch_folder(cache_dir, "the CSV's binary copy", "cache_dir")
     fd, tmp = tempfile.mkstemp(prefix="kernelpath-csv-", suffix=".bin", dir=folder)
     fh = os.fdopen(fd, "w+b")
     try:

@@ -118,7 +118,7 @@ default="auto"
         buffers of m^2: for float32 data or a tight budget); "lowrank", a rank-r randomized
         Nyström preconditioner of K_mm (O(m r) memory, no m x m matrix; slower to converge);
         "disk", the compact factor in float32 with one anchor in a temporary file
-        (``tempfile.gettempdir()``: set ``TMPDIR`` to choose its disk; 4 m^2 bytes there),
+        (in the folder ``TMPDIR`` names, refused when it cannot be written; 4 m^2 bytes there),
         read by panels of rows, so that memory holds three panels of it (for m whose m x m
         buffer the budget cannot hold). "auto" never writes to disk; it takes the first of
         the others that fits ``memory_budget`` (the compact factor first for float32 data,

@@ -19,8 +19,9 @@ cache), so the fit's resident memory is ``disk_memory`` (three panels) whatever 
   triangle once, panel by panel; R is applied in float64 by one step of refinement, as for
   the compact factor in float32 (``CompactFactor._refined``).
 
-The file is an unnamed temporary file in ``tempfile.gettempdir()`` (``TMPDIR``), or the
-directory given; its room is reserved when it is made (``posix_fallocate``), so a full disk
+The file is an unnamed temporary file in the folder ``TMPDIR`` names (refused, naming
+``TMPDIR``, when that is no folder this process can write in: ``tempfile`` would silently
+write elsewhere), or the directory given; its room is reserved when it is made (``posix_fallocate``), so a full disk
 is an ``OSError`` naming the directory then, never a fault in the middle of a write. It is
 gone when the factor is. The jitter rule is the compact factor's (``compact_factor``).
 """
@@ -41,6 +42,7 @@ from .. import _backend as B
 from .._backend import FACTOR_DTYPE
 from .._threads import dense_threads
 from .._validation import check_float, check_int
+from ..data.files import scratch_folder
 from .compact import JITTER_TRIES, CompactFactor, block_rows
 
 __all__ = ["DiskFactor", "disk_factor", "disk_memory", "DISK_DTYPE", "DISK_PANELS"]
@@ -356,7 +358,8 @@ def disk_factor(
     rows: int | None = None,
 ) -> DiskFactor:
     """The disk factor of the operator's centers: a temporary file of (m + 1) m float32
-    numbers in ``directory`` (None: ``tempfile.gettempdir()``), K_mm + j I factored there by
+    numbers in ``directory`` (None: the folder ``TMPDIR`` names, checked:
+    ``data.files.scratch_folder``), K_mm + j I factored there by
     panels of ``rows`` rows (None: ``block_rows(m)``), j growing tenfold until the factor
     exists (``compact_factor``'s rule). Raises ``OSError`` naming the directory where the
     file's room cannot be reserved."""
@@ -365,9 +368,7 @@ def disk_factor(
     m = int(op.m)
     rows = block_rows(m) if rows is None else check_int(rows, "rows", 1)
     rows = min(rows, m)
-    if directory is not None and not isinstance(directory, (str, os.PathLike)):
-        raise TypeError(f"directory must be a path or None, got {type(directory).__name__}")
-    where = tempfile.gettempdir() if directory is None else os.fspath(directory)
+    where = scratch_folder(directory, "the disk factor's file")
     size = disk_bytes(m)
     file = tempfile.TemporaryFile(dir=where)
     try:
