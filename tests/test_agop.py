@@ -1,7 +1,7 @@
 """Learned feature metrics (``sigma="agop"``): the kernel's metric against the kernel on
-transformed inputs, the average gradient outer product against central finite
-differences (exact, and its leading eigenpairs past the dense limit), the factor of the metric against its definition, and the rounds on problems
-whose relevant directions are known."""
+transformed inputs, the average gradient outer product against central finite differences
+(exact, and its leading eigenpairs past the dense limit), the factor of the metric against
+its definition, and the rounds on problems whose relevant directions are known."""
 
 from __future__ import annotations
 

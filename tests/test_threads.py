@@ -208,9 +208,8 @@ def test_public_functions_outside_a_fit_run_blas_as_a_fit_does(
 
 
 def _library_counts() -> list[tuple[str, int]]:
-    return sorted(
-        (lib["filepath"], lib["num_threads"]) for lib in threadpool_info() if lib["user_api"] == "blas"
-    )
+    libs = [lib for lib in threadpool_info() if lib["user_api"] == "blas"]
+    return sorted((lib["filepath"], lib["num_threads"]) for lib in libs)
 
 
 def _in_threads(calls, count: int = 8) -> list:

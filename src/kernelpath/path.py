@@ -159,6 +159,30 @@ class Path:
             )
         return self._coef_fn(idx)
 
+    def in_units(self, scale: float) -> Path:
+        """This path for targets ``scale`` times larger: coefficients times ``scale``, the
+        squared errors (training error, and the validation error and loss where they are
+        MSE) times ``scale``^2. A fit that divides its targets by a power of two to keep
+        their squares in range (``fitting.problem.target_scale``) reports its path so."""
+        if scale == 1.0:
+            return self
+        sq = scale * scale
+        mse = self.scoring == "mse"
+        fn = self._coef_fn
+        out = Path(
+            self.params,
+            self.train_error * sq,
+            None if self.val_error is None else self.val_error * (sq if mse else 1.0),
+            None if fn is None else (lambda idx: fn(idx) * scale),
+            self.scoring,
+            self.best_index,
+            {k: v * scale for k, v in self._stored.items()},
+            self.info,
+            None if self.val_loss is None else self.val_loss * sq,
+            None if self.fold_errors is None else self.fold_errors * (sq if mse else 1.0),
+        )
+        return out
+
     def __len__(self) -> int:
         return int(np.prod(self.shape))
 

@@ -95,6 +95,9 @@ class _KernelPathEstimator(BaseEstimator):
         self.validation_indices_ = chosen.validation
         attrs = self._family.model(chosen.model, chosen.coef)
         coef, intercept = np.asarray(attrs.pop("coef")), attrs.pop("intercept")
+        if problem.y_scale != 1.0:  # the targets were fitted divided by it
+            coef = coef * problem.y_scale
+            intercept = np.asarray(intercept) * problem.y_scale
         # 1-D for one output (or a binary classifier); coef_ on the device the fit ran on
         out = coef[:, 0] if problem.single_output else coef
         self.coef_ = B.to_device(out, problem.device, out.dtype)
@@ -102,7 +105,7 @@ class _KernelPathEstimator(BaseEstimator):
         self.intercept_ = inter[0] if problem.single_output else inter
         for name, value in attrs.items():
             setattr(self, name, value)
-        path = chosen.path
+        path = chosen.path.in_units(problem.y_scale)
         self.path_ = path
         if chosen.ard_info is not None:
             self.ard_info_ = dict(chosen.ard_info)

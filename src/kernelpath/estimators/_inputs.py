@@ -27,7 +27,7 @@ from .._validation import (
 from ..data.sources import is_lazy_array
 from ..fitting.family import Family, in_memory
 from ..fitting.memory import copied_bytes
-from ..fitting.problem import FitProblem
+from ..fitting.problem import FitProblem, target_scale
 from ..inputs import as_rows, check_feature_count, host_sparse, is_sparse, is_torch_sparse
 from ..workspace import Workspace
 
@@ -233,6 +233,9 @@ def fit_problem(
     if classifier:
         _check_codes_fit(y, budget)
     Y, classes = _coded(y, classifier)
+    y_scale = 1.0 if classifier else target_scale(Y)
+    if y_scale != 1.0:
+        Y = Y / y_scale
     w = _weights(sample_weight, X)
     if classifier:
         w = _class_weighted(getattr(est, "class_weight", None), y, w)
@@ -246,5 +249,6 @@ def fit_problem(
         bool(single),
         estimator=name,
         held=copied_bytes(given, X),  # a dtype or layout conversion counts in the budget
+        y_scale=y_scale,
     )
     return problem, settings, classes

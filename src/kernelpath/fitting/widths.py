@@ -149,10 +149,17 @@ def paired_difference(
     new: np.ndarray, base: np.ndarray, w: np.ndarray | None
 ) -> tuple[float, float]:
     """(mean, standard error) of the per-row differences ``new - base``, ``w``-weighted
-    (None: alike), the error over Kish's effective number of rows."""
-    wt = np.ones(len(base)) if w is None else w
+    (None: alike), the error over Kish's effective number of rows; both in units of the
+    largest |difference| (their ratio is what the callers weigh), so that the squares
+    neither underflow nor overflow whatever the targets' scale (per-row squared losses of
+    targets near 1e-90 are near 1e-180, and their squares were 0)."""
+    wt = np.ones(len(base)) if w is None else w / np.max(w)
     n_eff = wt.sum() ** 2 / np.sum(wt**2)
-    d = new - base
+    d = np.asarray(new, dtype=np.float64) - base
+    top = float(np.max(np.abs(d), initial=0.0))
+    if not top > 0 or not np.isfinite(top):
+        return (0.0, 0.0) if top == 0 else (float(np.average(d, weights=wt)), 0.0)
+    d = d / top
     mean = float(np.average(d, weights=wt))
     return mean, float(np.sqrt(np.average((d - mean) ** 2, weights=wt) / max(n_eff - 1, 1)))
 

@@ -21,9 +21,10 @@ cache), so the fit's resident memory is ``disk_memory`` (three panels) whatever 
 
 The file is an unnamed temporary file in the folder ``TMPDIR`` names (refused, naming
 ``TMPDIR``, when that is no folder this process can write in: ``tempfile`` would silently
-write elsewhere), or the directory given; its room is reserved when it is made (``posix_fallocate``), so a full disk
-is an ``OSError`` naming the directory then, never a fault in the middle of a write. It is
-gone when the factor is. The jitter rule is the compact factor's (``compact_factor``).
+write elsewhere), or the directory given; its room is reserved when it is made
+(``posix_fallocate``), so a full disk is an ``OSError`` naming the directory then, never a
+fault in the middle of a write. It is gone when the factor is. The jitter rule is the
+compact factor's (``compact_factor``).
 """
 
 from __future__ import annotations
