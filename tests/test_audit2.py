@@ -718,8 +718,12 @@ except KeyboardInterrupt:
         assert out.split()[:1] in (["interrupted"], ["finished"]), out + err[-2000:]
         return float(out.split()[1]) - sent  # CLOCK_MONOTONIC: one clock for both processes
 
-    assert latency("compiled") < 1.0
-    assert latency("scipy", wait=1.5) > 1.0  # not waited for to its end (a few seconds)
+    # bounded against the control in the same test, so that it holds on a loaded machine:
+    # SciPy's call holds the interrupt until LAPACK returns (seconds), the compiled one
+    # replies within its 50 ms polls
+    compiled = latency("compiled")
+    held = latency("scipy")
+    assert compiled < held / 4, (compiled, held)
 
 
 def test_25_exact_krls_factors_through_the_interruptible_call(monkeypatch):
@@ -758,24 +762,40 @@ def test_25_the_command_line_ends_at_once_on_ctrl_c_during_a_factorization(tmp_p
     np.savez(tmp_path / "d.npz", X=X, y=np.sin(X[:, 0]))
     cmd = [sys.executable, "-m", "kernelpath.cli", "fit", str(tmp_path / "d.npz")]
     cmd += ["--model", "krls", "--sigma", "2", "--scale", "off", "--progress"]
-    cmd += ["-o", str(tmp_path / "m.kp")]
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default
-    )
-    lines = []
-    while not any("estimated cost" in line for line in lines):  # said before it factors
-        line = proc.stderr.readline()
-        assert line, "".join(lines)
-        lines.append(line)
-    time.sleep(0.5)  # the kernel matrix takes a fraction of that: the eigh is running
-    assert proc.poll() is None, proc.communicate()
-    sent = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
-    ended = time.monotonic() - sent
+
+    def run(interrupt: bool) -> tuple[float, subprocess.Popen, str]:
+        """Seconds from the factorization's start (interrupted: from the SIGINT 0.5 s
+        into it) to the process's end."""
+        out = str(tmp_path / ("m.kp" if interrupt else "control.kp"))
+        proc = subprocess.Popen(
+            [*cmd, "-o", out],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=_sigint_default,
+        )
+        lines = []
+        while not any("estimated cost" in line for line in lines):  # said before it factors
+            line = proc.stderr.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+        start = time.monotonic()
+        if interrupt:
+            time.sleep(0.5)  # the kernel matrix takes a fraction of that: the eigh runs
+            assert proc.poll() is None, proc.communicate()
+            start = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=600)
+        return time.monotonic() - start, proc, err
+
+    # the control, on the same machine under the same load: the whole factorization and
+    # the rest of the fit (seconds)
+    whole, control, err = run(interrupt=False)
+    assert control.returncode == 0, err[-2000:]
+    ended, proc, err = run(interrupt=True)
     assert proc.returncode == 130, err[-2000:]
     assert "interrupted" in err
-    assert ended < 1.0, ended  # the eigendecomposition of 3,200 rows takes seconds
+    assert ended < (whole - 0.5) / 2, (ended, whole)  # not waiting for LAPACK to return
     assert not (tmp_path / "m.kp").exists()
 
 

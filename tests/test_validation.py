@@ -293,3 +293,77 @@ def test_the_model_is_the_same_at_every_target_scale(make, scale):
     if scale**2 > 0:  # the path's MSE in the targets' units (1e-600 is no float64)
         best = est.path_.best_val_error / scale**2
         assert best == pytest.approx(base.path_.best_val_error, rel=1e-6)
+
+
+def _rff():
+    return kp.RandomFourierFeatures(kp.Gaussian(1.0), 10, random_state=0)
+
+
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda: kp.Gaussian(1.0)(np.ones(5), np.ones(5)), ValueError, "X must be .*2-D"),
+        (lambda: kp.Matern(1.0)(np.ones((2, 3)), np.ones(3)), ValueError, "Z must be .*2-D"),
+        (
+            lambda: kp.Gaussian(1.0)(np.ones((3, 5)), np.ones((2, 4))),
+            ValueError,
+            "as many features.*5 and 4",
+        ),
+        (lambda: kp.Polynomial(2)(np.ones((3, 5)), np.ones((2, 4))), ValueError, "5 and 4"),
+        (lambda: kp.Gaussian(1.0)(np.array([["a"]]), np.ones((1, 1))), TypeError, "X must"),
+        (lambda: kp.Gaussian(1.0).diag(np.ones((3, 2), dtype=complex)), TypeError, "X must"),
+        (lambda: kp.Linear().diag(np.ones((3, 2), dtype=complex)), TypeError, "X must"),
+        (lambda: kp.Gaussian(1.0).diag(np.ones(3)), ValueError, "X must be .*2-D"),
+        (
+            lambda: kp.RecursiveRLS(features=_rff()).fit(np.array([["a", "b"]]), [1.0]),
+            ValueError,
+            "X must contain numbers",
+        ),
+        (
+            lambda: kp.IncrementalRLSClassifier(features=_rff()).partial_fit(
+                np.ones((2, 3)), np.array([1 + 1j, 2 + 0j])
+            ),
+            TypeError,
+            "y must be real",
+        ),
+        (
+            lambda: kp.RebalancedRLSClassifier(features=_rff()).partial_fit(
+                np.ones((2, 3)), [1 + 1j, 2]
+            ),
+            TypeError,
+            "y must be real",
+        ),
+    ],
+    ids=[
+        "1-D X",
+        "1-D Z",
+        "feature counts",
+        "dot-kernel feature counts",
+        "text",
+        "complex diag",
+        "complex linear diag",
+        "1-D diag",
+        "text to an online learner",
+        "complex labels",
+        "complex labels, rebalanced",
+    ],
+)
+def test_bad_input_is_refused_at_the_entry_naming_the_argument(call, error, words):
+    """Kernel calls, their diagonals and the online learners check their inputs where the
+    user passes them: an IndexError, a matmul error or NumPy's conversion error came from
+    deep inside, and complex labels and rows were taken."""
+    with pytest.raises(error, match=words):
+        call()
+
+
+def test_kernels_and_learn_widths_take_lists_of_rows():
+    rows = [[1.0, 2.0], [3.0, 4.0]]
+    np.testing.assert_allclose(
+        kp.Gaussian(1.0)(rows, rows), kp.Gaussian(1.0)(*[np.array(rows)] * 2)
+    )
+    X = np.random.default_rng(0).standard_normal((60, 2))
+    got = kp.learn_widths(kp.Gaussian(1.0), X.tolist(), np.sin(X[:, 0]).tolist(), n_centers=10,
+                          max_iter=2, random_state=0)  # fmt: skip
+    want = kp.learn_widths(kp.Gaussian(1.0), X, np.sin(X[:, 0]), n_centers=10, max_iter=2,
+                           random_state=0)  # fmt: skip
+    np.testing.assert_array_equal(got.sigma, want.sigma)

@@ -35,7 +35,7 @@ import scipy.sparse
 
 from . import _backend as B
 from ._threads import dense_threads, fit_threaded
-from ._validation import check_int, check_weights
+from ._validation import check_int, check_rows, check_weights
 from .inputs import rows_in_memory
 from .kernels import AUTO_WIDTH_FACTORS, Kernel, make_kernel, median_distance
 from .operators import KernelOperator
@@ -301,6 +301,8 @@ def learn_widths(
     max_iter = int(check_int(max_iter, "max_iter", 1))
     if scipy.sparse.issparse(X):
         raise TypeError("X must be a dense array, got a sparse matrix: pass X.toarray()")
+    if not hasattr(X, "shape"):  # a list of rows
+        X = check_rows(X, "X")
     if getattr(X, "ndim", 2) != 2 or len(getattr(X, "shape", ())) != 2:
         raise ValueError(f"X must be 2-D, got shape {getattr(X, 'shape', None)}")
     n, d = int(X.shape[0]), int(X.shape[1])

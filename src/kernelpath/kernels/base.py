@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend as B
+from .._validation import check_rows
 from ..inputs import as_rows, dense_block, is_sparse, product, row_sq_norms, rows_in_memory
 
 _MEDIAN_SUBSAMPLE = 1000
@@ -169,9 +170,12 @@ class Kernel:
         -------
         array of shape (n, m)
         """
-        for name, A in (("X", X), ("Z", Z)):
-            B.check_real(A, name)
-            as_rows(A).check_finite(name)
+        X, Z = check_rows(X, "X"), check_rows(Z, "Z")
+        if X.shape[1] != Z.shape[1]:
+            raise ValueError(
+                f"X and Z must have as many features (columns), got {X.shape[1]} and "
+                f"{Z.shape[1]}"
+            )
         return self.block(X, Z)
 
     def block(
@@ -209,12 +213,16 @@ class Kernel:
         Parameters
         ----------
         X : array of shape (n, n_features)
-            Rows.
+            Rows: real, finite numbers (an array, a tensor or sparse rows).
 
         Returns
         -------
         array of shape (n,)
         """
+        return self._diag(check_rows(X, "X"))
+
+    def _diag(self, X: Any) -> Any:
+        """``diag`` of checked rows."""
         raise NotImplementedError
 
     @property

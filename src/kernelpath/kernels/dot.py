@@ -58,7 +58,7 @@ class Polynomial(Kernel):
         K += self.coef0
         return B.pow_(K, self.degree)
 
-    def diag(self, X: np.ndarray) -> np.ndarray:
+    def _diag(self, X: Any) -> Any:
         return (self._gamma(X) * row_sq_norms(X) + self.coef0) ** self.degree
 
 
@@ -71,7 +71,7 @@ class Linear(Kernel):
     def block(self, X, Z, x_sq=None, z_sq=None, prepared=None, out=None, work=None, clip=None):
         return _product(X, Z, out)
 
-    def diag(self, X: np.ndarray) -> np.ndarray:
+    def _diag(self, X: Any) -> Any:
         return row_sq_norms(X)
 
 

@@ -18,6 +18,7 @@ from .._validation import (
     check_class_weight,
     check_labels,
     check_magnitude,
+    check_numeric,
     check_rows,
     class_weight_value,
 )
@@ -81,6 +82,7 @@ def _rows(X: Any, name: str = "X") -> np.ndarray:
             X = X[None, :]
     else:
         B.check_real(X, name)
+    check_numeric(X, name)
     # sparse rows stay CSR: the feature maps take them (RandomFourierFeatures,
     # NystromFeatures: sparse x dense products)
     A = check_array(
@@ -111,6 +113,7 @@ def _host(a: Any, name: str = "y") -> Any:
     the argument (rows may be sparse, targets may not)."""
     if scipy.sparse.issparse(a):
         raise TypeError(f"{name} must be dense, got a sparse {type(a).__name__}")
+    B.check_real(a, name)
     return B.to_numpy(a) if B.is_tensor(a) else a
 
 
