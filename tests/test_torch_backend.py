@@ -98,7 +98,10 @@ def same_path(a, b):
     close(pa.train_error, pb.train_error, what="train_error")
     if pa.val_error is not None:
         close(pa.val_error, pb.val_error, what="val_error")
-    close(a.coef_, b.coef_, what="coef_")
+    # coefficients of a small penalty cancel (entries of 10^3 make predictions of 1): the
+    # backends' rounding (their BLAS kernels differ by CPU) reaches them amplified by that
+    # ratio; the predictions are compared at RTOL where the tests predict
+    close(a.coef_, b.coef_, rtol=1e3 * RTOL, what="coef_")
 
 
 ESTIMATORS = [
@@ -334,6 +337,7 @@ def test_device_factor_equals_host_factor(solver, monkeypatch, rng):
     assert not host_fit.path_.info["factor_on_device"]
     assert dev_fit.path_.info["factor_on_device"] and dev_fit.path_.info["factor"] == "cholesky"
     same_path(host_fit, dev_fit)
+    close(host_fit.predict(X), dev_fit.predict(X), what="predict")
 
 
 def test_device_factor_rank_deficient_centers(monkeypatch, rng):
@@ -453,6 +457,7 @@ def test_cuda_device_parameter_and_factor(rng):
     assert b.coef_.is_cuda
     assert isinstance(b.predict(X), np.ndarray)
     same_path(a, b)
+    close(a.predict(X), b.predict(X), what="predict")
 
 
 @cuda
