@@ -583,12 +583,12 @@ def test_9_a_budget_too_small_for_the_main_fit_is_refused_before_the_screen(make
     6-32 s: the width screen fit its subsamples first. Now the plan's largest fits are
     checked before any fit (``Family.check_memory``), and EigenPro's batches get at least
     1 MiB (at 113MB it asked for a budget of 498,000 bytes for its batch operator)."""
-    import kernelpath.fitting.plan as plan
+    import kernelpath.fitting.choice as choice
 
     def screen(*args, **kwargs):
         raise AssertionError("the width screen ran before the budget was checked")
 
-    monkeypatch.setattr(plan, "choose_width", screen)
+    monkeypatch.setattr(choice, "choose_width", screen)
     rng = np.random.default_rng(0)
     X = rng.standard_normal((60_000, 5))
     with pytest.raises(ValueError, match=r"memory_budget=40 MB is too small .* at least \d+MB"):
@@ -814,12 +814,12 @@ def test_8_9_kernel_families_refuse_before_the_width_screen(make, monkeypatch):
     """A budget the main fit cannot live in was refused only after the width screen (2-3.6
     s and 45-68 MB into a 200,000-point fit): the kernel families check their largest fits,
     with the centers they will draw, before it (``Family.check_memory``)."""
-    from kernelpath.fitting import plan
+    from kernelpath.fitting import choice
 
     def screen(*args, **kwargs):
         raise AssertionError("the width screen ran before the budget was refused")
 
-    monkeypatch.setattr(plan, "choose_width", screen)
+    monkeypatch.setattr(choice, "choose_width", screen)
     X, y = _data(n=3000, d=5)
     with pytest.raises(ValueError, match=r"memory_budget=2 MB is too small"):
         make("2MB").fit(X, (y > 0).astype(int) if "Classifier" in type(make(1)).__name__ else y)

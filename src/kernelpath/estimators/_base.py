@@ -22,6 +22,7 @@ from .._validation import check_int, validate_X
 from ..distributed import dask_predict
 from ..fitting import Family, NystromFamily, Selection, select
 from ..fitting.agop import metric_summary
+from ..fitting.family import FittedModel
 from ..fitting.problem import FitProblem
 from ..inputs import as_rows, host_sparse
 from ..kernels import AGOP_NAMES
@@ -194,7 +195,7 @@ class _KernelPathEstimator(BaseEstimator):
         check_is_fitted(self, "coef_")
         Xp = self._predict_input(X)
         workspace = Workspace.of(self.memory_budget, B.array_device(Xp))
-        return self._family.decision(self, Xp, workspace)
+        return self._family.decision(FittedModel.of(vars(self)), Xp, workspace)
 
     def _dask_predict(self, X: Any, method: str) -> Any:
         """``method`` of a dask array, lazily, chunk by chunk on the workers (a dask array

@@ -33,7 +33,7 @@ from ..solvers.eigenpro import (
 )
 from ..solvers.random_features import indexed_features, rff_operator
 from ..workspace import Workspace
-from .family import Family, check_loss, in_memory, validation
+from .family import Family, FittedModel, check_loss, in_memory, validation
 from .kernel_models import center_decision
 from .memory import (
     MIN_OPERATOR_BYTES,
@@ -286,10 +286,10 @@ class EigenProFamily(Family):
             "n_epochs_": int(cand.path.best_params["n_epochs"]),
         }
 
-    def decision(self, model: Any, X: Any, workspace: Workspace) -> Any:
-        if model.features_ is None:
-            return center_decision(model, X, model.centers_, workspace)
-        return rff_decision(model, X, len(model.coef_), workspace)
+    def decision(self, model: FittedModel, X: Any, workspace: Workspace) -> Any:
+        if model.features is None:
+            return center_decision(model, X, model.centers, workspace)
+        return rff_decision(model, X, len(model.coef), workspace)
 
 
 def _first(fmap: RandomFourierFeatures, D: int) -> Any:

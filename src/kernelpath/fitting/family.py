@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -24,6 +23,7 @@ from .problem import CandidateFit, FitProblem, FitSettings
 
 __all__ = [
     "Family",
+    "FittedModel",
     "SCREEN_MIN_ROWS",
     "check_loss",
     "newton_intercept",
@@ -55,6 +55,33 @@ class FitCost:
         return (
             f"estimated cost: about {took} and {self.bytes / 1e9:.1f} GB at the peak "
             f"(dense factorizations of {sizes} rows, on a 2-core machine)"
+        )
+
+
+@dataclass(frozen=True)
+class FittedModel:
+    """What a prediction reads of a fitted model: its coefficients and intercept, its
+    kernel, and its centers (a kernel expansion) or its feature map (a primal model, of
+    ``n_features`` features)."""
+
+    coef: Any
+    intercept: Any
+    kernel: Kernel
+    centers: Any = None
+    features: Any = None
+    n_features: int | None = None
+
+    @classmethod
+    def of(cls, attrs: Mapping[str, Any]) -> FittedModel:
+        """From fitted attributes: an estimator's, or ``Family.model``'s with ``coef_``,
+        ``intercept_`` and ``kernel_``."""
+        return cls(
+            attrs["coef_"],
+            attrs["intercept_"],
+            attrs["kernel_"],
+            attrs.get("centers_"),
+            attrs.get("features_"),
+            attrs.get("n_features_"),
         )
 
 
@@ -167,6 +194,16 @@ class Family:
             return f"a path over {self.size_param}"
         return f"solver/filter {method!r}"
 
+    def drawn_centers(self, settings: FitSettings, n_rows: int) -> int | None:
+        """The number of centers a fit on ``n_rows`` rows draws (None: the family draws
+        none, or not a number fixed before the fit)."""
+        return None
+
+    def max_iter(self, settings: FitSettings) -> int | None:
+        """The most iterations a fit runs (None: not an iterative path with a cap in its
+        options)."""
+        return None
+
     def screen(self, settings: FitSettings, fraction: float, n_rows: int) -> FitSettings:
         """A screening round's settings on ``fraction`` of the ``n_rows`` training rows."""
         return settings
@@ -237,9 +274,9 @@ class Family:
         ``coef`` on ``cand``, and ``"coef"`` / ``"intercept"``: the model's own."""
         raise NotImplementedError
 
-    def decision(self, model: Any, X: Any, workspace: Workspace) -> Any:
-        """f(X) of the fitted ``model`` (its public attributes), X validated and on the
-        prediction device (NumPy or a tensor there), within ``workspace``'s budget."""
+    def decision(self, model: FittedModel, X: Any, workspace: Workspace) -> Any:
+        """f(X) of the fitted ``model``, X validated and on the prediction device (NumPy or
+        a tensor there), within ``workspace``'s budget."""
         raise NotImplementedError
 
 
@@ -322,11 +359,13 @@ def candidate_scores(
     gets: the fit's other operators and copies may still be alive)."""
     attrs = family.model(cand, coef)
     share = max(MIN_OPERATOR_BYTES, problem.budget * len(rows) // max(problem.n, 1))
-    model = SimpleNamespace(
-        **attrs,
-        coef_=np.asarray(attrs.pop("coef")),
-        intercept_=np.asarray(attrs.pop("intercept")),
-        kernel_=cand.kernel,
+    model = FittedModel.of(
+        {
+            **attrs,
+            "coef_": np.asarray(attrs["coef"]),
+            "intercept_": np.asarray(attrs["intercept"]),
+            "kernel_": cand.kernel,
+        }
     )
     X = rows_in_memory(problem.X, rows)
     F = family.decision(model, X, problem.workspace.share(share))

@@ -40,7 +40,14 @@ from ..solvers.newton import PATH_PATIENCE, newton_memory, newton_path
 from ..solvers.nystrom import center_factor, direct_memory
 from ..solvers.spectral import ITERATION_FILTERS
 from ..workspace import Workspace
-from .family import Family, check_loss, kernel_operators, newton_intercept, validation
+from .family import (
+    Family,
+    FittedModel,
+    check_loss,
+    kernel_operators,
+    newton_intercept,
+    validation,
+)
 from .memory import (
     MIN_OPERATOR_BYTES,
     SOLVER_SHARE,
@@ -334,22 +341,22 @@ class _KernelModel(Family):
             "_center_info": sel,
         }
 
-    def decision(self, model: Any, X: Any, workspace: Workspace) -> Any:
+    def decision(self, model: FittedModel, X: Any, workspace: Workspace) -> Any:
         # the higher of the model's and the input's precision: a float64 model's coefficients
         # (large and cancelling at small penalties) must not be rounded to float32
-        return center_decision(model, X, model.centers_, workspace)
+        return center_decision(model, X, model.centers, workspace)
 
 
-def center_decision(model: Any, X: Any, centers: Any, workspace: Workspace) -> Any:
+def center_decision(model: FittedModel, X: Any, centers: Any, workspace: Workspace) -> Any:
     """f(X) = K(X, centers) coef_ + intercept_ in the higher of the model's and X's
     precision, on X's device."""
-    dtype = np.result_type(B.dtype_of(X), B.dtype_of(model.coef_))
+    dtype = np.result_type(B.dtype_of(X), B.dtype_of(model.coef))
     dev = B.array_device(X)
     op = workspace.operator(
-        as_rows(X).to(dev, dtype), as_rows(centers).to(dev, dtype), model.kernel_, cache=False
+        as_rows(X).to(dev, dtype), as_rows(centers).to(dev, dtype), model.kernel, cache=False
     )
-    F = op.matvec(B.to_device(model.coef_, dev, dtype), native=True)
-    return F + B.to_device(np.asarray(model.intercept_, dtype=dtype), dev)
+    F = op.matvec(B.to_device(model.coef, dev, dtype), native=True)
+    return F + B.to_device(np.asarray(model.intercept, dtype=dtype), dev)
 
 
 def _smoother(settings: FitSettings, classifier: bool) -> SmootherCV | None:

@@ -12,20 +12,16 @@ from typing import Any
 import numpy as np
 
 from .. import _backend as B
-from .. import ard
 from ..calibration import fit_calibration
-from ..inputs import dense_block, rows_in_memory
-from ..kernels import AGOP_NAMES, Kernel, _RadialKernel, kernel_candidates, kernel_items
+from ..kernels import Kernel
 from ..path import Path
 from ..progress import note
-from ..scaling import check_scale, feature_statistics
 from ..selection import check_cv, cv_folds, holdout_split
-from .agop import AgopRounds, learn_metric
+from .choice import KernelChoice, choose_kernels
 from .family import Family, candidate_scores
 from .memory import held_bytes
-from .problem import CandidateFit, FitProblem, FitSettings, spawned
+from .problem import CandidateFit, FitProblem, FitSettings
 from .search import Screening, SearchResult, fold_search, holdout_search, smoother_search
-from .widths import choose_width, row_losses
 
 __all__ = ["SelectionPlan", "Selection", "make_plan", "select"]
 
@@ -56,69 +52,6 @@ def _refit(settings: FitSettings, problem: FitProblem, family: Family, method: s
     if isinstance(settings.refit, str):
         return family.closed_form(method) and not B.is_lazy(problem.X)
     return bool(settings.refit)
-
-
-def _is_auto(sigma: Any) -> bool:
-    return isinstance(sigma, str) and sigma == "auto"
-
-
-def _wants(kernel: Any, *learned: str) -> bool:
-    """Whether ``kernel`` has ``sigma`` one of ``learned`` ("ard", or the AGOP names),
-    alone: not in a sequence of kernels."""
-    items = kernel if isinstance(kernel, (list, tuple)) else [kernel]
-    named = [k.sigma for k in items if isinstance(getattr(k, "sigma", None), str)]
-    asked = [s for s in named if s in learned]
-    if not asked:
-        return False
-    if isinstance(kernel, (list, tuple)):
-        what = "widths" if asked[0] == "ard" else "metric"
-        raise ValueError(
-            f"kernel: sigma={asked[0]!r} learns one kernel's {what}; give it alone, not in a "
-            "sequence of kernels"
-        )
-    return True
-
-
-def learned_kernel(
-    kernel: Kernel,
-    problem: FitProblem,
-    rng: np.random.Generator,
-    rows: np.ndarray | None,
-    scales: np.ndarray | None = None,
-) -> tuple[Kernel, dict[str, Any]]:
-    """The ``sigma="ard"`` kernel with one width per feature learned by
-    ``ard.learn_widths`` on a subsample of ``rows`` (all rows when None), and its report;
-    with ``scales`` learned on the scaled subsample and folded back (sigma_l * s_l).
-    Draws from a generator spawned from ``rng`` (``rng``'s own stream is left as it was)."""
-    sub_rng = spawned(rng)
-    n = problem.n
-    pool = np.arange(n) if rows is None else rows
-    if len(pool) > ard.N_SUBSAMPLE:
-        pool = np.sort(sub_rng.choice(pool, ard.N_SUBSAMPLE, replace=False))
-    if len(pool) < n:  # only these rows are read (X may be a row source)
-        Xs, Ys = rows_in_memory(problem.X, pool), problem.Y[pool]
-        ws = None if problem.weights is None else problem.weights[pool]
-    else:
-        Xs, Ys, ws = problem.X, problem.Y, problem.weights
-    Xs = dense_block(Xs)  # the widths' gradients take dense rows (sparse ones densified)
-    if scales is not None:  # a copy of the subsample (at most ard.N_SUBSAMPLE rows)
-        Xs = B.to_numpy(rows_in_memory(Xs, np.arange(Xs.shape[0])), np.float64) / scales
-    learned, info = ard.learn_widths(
-        kernel,
-        Xs,
-        Ys,
-        sample_weight=ws,
-        random_state=sub_rng,
-        memory_budget=problem.budget,
-        return_info=True,
-    )
-    info["n_rows"] = len(pool)
-    if scales is not None:
-        assert isinstance(learned, _RadialKernel)
-        learned = learned.set_width(learned.widths(len(scales)) * scales)
-        # the spreads the widths were learned in (plotting.plot_widths ranks in those units)
-        info["feature_scales"] = [float(v) for v in scales]
-    return learned, info
 
 
 def _check_selection_off(
@@ -167,7 +100,7 @@ class SelectionPlan:
     Attributes
     ----------
     kernels : list of Kernel
-        The candidates (the learned ARD kernel first when it is pinned).
+        The candidates (``choice``'s: the learned ARD kernel first when it is pinned).
     method : str
         The solver or filter.
     cv : "holdout", "loo", "gcv", int or splitter
@@ -183,15 +116,8 @@ class SelectionPlan:
         Leading kernels that skip the screening (the learned ARD widths).
     refit : bool
         Whether the model is refit on all the rows at the chosen point.
-    ard_info : dict or None
-        The report of ``ard.learn_widths``.
-    width_info : list of dict or None
-        The reports of the width searches (``widths.choose_width``), one per kernel whose
-        width the screen chose.
-    agop : radial Kernel or None
-        The kernel of ``sigma="agop"``: the search is round 0 of ``agop.learn_metric``.
-    scales : ndarray of shape (n_features,) or None
-        The spreads the inputs are scaled by (the units of a learned metric).
+    choice : KernelChoice
+        The kernel choice stage (``choice``): its reports, and its step after the search.
     """
 
     kernels: list[Kernel]
@@ -203,20 +129,7 @@ class SelectionPlan:
     folds: list[tuple[np.ndarray, np.ndarray]] | None = None
     pinned: int = 0
     refit: bool = False
-    ard_info: dict[str, Any] | None = None
-    width_info: list[dict[str, Any]] | None = None
-    agop: _RadialKernel | None = None
-    scales: np.ndarray | None = None
-
-
-def _check_widths_on(kernels: list[Any], X: Any) -> None:
-    """Every given width against the training rows in memory (``Kernel.check_data``; rows
-    on disk meet the same rule in the centers' ``prepare``)."""
-    radial = [k for k in kernels if isinstance(k, _RadialKernel) and not isinstance(k.sigma, str)]
-    if radial and isinstance(X, np.ndarray) and X.size:
-        top = np.abs(X).max(axis=0)
-        for k in radial:
-            k.check_data(top, "X", X.dtype)
+    choice: KernelChoice | None = None
 
 
 def make_plan(
@@ -229,72 +142,9 @@ def make_plan(
     rng, n = settings.rng, problem.n
     labels = problem.labels
     cv = check_cv(params.get("cv", "holdout"), n, labels)
-    kernel = params["kernel"]
     no_split = cv == "holdout" and settings.validation_fraction == 0
-    # a radial kernel given by name has its width chosen by the fit ("auto"), or the
-    # median heuristic where nothing can be chosen (no validation split)
-    width = "median" if no_split else "auto"
-    items = kernel_items(kernel, width)
-    # sigma="agop": round 0 is the fit of sigma="auto", the rounds follow the search (select)
-    agop: _RadialKernel | None = None
-    if _wants(kernel, *AGOP_NAMES):
-        name = kernel.sigma
-        if no_split or cv != "holdout":
-            raise ValueError(
-                f"kernel: sigma={name!r} chooses its rounds on a hold-out; use cv='holdout' (the "
-                "default) with validation_fraction > 0"
-            )
-        if not family.expands_centers:
-            raise ValueError(
-                f"kernel: sigma={name!r} learns a metric from the gradients of a kernel "
-                f"expansion over centers; {problem.estimator}'s model is not one (use the "
-                "Nystrom, NYTRO, exact KRLS or EigenPro estimators, or sigma='ard')"
-            )
-        first = items[0]
-        if not isinstance(first, _RadialKernel):  # pragma: no cover - only radial kernels
-            raise ValueError(f"kernel: sigma={name!r} needs a radial kernel, got {first!r}")
-        agop = first
-        items = [type(agop)(**dict(agop.get_params(), sigma="auto"))]
-        kernel = items[0]
-    scale = check_scale(params.get("scale", False))
-    if scale is True and not any(isinstance(k, _RadialKernel) for k in items):
-        raise ValueError(
-            "scale=True scales the inputs of a radial kernel (its widths per feature); "
-            f"kernel={kernel!r} has none: give scale='auto' or False, or scale X yourself"
-        )
-    # scaled inputs: the widths in units of each column's spread; with scale on, random
-    # Fourier maps are drawn relative to the columns' means (the map of standardized inputs)
-    scales = None
-    scaled = any(k.scaled_by(scale) for k in items)
-    centered = scale is not False and family.fourier_features(params)
-    if scaled or centered:
-        center, spread = feature_statistics(problem.X, spawned(rng), scale == "auto")
-        scales = spread if scaled else None
-        problem = replace(problem, center=center if centered else None)
-    # sigma="ard": the widths are learned on the training rows (all of them without a
-    # hold-out) and the learned kernel joins the "auto" width as the first candidate
-    # (the guard: selection keeps it only where it beats it)
-    ard_wanted = _wants(kernel, "ard")
-    guard = ard_wanted and not no_split
-    ard_info = None
-    # with a hold-out, an "auto" width is chosen by the screen (widths.choose_width) after
-    # the split; with k-fold, LOO or GCV it is the grid AUTO_WIDTH_FACTORS fit in full
-    screened = cv == "holdout" and not no_split
-    searched: list[_RadialKernel] = []
-    if ard_wanted and not guard:
-        learned, ard_info = learned_kernel(items[0], problem, rng, None, scales)
-        kernels = [learned]
-    else:
-        start = items
-        if ard_wanted:
-            start = [type(k)(**dict(k.get_params(), sigma="auto")) for k in items]
-        searched = [
-            k for k in start if screened and isinstance(k, _RadialKernel) and _is_auto(k.sigma)
-        ]
-        rest = [k for k in start if not any(k is s for s in searched)]
-        given = kernel if not searched and not ard_wanted else rest
-        kernels = kernel_candidates(given, problem.X, rng, scales, scale, width) if given else []
-    _check_widths_on(kernels, problem.X)
+    choice = choose_kernels(family, problem, dict(params), cv, settings.validation_fraction, rng)
+    problem, kernels = choice.problem, choice.kernels
     method = family.method(params)
     pen = settings.penalty
     unused = family.unused_penalty(method)
@@ -303,7 +153,7 @@ def make_plan(
             f"penalty is not used by filter={method!r} (its path is over iterations or it "
             f"has no parameter); leave it at 'auto', got {params['penalty']!r}"
         )
-    has_path = family.has_path(settings, method) or bool(searched) or len(kernels) > 1
+    has_path = family.has_path(settings, method) or bool(choice.searched) or len(kernels) > 1
     if no_split:
         _check_selection_off(family, settings, method, len(kernels), params)
     if cv in ("loo", "gcv") and has_path:
@@ -326,28 +176,22 @@ def make_plan(
             va,
             problem,
             refit=_refit(settings, problem, family, method) and va is not None,
+            choice=choice,
         )
         family.check_memory(problem, plan, settings)  # before the width screen's fits
-        if searched:
-            assert va is not None
-            chosen = []
-            plan.width_info = []
-            for k in searched:
-                picked, info = choose_width(
-                    family, problem, k, tr, va, settings, scales, spawned(rng)
-                )
-                chosen.append(picked)
-                plan.width_info.append(info)
-            plan.kernels = [*chosen, *(k for k in kernels if k not in chosen)]
-        if guard:
-            learned, ard_info = learned_kernel(items[0], problem, rng, tr, scales)
-            plan.kernels, plan.pinned = [learned, *plan.kernels], 1
+        choice.before_search(tr, va, settings, rng)
+        plan.kernels, plan.pinned = choice.kernels, choice.pinned
     else:
-        if guard:
-            learned, ard_info = learned_kernel(items[0], problem, rng, None, scales)
-            kernels = [learned, *kernels]
+        choice.before_search(every, None, settings, rng)
         plan = SelectionPlan(
-            kernels, method, cv, every, None, problem, refit=cv not in ("loo", "gcv")
+            choice.kernels,
+            method,
+            cv,
+            every,
+            None,
+            problem,
+            refit=cv not in ("loo", "gcv"),
+            choice=choice,
         )
         family.check_memory(problem, plan, settings)
         if plan.refit:  # k-fold or a splitter
@@ -355,8 +199,6 @@ def make_plan(
             if labels is None and problem.single_output:
                 y = problem.Y[:, 0]
             plan.folds = cv_folds(cv, y, rng, problem.classifier)
-    plan.ard_info = ard_info
-    plan.agop, plan.scales = agop, scales
     return plan
 
 
@@ -366,7 +208,8 @@ def select(
     """Plan the selection from the estimator's ``params``, run the search the plan chose,
     and fit the model: the refit on all rows at the chosen point, or that point itself."""
     plan = make_plan(family, problem, settings, params)
-    problem = plan.problem
+    problem, choice = plan.problem, plan.choice
+    assert choice is not None
     cost = family.cost(problem, plan)
     if cost is not None:
         note(cost.describe())
@@ -388,22 +231,7 @@ def select(
             )
 
         result = search(plan.kernels, plan.pinned)
-        if plan.agop is not None:
-            val = plan.validation
-            assert val is not None
-
-            def width(k: _RadialKernel) -> tuple[Kernel, dict[str, Any]]:
-                return choose_width(
-                    family, problem, k, plan.train, val, settings, None, spawned(settings.rng)
-                )
-
-            def losses(cand: CandidateFit) -> np.ndarray:
-                return row_losses(family, problem, cand, val)
-
-            rounds = AgopRounds(width, lambda k: search([k]), losses, problem.scoring_weights(val))
-            result, agop_info = learn_metric(
-                family, problem, result, plan.agop, plan.train, settings, plan.scales, rounds
-            )
+        result, agop_info = choice.after_search(result, search, settings)
     elif plan.folds is None:
         result = smoother_search(plan.kernels, settings, problem.n, plan.cv, fit_one)
     else:
@@ -417,11 +245,11 @@ def select(
     else:
         model, coef = result.best, result.best.path.coef()
     validation = plan.validation if plan.validation is not None else np.array([], dtype=int)
-    if plan.width_info is not None:
-        result.path.info["width_search"] = plan.width_info
-    if plan.ard_info is not None:
+    if choice.width_info is not None:
+        result.path.info["width_search"] = choice.width_info
+    if choice.ard_info is not None:
         learned = plan.pinned and result.best.kernel is plan.kernels[0]
-        plan.ard_info["chosen"] = "learned" if learned or not plan.pinned else "start"
+        choice.ard_info["chosen"] = "learned" if learned or not plan.pinned else "start"
     return Selection(
         result.path,
         model,
@@ -429,8 +257,8 @@ def select(
         len(plan.kernels),
         plan.train,
         validation,
-        plan.ard_info,
-        plan.width_info,
+        choice.ard_info,
+        choice.width_info,
         calibration,
         agop_info,
     )

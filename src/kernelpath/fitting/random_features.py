@@ -25,7 +25,7 @@ from ..solvers.random_features import (
     rff_operator,
 )
 from ..workspace import Workspace
-from .family import Family, check_loss, newton_intercept, validation
+from .family import Family, FittedModel, check_loss, newton_intercept, validation
 from .kernel_models import AUTO_GRID_SIZE, newton_settings
 from .memory import fit_rows, main_fits, operator_budget, refuse_largest, row_copy_bytes
 from .problem import CandidateFit, FitProblem, FitSettings
@@ -57,14 +57,14 @@ def feature_grid(value: Any, n: int) -> tuple[int, np.ndarray | None]:
     return size, None
 
 
-def rff_decision(model: Any, X: Any, n_features: int, workspace: Workspace) -> Any:
-    """f(X) = φ(X) coef_ + intercept_ with the model's first ``n_features`` random features,
+def rff_decision(model: FittedModel, X: Any, n_features: int, workspace: Workspace) -> Any:
+    """f(X) = φ(X) coef + intercept with the model's first ``n_features`` random features,
     in the higher of the model's and X's precision."""
-    dtype = np.result_type(B.dtype_of(X), B.dtype_of(model.coef_))
+    dtype = np.result_type(B.dtype_of(X), B.dtype_of(model.coef))
     dev = B.array_device(X)
-    op = rff_operator(model.features_, as_rows(X).to(dev, dtype), n_features, workspace)
-    F = op.matvec(model.coef_, native=True)
-    return F + B.to_device(np.asarray(model.intercept_, dtype=dtype), dev)
+    op = rff_operator(model.features, as_rows(X).to(dev, dtype), n_features, workspace)
+    F = op.matvec(model.coef, native=True)
+    return F + B.to_device(np.asarray(model.intercept, dtype=dtype), dev)
 
 
 class RandomFeaturesFamily(Family):
@@ -229,5 +229,6 @@ class RandomFeaturesFamily(Family):
         ).fit(cand.features.frequencies_[:1, :] * 0)
         return {"coef": coef, "intercept": intercept, "features_": features, "n_features_": D}
 
-    def decision(self, model: Any, X: Any, workspace: Workspace) -> Any:
-        return rff_decision(model, X, model.n_features_, workspace)
+    def decision(self, model: FittedModel, X: Any, workspace: Workspace) -> Any:
+        assert model.n_features is not None
+        return rff_decision(model, X, model.n_features, workspace)

@@ -18,7 +18,7 @@ from ..kernels import Kernel
 from ..solvers.random_features import indexed_features
 from ..solvers.sgm import AVERAGING, sgm_memory, sgm_path
 from ..workspace import Workspace
-from .family import Family, validation
+from .family import Family, FittedModel, validation
 from .memory import fit_rows, operator_budget
 from .problem import CandidateFit, FitProblem, FitSettings
 
@@ -226,10 +226,10 @@ class SGMFamily(Family):
         """SGM's logistic loss is one-vs-all on stochastic iterates: calibrated too."""
         return False
 
-    def decision(self, model: Any, X: Any, workspace: Workspace) -> Any:
-        op = workspace.feature_operator(model.features_.transform, X, len(model.coef_))
-        F = op.matvec(model.coef_, native=True)
-        return F + B.to_device(np.asarray(model.intercept_), B.array_device(F), B.dtype_of(F))
+    def decision(self, model: FittedModel, X: Any, workspace: Workspace) -> Any:
+        op = workspace.feature_operator(model.features.transform, X, len(model.coef))
+        F = op.matvec(model.coef, native=True)
+        return F + B.to_device(np.asarray(model.intercept), B.array_device(F), B.dtype_of(F))
 
 
 def _check_steps(st: Any) -> Any:

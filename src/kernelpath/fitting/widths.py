@@ -103,8 +103,7 @@ def _screen_size(family: Family, settings: FitSettings, n_tr: int, n_s: int) -> 
     """Centers of a screening fit on ``n_s`` rows: the final model's m (the estimator's
     drawn centers, else sqrt(n) log n) times sqrt(n_s / n_tr) (the regime of Rudi et al.),
     at most ``SCREEN_CENTERS_MAX`` and n_s."""
-    drawn = getattr(family, "drawn_centers", None)
-    m = drawn(settings, n_tr) if drawn is not None else None
+    m = family.drawn_centers(settings, n_tr)
     if m is None:
         m = default_n_centers(n_tr)
     return int(max(1, min(n_s, SCREEN_CENTERS_MAX, round(m * np.sqrt(n_s / n_tr)))))
@@ -204,7 +203,7 @@ def choose_width(
     rng : numpy.random.Generator
         The search's own generator (spawned from the fit's).
     """
-    med = median_distance(problem.X, rng, scales, getattr(kernel, "_L", None))
+    med = median_distance(problem.X, rng, scales, kernel._L)
     n_tr = len(train)
     n_s = screen_rows(n_tr)
     sub = train if n_s == n_tr else np.sort(rng.choice(train, n_s, replace=False))
@@ -237,12 +236,11 @@ def choose_width(
     own = family.screens_with_own_solver
     if own:  # the estimator's solver on the subsample, as in a screening round
         base = family.screen(replace(settings, refit=False), n_s / n_tr, n_tr)
-        max_iter = getattr(family, "max_iter", None)
-        if max_iter is not None and hasattr(base.options, "max_iter"):
+        cap = family.max_iter(base)
+        if cap is not None:
             # at most SCREEN_MAX_ITER iterations: a width NYTRO needs more for on n_s rows is
             # scored by that iterate (without the cap the wide widths ran to the cap of 500)
-            cap = min(max_iter(base), SCREEN_MAX_ITER)
-            base = replace(base, options=replace(base.options, max_iter=cap))
+            base = replace(base, options=replace(base.options, max_iter=min(cap, SCREEN_MAX_ITER)))
     screen = family if own else _SCREEN
 
     def score(factor: float) -> tuple[float, float]:

@@ -173,8 +173,7 @@ class Kernel:
         X, Z = check_rows(X, "X"), check_rows(Z, "Z")
         if X.shape[1] != Z.shape[1]:
             raise ValueError(
-                f"X and Z must have as many features (columns), got {X.shape[1]} and "
-                f"{Z.shape[1]}"
+                f"X and Z must have as many features (columns), got {X.shape[1]} and {Z.shape[1]}"
             )
         return self.block(X, Z)
 
