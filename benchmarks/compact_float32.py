@@ -48,7 +48,7 @@ def row(n: int, d: int, m: int, sigma: float, scale: str) -> dict[str, Any]:
     from run import sine_problem
 
     from kernelpath.kernels import Gaussian
-    from kernelpath.solvers.iterative import cg_memory, iterative_path
+    from kernelpath.solvers.iterative import IterativeOptions, cg_memory, iterative_path
     from kernelpath.workspace import Workspace
 
     X, y, Xt, yt, C = sine_problem(n, d, m, 3.0 if scale == "third" else np.sqrt(d))
@@ -70,12 +70,14 @@ def row(n: int, d: int, m: int, sigma: float, scale: str) -> dict[str, Any]:
             op,
             y,
             1e-6,
-            "cg",
-            20,
-            tol=0.0,
-            n_iter_no_change=None,
-            factor_layout=layout,
-            memory_limit=limit,
+            IterativeOptions(
+                method="cg",
+                max_iter=20,
+                tol=0.0,
+                n_iter_no_change=None,
+                factor_layout=layout,
+                memory_limit=limit,
+            ),
         )
         sec = time.perf_counter() - t
         pred = np.ravel(test.matvec(np.asarray(path.coef(path.best_index), dtype=float)))

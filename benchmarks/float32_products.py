@@ -34,7 +34,7 @@ CONFIGS = [
 def fit(mode: str, n: int, m: int, d: int, cache: str) -> dict[str, Any]:
     import kernelpath.operators.kernel as K
     from kernelpath.kernels import Gaussian
-    from kernelpath.solvers.iterative import iterative_path
+    from kernelpath.solvers.iterative import IterativeOptions, iterative_path
 
     if mode == "float32 sums":
         K.KernelOperator.product_dtype = lambda self, A: self.dtype  # type: ignore[method-assign]
@@ -46,7 +46,7 @@ def fit(mode: str, n: int, m: int, d: int, cache: str) -> dict[str, Any]:
         X, X[:m], Gaussian(sigma=float(np.sqrt(d))), cache="auto" if cache == "auto" else False
     )
     t = time.perf_counter()
-    path = iterative_path(op, y, [1e-6], "cg", 20, tol=0.0)
+    path = iterative_path(op, y, [1e-6], IterativeOptions(method="cg", max_iter=20, tol=0.0))
     return {"fit_s": time.perf_counter() - t, "train_mse": float(path.train_error[0, -1])}
 
 

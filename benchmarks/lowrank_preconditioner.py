@@ -45,7 +45,7 @@ def fit(n: int, m: int, layout: str, rank: int, iters: int) -> dict[str, Any]:
 
     from kernelpath.kernels import Gaussian
     from kernelpath.progress import listening
-    from kernelpath.solvers.iterative import iterative_path
+    from kernelpath.solvers.iterative import IterativeOptions, iterative_path
     from kernelpath.workspace import Workspace
 
     X, y, Xt, yt, C = sine_problem(n, 20, m, np.sqrt(20))
@@ -64,12 +64,14 @@ def fit(n: int, m: int, layout: str, rank: int, iters: int) -> dict[str, Any]:
             op,
             y,
             1e-6,
-            "cg",
-            iters,
-            tol=0.0,
-            n_iter_no_change=None,
-            factor_layout=layout,
-            preconditioner_rank=max(rank, 1),
+            IterativeOptions(
+                method="cg",
+                max_iter=iters,
+                tol=0.0,
+                n_iter_no_change=None,
+                factor_layout=layout,
+                preconditioner_rank=max(rank, 1),
+            ),
         )
     sec = time.perf_counter() - t
     test = ws.operator(Xt, C, kernel)

@@ -15,7 +15,7 @@ from kernelpath import _backend as B
 from kernelpath._backend import NUMPY, Device
 from kernelpath.solvers import compact, krylov
 from kernelpath.solvers.compact import CompactFactor, blocked_cholesky_, compact_factor
-from kernelpath.solvers.iterative import iterative_path
+from kernelpath.solvers.iterative import IterativeOptions, IterativeSetup, iterative_path
 from kernelpath.solvers.krylov import (
     _anchors,
     anchor_count,
@@ -119,10 +119,10 @@ def test_cg_with_the_compact_factor_reaches_the_dense_solution(device, blocked):
     op = operator(X, C, device=device)
     lam = np.array([1e-5, 1e-3, 1e-1])
     kw = dict(method="cg", max_iter=120, tol=0.0, n_iter_no_change=None)
-    path = iterative_path(op, y, lam, factor_layout="compact", **kw)
+    path = iterative_path(op, y, lam, IterativeOptions(factor_layout="compact", **kw))
     assert path.info["preconditioners"] == "compact"
     assert len(path.info["anchor_penalties"]) == 3
-    full = iterative_path(operator(X, C), y, lam, factor_layout="cholesky", **kw)
+    full = iterative_path(operator(X, C), y, lam, IterativeOptions(factor_layout="cholesky", **kw))
     k = Gaussian(2.0)
     Knm, Kmm = k(X, C), k(C, C)
     jit = path.info["jitter"]
@@ -152,7 +152,7 @@ def test_float32_compact_factor_is_as_accurate_as_float64():
 
     def rmse(dtype, layout):
         op = operator(X, C, sigma, dtype=dtype)
-        path = iterative_path(op, y, 1e-6, factor_layout=layout, **kw)
+        path = iterative_path(op, y, 1e-6, IterativeOptions(factor_layout=layout, **kw))
         pred = test.matvec(np.asarray(path.coef(path.best_index), dtype=float))
         return float(np.sqrt(np.mean((np.ravel(pred) - yt) ** 2))), path.info
 
@@ -194,11 +194,21 @@ def test_a_float32_factor_of_float64_data_solves_with_its_stored_triangle(device
     Knm, Kmm = k(X, C), k(C, C)
     assert np.abs(T.T @ T - Kmm).max() < 100 * fac.jitter
     op = operator(X, C, device=device)
-    path = iterative_path(op, y, lam, factor_layout="compact", _setup={"factor": fac}, **kw)
+    path = iterative_path(
+        op,
+        y,
+        lam,
+        IterativeOptions(factor_layout="compact", **kw),
+        prepared=IterativeSetup(factor=fac),
+    )
     assert path.info["factor_dtype"] == "float32" and len(path.info["anchor_penalties"]) == 3
     with pytest.warns(RuntimeWarning, match="'cholesky-compact' in float32, data float64"):
-        unrefined = iterative_path(  # the rule's warning: its products are noise
-            operator(X, C, device=device), y, lam, _setup={"factor": plain32}, **kw
+        unrefined = iterative_path(
+            operator(X, C, device=device),
+            y,
+            lam,
+            IterativeOptions(**kw),
+            prepared=IterativeSetup(factor=plain32),
         )
     worst = 0.0
     for p, l in enumerate(lam):
@@ -376,7 +386,9 @@ def test_bad_arguments_are_refused_by_name():
     with pytest.raises(ValueError, match="square"):
         blocked_cholesky_(torch.ones(3, 4, dtype=torch.float64))
     with pytest.raises(ValueError, match="factor_layout"):
-        iterative_path(op, y, 1e-3, "cg", 5, factor_layout="dense")
+        iterative_path(
+            op, y, 1e-3, IterativeOptions(method="cg", max_iter=5, factor_layout="dense")
+        )
 
 
 def _same_predictions(path, other, Knm, share):
@@ -399,10 +411,10 @@ def test_ill_conditioned_centers_take_the_compact_factor_in_place_of_eigh(monkey
     X, y, C = problem(n=2000, d=2, m=250)
     lam = np.array([1e-5, 1e-3])
     kw = dict(method="cg", max_iter=120, tol=0.0, n_iter_no_change=None)
-    path = iterative_path(operator(X, C), y, lam, **kw)
+    path = iterative_path(operator(X, C), y, lam, IterativeOptions(**kw))
     assert path.info["factor"] == "cholesky-compact"
     assert len(path.info["anchor_penalties"]) == 2
-    eig = iterative_path(operator(X, C), y, lam, factor_layout="cholesky", **kw)
+    eig = iterative_path(operator(X, C), y, lam, IterativeOptions(factor_layout="cholesky", **kw))
     assert eig.info["factor"] == "eigh"
     # cond(K_mm) ~ 1e20: the jitter (3.5e-14) and the eigendecomposition's cut treat K_mm's
     # rounding directions apart, 4e-6 of the largest prediction at λ = 1e-5; a dense solve
@@ -410,9 +422,16 @@ def test_ill_conditioned_centers_take_the_compact_factor_in_place_of_eigh(monkey
     _same_predictions(path, eig, Gaussian(2.0)(X, C), 1e-5)
     many = np.geomspace(1e-1, 1e-13, 20)
     assert anchor_count(many) == 7 and not compact_over_eigh(250, many, False)
-    assert iterative_path(operator(X, C), y, many, **{**kw, "max_iter": 3}).info["factor"] == "eigh"
+    assert (
+        iterative_path(operator(X, C), y, many, IterativeOptions(**{**kw, "max_iter": 3})).info[
+            "factor"
+        ]
+        == "eigh"
+    )
     assert not compact_over_eigh(99, lam, False) and not compact_over_eigh(250, lam, True)
-    sharp = iterative_path(operator(*problem(n=2000, d=5, m=250)[::2], sigma=0.5), y, lam, **kw)
+    sharp = iterative_path(
+        operator(*problem(n=2000, d=5, m=250)[::2], sigma=0.5), y, lam, IterativeOptions(**kw)
+    )
     assert sharp.info["factor"] == "cholesky"
 
 
@@ -438,10 +457,10 @@ def test_a_budget_without_a_factor_per_anchor_takes_the_compact_factor_over_eigh
     assert cg_layout(*args, limit) == ("eigh", 0, 8) and compact_in_reach(
         "eigh", *args, limit, False
     )
-    path = iterative_path(operator(X, C), y, lam, memory_limit=limit, **kw)
+    path = iterative_path(operator(X, C), y, lam, IterativeOptions(memory_limit=limit, **kw))
     assert path.info["factor"] == "cholesky-compact"
     assert len(path.info["anchor_penalties"]) == A
-    eig = iterative_path(operator(X, C), y, lam, factor_layout="eigh", **kw)
+    eig = iterative_path(operator(X, C), y, lam, IterativeOptions(factor_layout="eigh", **kw))
     assert eig.info["factor"] == "eigh"  # R from K_mm's eigendecomposition, then M's
     # the eigendecomposition's cut drops K_mm's directions below its rounding, the jitter
     # keeps them: 5e-5 of the largest prediction apart at λ = 1e-5, where the compact
@@ -450,7 +469,9 @@ def test_a_budget_without_a_factor_per_anchor_takes_the_compact_factor_over_eigh
     assert np.all(path.train_error[:, -1] <= eig.train_error[:, -1] * (1 + 1e-9))
     # well-conditioned centers: the Cholesky form, rotated to a diagonal
     Xs, ys, Cs = problem(n=2000, d=5, m=250)
-    sharp = iterative_path(operator(Xs, Cs, sigma=0.5), ys, lam, memory_limit=limit, **kw)
+    sharp = iterative_path(
+        operator(Xs, Cs, sigma=0.5), ys, lam, IterativeOptions(memory_limit=limit, **kw)
+    )
     assert sharp.info["factor"] == "cholesky-eigh"
     # 8 anchors: more buffers than the layout's four matrices
     many = np.geomspace(1e-1, 1e-15, 20)
@@ -466,7 +487,9 @@ def test_a_budget_without_a_factor_per_anchor_takes_the_compact_factor_over_eigh
     tight = cg_memory(*args7, layout="eigh")
     assert cg_layout(*args7, tight) == ("eigh", 0, 8)
     assert not compact_in_reach("eigh", *args7, tight, False)
-    small = iterative_path(operator(X, C), y, seven, memory_limit=tight, **{**kw, "max_iter": 3})
+    small = iterative_path(
+        operator(X, C), y, seven, IterativeOptions(memory_limit=tight, **{**kw, "max_iter": 3})
+    )
     assert small.info["factor"] == "eigh"
 
 

@@ -10,7 +10,7 @@ import scipy.linalg
 import kernelpath as kp
 from kernelpath.operators import KernelOperator
 from kernelpath.selection import RelativeDropStopping, SlopeStopping
-from kernelpath.solvers import exact_path, iterative_path
+from kernelpath.solvers import IterativeOptions, exact_path, iterative_path
 from kernelpath.solvers._common import Validation
 
 SIGMA = 1.5
@@ -56,7 +56,9 @@ def nytro_path(problem, T, **kw):
     op = KernelOperator(X, C, k)
     val = Validation(KernelOperator(Xv, C, k), yv[:, None], "mse")
     kw.setdefault("n_iter_no_change", None)
-    return iterative_path(op, y, 0.0, "gd", T, validation=val, tol=0.0, **kw)
+    return iterative_path(
+        op, y, 0.0, IterativeOptions(method="gd", max_iter=T, tol=0.0, **kw), validation=val
+    )
 
 
 def test_nytro_paper_step_is_one_over_kappa_squared(problem):

@@ -13,7 +13,7 @@ from kernelpath.datasets import load_shared
 from kernelpath.kernels import Gaussian
 from kernelpath.operators import KernelOperator
 from kernelpath.operators.kernel import product_dtype
-from kernelpath.solvers.iterative import iterative_path
+from kernelpath.solvers.iterative import IterativeOptions, iterative_path
 
 from .conftest import requires_shared
 
@@ -99,7 +99,9 @@ def test_float32_cg_path_follows_float64(rng, sigma, device):
     paths = {}
     for dt in (np.float32, np.float64):
         op = KernelOperator(_on(X.astype(dt), device), _on(C.astype(dt), device), Gaussian(sigma))
-        paths[dt] = iterative_path(op, Y, None, "cg", 10).train_error
+        paths[dt] = iterative_path(
+            op, Y, None, IterativeOptions(method="cg", max_iter=10)
+        ).train_error
     e32, e64 = paths[np.float32], paths[np.float64]
     both = np.isfinite(e32) & np.isfinite(e64)
     assert both.sum() >= 40
@@ -130,11 +132,21 @@ def test_a_noisy_projected_system_warns_for_float32(rng, monkeypatch):
     X32, C32 = X.astype(np.float32), C.astype(np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        clean = iterative_path(KernelOperator(X32, C32, Gaussian(sigma=2.0)), Y, None, "cg", 10)
+        clean = iterative_path(
+            KernelOperator(X32, C32, Gaussian(sigma=2.0)),
+            Y,
+            None,
+            IterativeOptions(method="cg", max_iter=10),
+        )
     assert clean.info["indefinite"] == 0.0
     monkeypatch.setattr(KernelOperator, "product_dtype", lambda self, A: self.dtype)
     with pytest.warns(RuntimeWarning, match="projected system has an eigenvalue"):
-        noisy = iterative_path(KernelOperator(X32, C32, Gaussian(sigma=2.0)), Y, None, "cg", 10)
+        noisy = iterative_path(
+            KernelOperator(X32, C32, Gaussian(sigma=2.0)),
+            Y,
+            None,
+            IterativeOptions(method="cg", max_iter=10),
+        )
     assert noisy.info["indefinite"] > 1e-3
 
 
@@ -157,12 +169,19 @@ def test_compact_float32_factor_applies_r_in_float64(rng, monkeypatch, refine, r
     if not refine:
         monkeypatch.setattr(CompactFactor, "_refines", lambda self: False)
     X, Y, C = _problem(rng)
-    ref = iterative_path(KernelOperator(X, C, Gaussian(sigma=2.0)), Y, None, "cg", 10)
+    ref = iterative_path(
+        KernelOperator(X, C, Gaussian(sigma=2.0)),
+        Y,
+        None,
+        IterativeOptions(method="cg", max_iter=10),
+    )
     X32, C32 = _on(X.astype(np.float32), device), _on(C.astype(np.float32), device)
     op = KernelOperator(X32, C32, Gaussian(sigma=2.0))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        path = iterative_path(op, Y, None, "cg", 10, factor_layout="compact")
+        path = iterative_path(
+            op, Y, None, IterativeOptions(method="cg", max_iter=10, factor_layout="compact")
+        )
     assert path.info["preconditioners"] == "compact"
     e32, e64 = path.train_error, ref.train_error
     both = np.isfinite(e32) & np.isfinite(e64)

@@ -2,13 +2,15 @@
 algebra: its sketch and preconditioner, the path's solutions against the closed-form
 Nyström solution, and the layout rule that takes it where no m x m matrix fits."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from kernelpath.kernels import Gaussian
 from kernelpath.operators.kernel import KernelOperator
 from kernelpath.solvers._common import Validation
-from kernelpath.solvers.iterative import iterative_path
+from kernelpath.solvers.iterative import IterativeOptions, iterative_path
 from kernelpath.solvers.krylov import cg_memory
 from kernelpath.solvers.lowrank import lowrank_factor
 
@@ -91,7 +93,12 @@ def test_the_path_reaches_the_nystrom_solution_at_every_penalty(rank):
     lam = np.array([1e-4, 1e-3, 1e-2, 1e-1])
     op = KernelOperator(X, C, kernel)
     path = iterative_path(
-        op, Y, lam, "cg", 120, tol=1e-10, factor_layout="lowrank", preconditioner_rank=rank
+        op,
+        Y,
+        lam,
+        IterativeOptions(
+            method="cg", max_iter=120, tol=1e-10, factor_layout="lowrank", preconditioner_rank=rank
+        ),
     )
     assert path.info["preconditioners"] == "lowrank"
     assert path.info["preconditioner_rank"] == rank
@@ -111,13 +118,13 @@ def test_its_iterates_match_the_full_factors_path():
     X, Y, C = _problem(m=200)
     kernel = Gaussian(1.5)
     lam = 1e-2
+    opts = IterativeOptions(max_iter=6, tol=0.0, preconditioner_rank=200, n_iter_no_change=None)
     paths = {
         layout: iterative_path(
-            KernelOperator(X, C, kernel), Y, lam, "cg", 6, tol=0.0,
-            factor_layout=layout, preconditioner_rank=200, n_iter_no_change=None,
+            KernelOperator(X, C, kernel), Y, lam, replace(opts, factor_layout=layout)
         )
         for layout in ("cholesky", "lowrank")
-    }  # fmt: skip
+    }
     Knm = KernelOperator(X, C, kernel).dense()
     for t in range(1, 6):
         a, b = (Knm @ paths[lay].coef((0, t)) for lay in ("cholesky", "lowrank"))
@@ -138,7 +145,13 @@ def test_validation_and_float32_data():
         op = KernelOperator(X.astype(dt), C.astype(dt), kernel)
         val = Validation(KernelOperator(Xv.astype(dt), C.astype(dt), kernel), Yv)
         path = iterative_path(
-            op, Y, lam, "cg", 40, validation=val, factor_layout=layout, preconditioner_rank=100
+            op,
+            Y,
+            lam,
+            IterativeOptions(
+                method="cg", max_iter=40, factor_layout=layout, preconditioner_rank=100
+            ),
+            validation=val,
         )
         best[layout, dt] = np.nanmin(path.val_error, axis=1)
     full = best["cholesky", np.float64]
@@ -157,14 +170,26 @@ def test_a_budget_without_room_for_an_m_by_m_matrix_takes_the_low_rank_factor():
     low = cg_memory(m, 1, lam, 5, 0, layout="lowrank", rank=200)
     assert low < cg_memory(m, 1, lam, 5, 0, True, "compact", 4, 1)  # not even float32's
     op = KernelOperator(X, C, Gaussian(1.5))
-    path = iterative_path(op, Y, lam, "cg", 5, memory_limit=low, preconditioner_rank=200)
+    path = iterative_path(
+        op,
+        Y,
+        lam,
+        IterativeOptions(method="cg", max_iter=5, memory_limit=low, preconditioner_rank=200),
+    )
     assert path.info["preconditioners"] == "lowrank"
     # the rank's memory decides: the default's (1,000) exceeds a float32 buffer here
     big = cg_memory(m, 1, lam, 5, 0, layout="lowrank")
     assert big > cg_memory(m, 1, lam, 5, 0, True, "compact", 4, 1)
-    path = iterative_path(op, Y, lam, "cg", 5, memory_limit=big)
+    path = iterative_path(op, Y, lam, IterativeOptions(method="cg", max_iter=5, memory_limit=big))
     assert (path.info["preconditioners"], path.info["factor_dtype"]) == ("compact", "float32")
     with pytest.raises(ValueError, match="preconditioner_rank"):
-        iterative_path(op, Y, lam, "cg", 5, factor_layout="lowrank", preconditioner_rank=0)
+        iterative_path(
+            op,
+            Y,
+            lam,
+            IterativeOptions(
+                method="cg", max_iter=5, factor_layout="lowrank", preconditioner_rank=0
+            ),
+        )
     with pytest.raises(ValueError, match="sketch"):
         lowrank_factor(op, 10, "uniform")

@@ -15,7 +15,12 @@ from kernelpath import linalg
 from kernelpath._backend import n_threads, symmetrize
 from kernelpath.kernels import Gaussian
 from kernelpath.operators import KernelOperator
-from kernelpath.solvers import incremental_nystrom_path, iterative_path, nystrom_direct_path
+from kernelpath.solvers import (
+    IterativeOptions,
+    incremental_nystrom_path,
+    iterative_path,
+    nystrom_direct_path,
+)
 from kernelpath.solvers._common import Validation
 from kernelpath.solvers.incremental import incremental_memory
 from kernelpath.solvers.iterative import cg_memory, gradient_memory
@@ -62,7 +67,16 @@ def test_cg_memory_bounds_cg_in_either_mode(cholesky):
     op, y, val = _problem()
     limit = cg_memory(op.m, 1, None, 100, len(val.Y), cholesky=cholesky)
     path, peak = _traced(
-        lambda: iterative_path(op, y, None, "cg", 100, None, val, 10, 1e-4, memory_limit=limit)
+        lambda: iterative_path(
+            op,
+            y,
+            None,
+            IterativeOptions(
+                method="cg", max_iter=100, n_iter_no_change=10, tol=1e-4, memory_limit=limit
+            ),
+            weights=None,
+            validation=val,
+        )
     )
     assert peak <= limit + 2 * OP_BUDGET
     expected = "cholesky" if cholesky else "diagonal"
@@ -74,9 +88,25 @@ def test_cg_modes_give_the_same_path():
     """One eigendecomposition for every anchor (the lean mode) is the same method as one
     Cholesky factor per anchor: the same Krylov spaces, rotated."""
     op, y, val = _problem()
-    fast = iterative_path(op, y, None, "cg", 30, None, val, None, 0.0)
+    fast = iterative_path(
+        op,
+        y,
+        None,
+        IterativeOptions(method="cg", max_iter=30, n_iter_no_change=None, tol=0.0),
+        weights=None,
+        validation=val,
+    )
     limit = cg_memory(op.m, 1, None, 30, len(val.Y), cholesky=False)
-    lean = iterative_path(op, y, None, "cg", 30, None, val, None, 0.0, memory_limit=limit)
+    lean = iterative_path(
+        op,
+        y,
+        None,
+        IterativeOptions(
+            method="cg", max_iter=30, n_iter_no_change=None, tol=0.0, memory_limit=limit
+        ),
+        weights=None,
+        validation=val,
+    )
     assert fast.info["preconditioners"] == "cholesky" and lean.info["preconditioners"] == "diagonal"
     np.testing.assert_allclose(lean.val_error, fast.val_error, rtol=1e-6, atol=1e-10)
     np.testing.assert_allclose(lean.coef((5, 10)), fast.coef((5, 10)), rtol=1e-5, atol=1e-8)
@@ -85,7 +115,16 @@ def test_cg_modes_give_the_same_path():
 def test_gradient_and_incremental_memory_bound_their_paths():
     op, y, val = _problem()
     m = op.m
-    _, peak = _traced(lambda: iterative_path(op, y, None, "nu", 50, None, val, None, 0.0))
+    _, peak = _traced(
+        lambda: iterative_path(
+            op,
+            y,
+            None,
+            IterativeOptions(method="nu", max_iter=50, n_iter_no_change=None, tol=0.0),
+            weights=None,
+            validation=val,
+        )
+    )
     assert peak <= gradient_memory(m, 1, None, len(val.Y)) + 2 * OP_BUDGET
     grid = np.array([50, 100, 200, 400])
     _, peak = _traced(lambda: incremental_nystrom_path(op, y, None, grid, None, val))

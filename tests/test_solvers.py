@@ -9,7 +9,7 @@ from scipy.spatial.distance import cdist
 import kernelpath as kp
 from kernelpath import Gaussian, KernelOperator
 from kernelpath.linalg import nu_method_coefficients
-from kernelpath.solvers import exact_path, iterative_path, nystrom_direct_path
+from kernelpath.solvers import IterativeOptions, exact_path, iterative_path, nystrom_direct_path
 from kernelpath.solvers._common import Validation
 
 SIGMA = 0.8
@@ -56,10 +56,7 @@ def test_nystrom_with_all_points_equals_exact_krls(rng):
         KernelOperator(X, X, Gaussian(sig)),
         Y,
         lams,
-        "cg",
-        max_iter=300,
-        n_iter_no_change=None,
-        tol=1e-14,
+        IterativeOptions(method="cg", max_iter=300, n_iter_no_change=None, tol=1e-14),
     )
     for p, lam in enumerate(lams):
         ref = np.linalg.solve(K + lam * len(X) * np.eye(len(X)), Y)
@@ -144,11 +141,7 @@ def test_nytro_gd_path_is_the_landweber_filter(rng, lam):
         KernelOperator(X, C, Gaussian(SIGMA)),
         Y,
         lam,
-        "gd",
-        T,
-        n_iter_no_change=None,
-        tol=0.0,
-        store_coefs=True,
+        IterativeOptions(method="gd", max_iter=T, n_iter_no_change=None, tol=0.0, store_coefs=True),
     )
     eta = path.info["step"]  # 1 / (L + λ), L the top eigenvalue of H0
     R = inv_sqrt(gauss(C, C))
@@ -175,11 +168,7 @@ def test_nytro_nu_method_is_the_recursion(rng):
         KernelOperator(X, C, Gaussian(SIGMA)),
         Y,
         0.0,
-        "nu",
-        T,
-        n_iter_no_change=None,
-        tol=0.0,
-        store_coefs=True,
+        IterativeOptions(method="nu", max_iter=T, n_iter_no_change=None, tol=0.0, store_coefs=True),
     )
     L = 1 / path.info["step"]
     R = inv_sqrt(gauss(C, C))
@@ -202,10 +191,7 @@ def test_iterative_solvers_reach_the_direct_solution(rng, method, iters):
         KernelOperator(X, C, Gaussian(SIGMA)),
         Y,
         lams,
-        method,
-        iters,
-        n_iter_no_change=None,
-        tol=1e-12,
+        IterativeOptions(method=method, max_iter=iters, n_iter_no_change=None, tol=1e-12),
     )
     for p, lam in enumerate(lams):
         ref = nystrom_reference(X, Y, C, lam)
@@ -224,13 +210,13 @@ def test_recomputed_iterates_equal_stored(rng):
             KernelOperator(X, C, Gaussian(SIGMA)),
             Y,
             [1e-2, 1e-4],
-            method,
-            12,
-            store_coefs=True,
-            **kw,
+            IterativeOptions(method=method, max_iter=12, store_coefs=True, **kw),
         )
         lazy = iterative_path(
-            KernelOperator(X, C, Gaussian(SIGMA)), Y, [1e-2, 1e-4], method, 12, **kw
+            KernelOperator(X, C, Gaussian(SIGMA)),
+            Y,
+            [1e-2, 1e-4],
+            IterativeOptions(method=method, max_iter=12, **kw),
         )
         for idx in [(0, 0), (1, 5), (0, 11), (1, 11)]:
             np.testing.assert_allclose(lazy.coef(idx), stored.coef(idx), rtol=1e-9, atol=1e-12)
@@ -245,11 +231,8 @@ def test_validation_errors_and_early_stopping(rng):
         KernelOperator(X, C, Gaussian(SIGMA)),
         Y,
         0.0,
-        "nu",
-        400,
+        IterativeOptions(method="nu", max_iter=400, n_iter_no_change=5, tol=1e-4),
         validation=val,
-        n_iter_no_change=5,
-        tol=1e-4,
     )
     T = path.shape[1]
     assert T < 400  # stopped early
@@ -281,7 +264,10 @@ def test_rank_deficient_centers(rng):
     b = nystrom_reference(X, Y, C, 1e-3)
     np.testing.assert_allclose(gauss(X, C2) @ a, gauss(X, C) @ b, rtol=1e-6, atol=1e-7)
     cg = iterative_path(
-        KernelOperator(X, C2, Gaussian(SIGMA)), Y, 1e-3, "cg", 100, n_iter_no_change=None, tol=1e-12
+        KernelOperator(X, C2, Gaussian(SIGMA)),
+        Y,
+        1e-3,
+        IterativeOptions(method="cg", max_iter=100, n_iter_no_change=None, tol=1e-12),
     )
     np.testing.assert_allclose(gauss(X, C2) @ cg.coef(), gauss(X, C) @ b, rtol=1e-6, atol=1e-7)
 
@@ -296,7 +282,10 @@ def test_cg_iterates_are_textbook_pcg(rng, lam, exact_upto):
     sig = 0.3  # K_mm well conditioned: the factor keeps every direction
     X, Y, C = problem(rng, n=200, m=30, k=1)
     path = iterative_path(
-        KernelOperator(X, C, Gaussian(sig)), Y, lam, "cg", 12, n_iter_no_change=None, tol=0.0
+        KernelOperator(X, C, Gaussian(sig)),
+        Y,
+        lam,
+        IterativeOptions(method="cg", max_iter=12, n_iter_no_change=None, tol=0.0),
     )
     n, m = len(X), len(C)
     s, U = np.linalg.eigh(gauss(C, C, sig))
@@ -334,7 +323,10 @@ def test_cg_path_over_penalties_shares_one_space(rng):
     X, Y, C = problem(rng, n=150, m=30)
     lams = np.geomspace(1e-1, 1e-7, 13)
     path = iterative_path(
-        KernelOperator(X, C, Gaussian(SIGMA)), Y, lams, "cg", 200, n_iter_no_change=None, tol=1e-10
+        KernelOperator(X, C, Gaussian(SIGMA)),
+        Y,
+        lams,
+        IterativeOptions(method="cg", max_iter=200, n_iter_no_change=None, tol=1e-10),
     )
     # anchors spread evenly in log scale, at most ANCHOR_RATIO = 100 apart, both ends in
     assert path.info["anchor_penalties"] == pytest.approx([1e-7, 1e-5, 1e-3, 1e-1])
@@ -419,12 +411,14 @@ def test_cg_validation_errors_with_and_without_the_kept_image(rng, layout):
             KernelOperator(X, C, Gaussian(SIGMA)),
             Y,
             lams,
-            "cg",
-            25,
+            IterativeOptions(
+                method="cg",
+                max_iter=25,
+                n_iter_no_change=None,
+                memory_limit=limit,
+                factor_layout=layout,
+            ),
             validation=Validation(KernelOperator(Xv, C, Gaussian(SIGMA)), Yv),
-            n_iter_no_change=None,
-            memory_limit=limit,
-            factor_layout=layout,
         )
     assert paths[None].info["validation_images"] and paths[full].info["validation_images"]
     assert not paths[full - 1].info["validation_images"]

@@ -28,6 +28,8 @@ from ..solvers.incremental import incremental_memory
 from ..solvers.iterative import (
     CG_LAYOUTS,
     STEP_RULES,
+    IterativeOptions,
+    IterativeSetup,
     cg_layout,
     cg_memory,
     compact_first_for,
@@ -449,13 +451,24 @@ class NystromFamily(_KernelModel):
             )
         return settings
 
-    def iteration_options(self, settings: FitSettings) -> dict[str, Any]:
-        """CG's factor: the layout asked for (else the budget's) and the low-rank rank."""
+    def iteration_options(
+        self, settings: FitSettings, memory_limit: int | None
+    ) -> IterativeOptions:
+        """The iterative path's options: the method and its iteration cap, the stopping
+        rule while selecting (a refit runs its fixed count), and CG's factor: the layout
+        asked for (else the budget's) and the low-rank rank."""
         opts: KernelOptions = settings.options
-        return {
-            "factor_layout": opts.factor_layout,
-            "preconditioner_rank": opts.preconditioner_rank,
-        }
+        selecting = settings.n_iter is None
+        return IterativeOptions(
+            method=opts.method,
+            max_iter=self.max_iter(settings),
+            n_iter_no_change=settings.n_iter_no_change if selecting else None,
+            tol=settings.tol if selecting else 0.0,
+            random_state=settings.rng,
+            memory_limit=memory_limit,
+            factor_layout=opts.factor_layout,
+            preconditioner_rank=opts.preconditioner_rank,
+        )
 
     def smoother_modes(self, settings: FitSettings, method: str) -> tuple[str, ...]:
         if self.size_path(settings) or settings.options.loss != "square":
@@ -610,7 +623,6 @@ class NystromFamily(_KernelModel):
     ) -> Path:
         opts: KernelOptions = settings.options
         pen = settings.penalty
-        max_iter = self.max_iter(settings)
         factor = None
         if "gamma" in sel.info:  # SQUEAK's γ-regularized Nyström (SqueakCenters(regularized))
             if grid is not None:
@@ -641,21 +653,14 @@ class NystromFamily(_KernelModel):
                 method=self.direct_spectrum,
                 memory_limit=memory_limit,
             )
-        selecting = settings.n_iter is None
         return iterative_path(
             op,
             Ytr,
             None if isinstance(pen, str) else pen,  # None: the solver's "auto" grid
-            opts.method,
-            max_iter,
+            self.iteration_options(settings, memory_limit),
             wt,
             val,
-            settings.n_iter_no_change if selecting else None,
-            settings.tol if selecting else 0.0,
-            random_state=settings.rng,
-            _setup=None if factor is None else {"factor": factor},
-            memory_limit=memory_limit,
-            **self.iteration_options(settings),
+            IterativeSetup(factor=factor),
         )
 
     def refit_centers(self, problem: FitProblem, cand: CandidateFit) -> CenterSelection:
@@ -760,7 +765,9 @@ class NYTROFamily(NystromFamily):
     def smoother_modes(self, settings: FitSettings, method: str) -> tuple[str, ...]:
         return ()
 
-    def iteration_options(self, settings: FitSettings) -> dict[str, Any]:
+    def iteration_options(
+        self, settings: FitSettings, memory_limit: int | None
+    ) -> IterativeOptions:
         """NYTRO's ν, step and stopping rule (the plain window rule in a refit)."""
         opts: KernelOptions = settings.options
         nu = check_float(opts.nu, "nu", 0.0, np.inf, low_open=True)
@@ -776,9 +783,10 @@ class NYTROFamily(NystromFamily):
                 threshold = check_float(threshold, "stopping_threshold", 0.0, 1.0, high_open=True)
             else:  # the fitted line's fall over the window, in RMSE units (any sign)
                 threshold = check_float(threshold, "stopping_threshold", -np.inf, np.inf)
-        return {
-            "nu": nu,
-            "step": step,
-            "stopping": stopping if settings.n_iter is None else "window",
-            "stopping_threshold": threshold,
-        }
+        return replace(
+            super().iteration_options(settings, memory_limit),
+            nu=nu,
+            step=step,
+            stopping=stopping if settings.n_iter is None else "window",
+            stopping_threshold=threshold,
+        )

@@ -9,7 +9,7 @@
 """
 
 from .incremental import incremental_nystrom_path
-from .iterative import ITERATIVE_METHODS, iterative_path
+from .iterative import ITERATIVE_METHODS, IterativeOptions, IterativeSetup, iterative_path
 from .nystrom import nystrom_direct_path
 from .spectral import exact_path
 
@@ -18,5 +18,7 @@ __all__ = [
     "nystrom_direct_path",
     "incremental_nystrom_path",
     "iterative_path",
+    "IterativeOptions",
+    "IterativeSetup",
     "ITERATIVE_METHODS",
 ]

@@ -4,6 +4,7 @@ coefficients, training and validation errors)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,32 @@ from ._common import Validation, weights_or_ones
 from .nystrom import center_factor
 
 
+@dataclass
+class IterativeSetup:
+    """What an iterative path computes once and the recomputation of its iterates reuses:
+    the centers' factor (given by the caller where it has one), the right-hand side
+    b = R^T K_nm^T W y / n, and the bounds of gd / nu's step (the top eigenvalue of H0 by
+    power iteration, ``top``, or to Lanczos' precision, ``top_exact``; the paper's
+    kappa^2 = max k(x, x))."""
+
+    factor: Any = None
+    b: np.ndarray | None = None
+    top: float | None = None
+    top_exact: float | None = None
+    kappa2: float | None = None
+
+
+@dataclass(frozen=True)
+class Stopping:
+    """When a penalty stops iterating: the early-stopping rule (``selection.make_stopper``,
+    with a validation set) and the relative tolerance of convergence."""
+
+    n_iter_no_change: int | None = 10
+    tol: float = 1e-4
+    rule: str = "window"
+    threshold: float | None = None
+
+
 class _Problem:
     """The projected normal equations shared by the iterative solvers."""
 
@@ -25,22 +52,22 @@ class _Problem:
         op: KernelProducts,
         Y: np.ndarray,
         weights: np.ndarray | None,
-        setup: dict[str, Any],
+        setup: IterativeSetup,
         diagonal: bool = False,
     ) -> None:
         self.op, self.Y, self.weights = op, Y, weights
         self.n, self.k = Y.shape
         self.w = weights_or_ones(weights, self.n)
-        if "factor" not in setup:
-            setup["factor"] = center_factor(op)
-        if diagonal and "b" not in setup:  # M rotated to a diagonal (before b, in R's axes)
-            setup["factor"] = setup["factor"].diagonalized()
-        self.factor = setup["factor"]
+        if setup.factor is None:
+            setup.factor = center_factor(op)
+        if diagonal and setup.b is None:  # M rotated to a diagonal (before b, in R's axes)
+            setup.factor = setup.factor.diagonalized()
+        self.factor = setup.factor
         self.r = self.factor.rank
-        if "b" not in setup:
+        if setup.b is None:
             Aty = op.rmatvec(self.w[:, None] * Y, native=self.factor.on_device)
-            setup["b"] = self.factor.apply_t(Aty) / self.n
-        self.b = setup["b"]  # (r, k)
+            setup.b = self.factor.apply_t(Aty) / self.n
+        self.b = setup.b  # (r, k)
         self.yw2 = (self.w[:, None] * Y * Y).sum(axis=0)  # (k,)
         self.setup = setup
 
@@ -67,22 +94,17 @@ class _Bookkeeping:
     """Errors, early stopping and the best iterate of each penalty."""
 
     def __init__(
-        self,
-        P: int,
-        max_iter: int,
-        validation: Validation | None,
-        n_iter_no_change: int | None,
-        tol: float,
-        stopping: str = "window",
-        stopping_threshold: float | None = None,
+        self, P: int, max_iter: int, validation: Validation | None, stopping: Stopping
     ) -> None:
         self.P = P
         self.max_iter = max_iter
         self.validation = validation
         if validation is None:
-            self.stopper: Any = EarlyStopping(P, None, tol)
+            self.stopper: Any = EarlyStopping(P, None, stopping.tol)
         else:
-            self.stopper = make_stopper(stopping, P, n_iter_no_change, tol, stopping_threshold)
+            self.stopper = make_stopper(
+                stopping.rule, P, stopping.n_iter_no_change, stopping.tol, stopping.threshold
+            )
         self.converged = np.zeros(P, dtype=bool)
         # the error columns grow with the iterations run (doubling), not with max_iter: a
         # max_iter of 10^7 sized them at 5 GB before the first iteration

@@ -47,6 +47,7 @@ reference code's slope rule, ``selection.make_stopper``) or its iteration has co
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -63,7 +64,7 @@ from ..operators.protocol import KernelProducts
 from ..path import Path
 from ..selection import penalty_grid
 from ._common import Validation, as_2d
-from ._iterates import _Bookkeeping, _Problem
+from ._iterates import IterativeSetup, Stopping, _Bookkeeping, _Problem
 from .compact import compact_factor
 from .disk import DISK_DTYPE, disk_factor
 from .krylov import (
@@ -81,6 +82,8 @@ from .nystrom import center_cholesky_factor
 
 __all__ = [
     "iterative_path",
+    "IterativeOptions",
+    "IterativeSetup",
     "ITERATIVE_METHODS",
     "STEP_RULES",
     "cg_memory",
@@ -96,42 +99,15 @@ ITERATIVE_METHODS = ("gd", "nu", "cg")
 STEP_RULES = ("auto", "reference", "paper")
 
 
-def iterative_path(
-    op: KernelProducts,
-    y: np.ndarray,
-    penalties: Any = 0.0,
-    method: str = "cg",
-    max_iter: int = 100,
-    weights: np.ndarray | None = None,
-    validation: Validation | None = None,
-    n_iter_no_change: int | None = 10,
-    tol: float = 1e-4,
-    store_coefs: bool = False,
-    nu: float = 1.0,
-    random_state: Any = None,
-    _setup: dict[str, Any] | None = None,
-    step: Any = "auto",
-    stopping: str = "window",
-    memory_limit: int | None = None,
-    stopping_threshold: float | None = None,
-    factor_layout: str = "auto",
-    preconditioner_rank: int = LOWRANK_RANK,
-) -> Path:
-    """Path over iterations (and penalties) of an iterative Nyström solver.
+@dataclass(frozen=True)
+class IterativeOptions:
+    """How an iterative path runs (the solver's settings, in one object; each step reads
+    its own part of them).
 
-    Parameters
+    Attributes
     ----------
-    op : KernelProducts (a KernelOperator, or its Dask counterpart)
-        Training points x centers.
-    y : ndarray of shape (n,) or (n, k)
-    penalties : float, ndarray of shape (P,) or None
-        λ values, run side by side; None: 20 values geometric from s_max(K_mm) / m (the scale
-        of the top eigenvalue of K / n) down 9 decades.
     method : {"gd", "nu", "cg"}
     max_iter : int
-    weights : ndarray of shape (n,) or None
-    validation : Validation or None
-        Validation set; enables early stopping and the choice of the best point.
     n_iter_no_change : int or None
         Window of the early-stopping rule (iterations without improvement); None: never.
     tol : float
@@ -156,13 +132,12 @@ def iterative_path(
         (``compact.CompactFactor``: buffers in the operator's precision, as many anchors
         as fit; under float64 data where no float64 buffer fits, in float32 with R applied
         in float64 by refinement), and where no m x m matrix fits, the low-rank
-        preconditioner
-        (``lowrank.LowRankFactor``, O(m r) bytes). None: no limit. Where the full factor
-        or the eigendecomposition is taken but the centers' K_mm is not safely positive
-        definite for its Cholesky form, from ``krylov.COMPACT_OVER_EIGH_MIN_CENTERS``
-        centers on the host and with few anchors, the compact factor in the operator's
-        precision holds every anchor in place of K_mm's eigendecomposition
-        (``krylov.compact_in_reach``; for the eigendecomposition's layout, where it fits).
+        preconditioner (``lowrank.LowRankFactor``, O(m r) bytes). None: no limit. Where the
+        full factor or the eigendecomposition is taken but the centers' K_mm is not safely
+        positive definite for its Cholesky form, from
+        ``krylov.COMPACT_OVER_EIGH_MIN_CENTERS`` centers on the host and with few anchors,
+        the compact factor in the operator's precision holds every anchor in place of
+        K_mm's eigendecomposition (``krylov.compact_in_reach``).
     factor_layout : {"auto", "cholesky", "eigh", "compact", "lowrank", "disk"}
         cg: the form of the factor (``krylov.cg_layout``); "auto": the first that fits
         ``memory_limit``. "compact" holds every anchor, in float32 under float64 data where
@@ -172,72 +147,140 @@ def iterative_path(
     preconditioner_rank : int
         r, the rank of the low-rank preconditioner's randomized Nyström sketch of K_mm (at
         most m), where cg takes it.
+    random_state : int, Generator or None
+        gd / nu: the power iteration's start.
+    """
+
+    method: str = "cg"
+    max_iter: int = 100
+    n_iter_no_change: int | None = 10
+    tol: float = 1e-4
+    store_coefs: bool = False
+    nu: float = 1.0
+    step: Any = "auto"
+    stopping: str = "window"
+    stopping_threshold: float | None = None
+    memory_limit: int | None = None
+    factor_layout: str = "auto"
+    preconditioner_rank: int = LOWRANK_RANK
+    random_state: Any = None
+
+    def checked(self) -> IterativeOptions:
+        """These options, refused by name where one is not valid."""
+        if self.method not in ITERATIVE_METHODS:
+            raise ValueError(f"method must be one of {ITERATIVE_METHODS}, got {self.method!r}")
+        check_choice(self.factor_layout, "factor_layout", ("auto", *CG_LAYOUTS))
+        check_int(self.preconditioner_rank, "preconditioner_rank", 1)
+        return self
+
+    def stopping_rule(self) -> Stopping:
+        return Stopping(self.n_iter_no_change, self.tol, self.stopping, self.stopping_threshold)
+
+
+def iterative_path(
+    op: KernelProducts,
+    y: np.ndarray,
+    penalties: Any = 0.0,
+    options: IterativeOptions | None = None,
+    weights: np.ndarray | None = None,
+    validation: Validation | None = None,
+    prepared: IterativeSetup | None = None,
+) -> Path:
+    """Path over iterations (and penalties) of an iterative Nyström solver.
+
+    Parameters
+    ----------
+    op : KernelProducts (a KernelOperator, or its Dask counterpart)
+        Training points x centers.
+    y : ndarray of shape (n,) or (n, k)
+    penalties : float, ndarray of shape (P,) or None
+        λ values, run side by side; None: 20 values geometric from s_max(K_mm) / m (the scale
+        of the top eigenvalue of K / n) down 9 decades.
+    options : IterativeOptions or None
+        The solver's settings (None: the defaults, preconditioned CG).
+    weights : ndarray of shape (n,) or None
+    validation : Validation or None
+        Validation set; enables early stopping and the choice of the best point.
+    prepared : IterativeSetup or None
+        What the caller computed already (the centers' factor); filled in by the path and
+        reused by the recomputation of its iterates.
 
     Returns
     -------
     Path over ("penalty", "n_iter") with shape (P, T); coefficients of shape (m, k).
     """
-    if method not in ITERATIVE_METHODS:
-        raise ValueError(f"method must be one of {ITERATIVE_METHODS}, got {method!r}")
+    opts = (options or IterativeOptions()).checked()
     Y = as_2d(y).astype(FACTOR_DTYPE)
-    setup = dict(_setup or {})
+    setup = IterativeSetup() if prepared is None else prepared
     # one pass for the right-hand side, one per iteration (gd / nu: and a few of power
     # iteration); the validation operator makes one product per iteration
     if op.expected_passes is None:
-        op.expected_passes = max_iter + (1 if method == "cg" else 6)
+        op.expected_passes = opts.max_iter + (1 if opts.method == "cg" else 6)
     vop = None if validation is None else validation.op
     if isinstance(vop, KernelProducts) and vop.expected_passes is None:
-        vop.expected_passes = max_iter
-    n_val = 0 if validation is None else len(validation.Y)
-    check_choice(factor_layout, "factor_layout", ("auto", *CG_LAYOUTS))
-    check_int(preconditioner_rank, "preconditioner_rank", 1)
-    layout, slots, images = "cholesky", 0, False
-    if method == "cg":
-        args = (op.m, Y.shape[1], penalties, max_iter, n_val)
-        itemsize = np.dtype(op.dtype).itemsize
-        first = compact_first_for(itemsize)
-        on_device = factor_on_device(op.device, op.m)
-        layout, slots, fsize = cg_layout(*args, memory_limit, itemsize, first, preconditioner_rank)
-        if factor_layout == "compact":  # asked for: every anchor (float32 where it must)
-            layout, slots, fsize = forced_compact(*args, memory_limit, itemsize)
-        elif factor_layout == "disk":  # asked for: one anchor, float32, in a file
-            layout, slots, fsize = "disk", 1, DISK_DTYPE.itemsize
-        elif factor_layout != "auto":
-            layout, slots = factor_layout, 0
-        elif "factor" not in setup and compact_in_reach(layout, *args, memory_limit, on_device):
-            full = center_cholesky_factor(op)
-            if full is None:  # K_mm ill-conditioned: the compact factor, not eigh's
-                layout, slots, fsize = "compact", anchor_count(penalties), itemsize
-            else:  # "eigh": rotated to a diagonal by _Problem
-                setup["factor"] = full
-        if layout == "compact" and "factor" not in setup:
-            dt = np.float32 if fsize < itemsize else None
-            setup["factor"] = compact_factor(op, slots=slots, dtype=dt)
-        if layout == "disk" and "factor" not in setup:
-            setup["factor"] = disk_factor(op)
-        if layout == "lowrank" and "factor" not in setup:
-            setup["factor"] = lowrank_factor(op, preconditioner_rank)
-        # the validation rows' image of the basis, where it fits beside the layout
-        need = cg_memory(*args, True, layout, fsize, slots or None, preconditioner_rank, True)
-        images = validation is not None and (memory_limit is None or need <= memory_limit)
+        vop.expected_passes = opts.max_iter
+    layout, images = "cholesky", False
+    if opts.method == "cg":
+        layout, images = _cg_layout(op, Y, penalties, opts, validation, setup)
     prob = _Problem(op, Y, weights, setup, diagonal=layout == "eigh")
     if penalties is None:  # 20 values below the scale of K / n, estimated by s_max(K_mm) / m
         lam = penalty_grid(prob.factor.top()[0] / op.m)
     else:
         lam = np.atleast_1d(np.asarray(penalties, dtype=FACTOR_DTYPE))
-    book = _Bookkeeping(
-        len(lam), max_iter, validation, n_iter_no_change, tol, stopping, stopping_threshold
-    )
-    if method == "cg":
-        path = _krylov_path(prob, lam, max_iter, book, tol, images)
+    book = _Bookkeeping(len(lam), opts.max_iter, validation, opts.stopping_rule())
+    if opts.method == "cg":
+        path = _krylov_path(prob, lam, opts.max_iter, book, opts.tol, images)
     else:
-        path = _gradient_path(
-            prob, lam, method, max_iter, book, tol, store_coefs, nu, random_state, step
-        )
+        path = _gradient_path(prob, lam, opts, book)
     op.release()
     if validation is not None:
         validation.op.release()
     return path
+
+
+def _cg_layout(
+    op: KernelProducts,
+    Y: np.ndarray,
+    penalties: Any,
+    opts: IterativeOptions,
+    validation: Validation | None,
+    setup: IterativeSetup,
+) -> tuple[str, bool]:
+    """CG's layout of the factor (``krylov.cg_layout``, or the one asked for), its factor
+    made into ``setup`` where the layout is not the full one, and whether the validation
+    rows' image of the basis fits beside it: (layout, images)."""
+    n_val = 0 if validation is None else len(validation.Y)
+    args = (op.m, Y.shape[1], penalties, opts.max_iter, n_val)
+    limit, rank = opts.memory_limit, opts.preconditioner_rank
+    itemsize = np.dtype(op.dtype).itemsize
+    first = compact_first_for(itemsize)
+    layout, slots, fsize = cg_layout(*args, limit, itemsize, first, rank)
+    if opts.factor_layout == "compact":  # asked for: every anchor (float32 where it must)
+        layout, slots, fsize = forced_compact(*args, limit, itemsize)
+    elif opts.factor_layout == "disk":  # asked for: one anchor, float32, in a file
+        layout, slots, fsize = "disk", 1, DISK_DTYPE.itemsize
+    elif opts.factor_layout != "auto":
+        layout, slots = opts.factor_layout, 0
+    elif setup.factor is None and compact_in_reach(
+        layout, *args, limit, factor_on_device(op.device, op.m)
+    ):
+        full = center_cholesky_factor(op)
+        if full is None:  # K_mm ill-conditioned: the compact factor, not eigh's
+            layout, slots, fsize = "compact", anchor_count(penalties), itemsize
+        else:  # "eigh": rotated to a diagonal by _Problem
+            setup.factor = full
+    if setup.factor is None:
+        if layout == "compact":
+            dt = np.float32 if fsize < itemsize else None
+            setup.factor = compact_factor(op, slots=slots, dtype=dt)
+        elif layout == "disk":
+            setup.factor = disk_factor(op)
+        elif layout == "lowrank":
+            setup.factor = lowrank_factor(op, rank)
+    # the validation rows' image of the basis, where it fits beside the layout
+    need = cg_memory(*args, True, layout, fsize, slots or None, rank, True)
+    images = validation is not None and (limit is None or need <= limit)
+    return layout, images
 
 
 # --------------------------------------------------------------------------- gd / nu
@@ -258,42 +301,39 @@ def _with_holdout(prob: _Problem, validation: Validation | None) -> Any:
     return gram
 
 
+def _step_bounds(
+    prob: _Problem, lam_c: np.ndarray, opts: IterativeOptions, validation: Validation | None
+) -> np.ndarray:
+    """1 / γ of every column (penalty and output) for gd / nu's ``step``."""
+    setup, step, C = prob.setup, opts.step, len(lam_c)
+    if isinstance(step, str) and step == "auto":  # power iteration to 1e-3: a safe overestimate
+        if setup.top is None:
+            v0 = prob.factor.top()[1]  # top eigenvector of K_mm: close to the top one of H0
+            H0v = lambda v: prob.H0(v[:, None])[:, 0]  # noqa: E731
+            setup.top = top_eigenvalue(H0v, prob.r, 30, 1e-3, v0=v0, rng=opts.random_state)
+        return setup.top + lam_c
+    if isinstance(step, str) and step == "reference":  # the norm itself (Lanczos to 1e-7)
+        if setup.top_exact is None:
+            v0 = prob.factor.top()[1]
+            setup.top_exact = largest_eigenvalue(_with_holdout(prob, validation), prob.r, v0=v0)
+        return np.full(C, setup.top_exact)
+    if isinstance(step, str) and step == "paper":
+        if setup.kappa2 is None:
+            setup.kappa2 = float(np.max(np.asarray(prob.op.diag())))
+        return np.full(C, setup.kappa2)
+    if isinstance(step, str):
+        raise ValueError(f"step must be one of {STEP_RULES} or a positive number, got {step!r}")
+    return np.full(C, 1.0 / float(step))  # γ = 1 / L
+
+
 def _gradient_path(
-    prob: _Problem,
-    lam: np.ndarray,
-    method: str,
-    max_iter: int,
-    book: _Bookkeeping,
-    tol: float,
-    store_coefs: bool,
-    nu: float,
-    random_state: Any,
-    step: Any = "auto",
+    prob: _Problem, lam: np.ndarray, opts: IterativeOptions, book: _Bookkeeping
 ) -> Path:
     P, k, r = len(lam), prob.k, prob.r
     C = P * k
-    setup = prob.setup
+    method, tol = opts.method, opts.tol
     lam_c = np.repeat(lam, k)
-    if isinstance(step, str) and step in ("auto", "reference"):
-        # "reference": the norm itself (Lanczos to 1e-7), as the reference code computes
-        # it; "auto": 1e-3 is enough (power iteration, and a safe overestimate)
-        key = "L" if step == "auto" else "L_exact"
-        if key not in setup:
-            v0 = prob.factor.top()[1]  # top eigenvector of K_mm: close to the top one of H0
-            if step == "auto":
-                H0v = lambda v: prob.H0(v[:, None])[:, 0]  # noqa: E731
-                setup[key] = top_eigenvalue(H0v, r, 30, 1e-3, v0=v0, rng=random_state)
-            else:
-                setup[key] = largest_eigenvalue(_with_holdout(prob, book.validation), r, v0=v0)
-        L_c = setup[key] + (lam_c if step == "auto" else np.zeros(C))
-    elif isinstance(step, str) and step == "paper":
-        if "kappa2" not in setup:
-            setup["kappa2"] = float(np.max(np.asarray(prob.op.diag())))
-        L_c = np.full(C, setup["kappa2"])
-    elif isinstance(step, str):
-        raise ValueError(f"step must be one of {STEP_RULES} or a positive number, got {step!r}")
-    else:
-        L_c = np.full(C, 1.0 / float(step))  # γ = 1 / L
+    L_c = _step_bounds(prob, lam_c, opts, book.validation)
     b = np.tile(prob.b, (1, P))  # column p * k + j is output j of penalty p
     beta = np.zeros((r, C))
     beta_prev = np.zeros((r, C))
@@ -308,7 +348,7 @@ def _gradient_path(
         bhb = np.einsum("rc,rc->c", bc, H0b).reshape(-1, k)
         return prob.train_error(bb, bhb)
 
-    for t in range(1, max_iter + 1):
+    for t in range(1, opts.max_iter + 1):
         act = book.active
         if not act.any():
             break
@@ -322,7 +362,7 @@ def _gradient_path(
         if method == "gd":
             delta = -grad / L_c[cols]
         else:
-            mu, om = nu_method_coefficients(t, nu)
+            mu, om = nu_method_coefficients(t, opts.nu)
             delta = mu * (bc - beta_prev[:, cols]) - om * grad / L_c[cols]
             beta_prev[:, cols] = bc
         beta[:, cols] = bc + delta
@@ -333,7 +373,7 @@ def _gradient_path(
             improved = book.record_validation(t, act, Fv[:, cols], k)
             for q in np.flatnonzero(improved):
                 best_beta[:, q * k : (q + 1) * k] = beta[:, q * k : (q + 1) * k]
-        if store_coefs:
+        if opts.store_coefs:
             for q in np.flatnonzero(act):
                 stored[(int(q), t - 1)] = prob.coef(beta[:, q * k : (q + 1) * k])
         norms = np.linalg.norm(beta[:, cols], axis=0)
@@ -355,9 +395,7 @@ def _gradient_path(
         params,
         train_err,
         val_err,
-        coef_fn=_IterateRecomputer(
-            prob.op, prob.Y, lam, method, prob.weights, nu, random_state, dict(setup), step
-        ),
+        coef_fn=_IterateRecomputer(prob.op, prob.Y, lam, opts, prob.weights, prob.setup),
         scoring=validation.scoring if validation is not None else "mse",
         stored=stored,
         info={
@@ -383,34 +421,20 @@ class _IterateRecomputer:
         op: KernelProducts,
         Y: np.ndarray,
         lam: np.ndarray,
-        method: str,
+        opts: IterativeOptions,
         weights: np.ndarray | None,
-        nu: float,
-        random_state: Any,
-        setup: dict[str, Any],
-        step: Any = "auto",
+        setup: IterativeSetup,
     ) -> None:
-        self.op, self.Y, self.lam, self.method = op, Y, lam, method
-        self.weights, self.nu, self.random_state, self.setup = weights, nu, random_state, setup
-        self.step = step
+        self.op, self.Y, self.lam, self.opts = op, Y, lam, opts
+        self.weights, self.setup = weights, setup
 
     def __call__(self, idx: tuple[int, ...]) -> np.ndarray:
         p, t_idx = idx
+        again = replace(
+            self.opts, max_iter=t_idx + 1, n_iter_no_change=None, tol=0.0, store_coefs=False
+        )
         sub = iterative_path(
-            self.op,
-            self.Y,
-            [self.lam[p]],
-            self.method,
-            t_idx + 1,
-            self.weights,
-            None,
-            None,
-            0.0,
-            False,
-            self.nu,
-            self.random_state,
-            _setup=self.setup,
-            step=self.step,
+            self.op, self.Y, [self.lam[p]], again, self.weights, None, replace(self.setup)
         )
         return sub.coef()  # its last iterate
 
