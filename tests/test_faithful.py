@@ -243,7 +243,7 @@ def literal_sgm(Phi, y, eta, theta, b, T, seed):
 
 
 def test_sgm_step_weighted_average_is_eq_6_4_and_theta_is_a_path_axis():
-    from kernelpath.solvers.sgm import sgm_path
+    from kernelpath.solvers.sgm import SGMRun, sgm_path
 
     rng = np.random.default_rng(5)
     Phi = rng.standard_normal((90, 6)) / 3
@@ -251,32 +251,28 @@ def test_sgm_step_weighted_average_is_eq_6_4_and_theta_is_a_path_axis():
     feats = lambda idx: Phi[idx]  # noqa: E731
     b, passes = 8, 3
     T = passes * -(-90 // b)
-    kw = dict(batch_size=b, n_passes=passes, averaged=True, penalty=0.0)
+
+    def run(steps, theta, averaging):
+        return SGMRun("square", steps, theta, b, passes, True, 0.0, averaging)
+
     for theta in (0.0, 0.5):
         path = sgm_path(
-            feats, 90, 6, y, "square", np.array([0.7]), theta, **kw,
-            rng=np.random.default_rng(11), averaging="step",
-        )  # fmt: skip
+            feats, 90, 6, y, run(np.array([0.7]), theta, "step"), np.random.default_rng(11)
+        )
         _, avg = literal_sgm(Phi, y, 0.7, theta, b, T, 11)
         np.testing.assert_allclose(path.coef((0, passes - 1))[:, 0], avg, rtol=1e-10)
     # the uniform mean differs once the steps decay
-    uni = sgm_path(
-        feats, 90, 6, y, "square", np.array([0.7]), 0.5, **kw, rng=np.random.default_rng(11)
-    )
+    uni = sgm_path(feats, 90, 6, y, run(np.array([0.7]), 0.5, "uniform"), np.random.default_rng(11))
     assert not np.allclose(uni.coef((0, passes - 1))[:, 0], avg, rtol=1e-3)
     # several θ: one axis, each slice the run of that θ alone (the same minibatches)
     steps = np.array([0.3, 0.7])
     both = sgm_path(
-        feats, 90, 6, y, "square", steps, np.array([0.0, 0.5]), **kw,
-        rng=np.random.default_rng(11), averaging="step",
-    )  # fmt: skip
+        feats, 90, 6, y, run(steps, np.array([0.0, 0.5]), "step"), np.random.default_rng(11)
+    )
     assert both.param_names == ("decay", "step_size", "n_passes")
     assert both.shape == (2, 2, passes)
     for i, theta in enumerate((0.0, 0.5)):
-        one = sgm_path(
-            feats, 90, 6, y, "square", steps, theta, **kw,
-            rng=np.random.default_rng(11), averaging="step",
-        )  # fmt: skip
+        one = sgm_path(feats, 90, 6, y, run(steps, theta, "step"), np.random.default_rng(11))
         for j in range(2):
             np.testing.assert_allclose(both.coef((i, j, 1)), one.coef((j, 1)), rtol=1e-12)
         np.testing.assert_allclose(both.train_error[i], one.train_error, rtol=1e-12)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from kernelpath import Gaussian, Linear, NystromFeatures, SGMClassifier, SGMRegressor
-from kernelpath.solvers.sgm import loss_derivative, sgm_path
+from kernelpath.solvers.sgm import SGMRun, loss_derivative, sgm_path
 
 from .conftest import check_estimator, requires_shared
 
@@ -20,20 +20,8 @@ def _problem(rng, n=200, D=30):
 
 def _run(Phi, y, eta, passes, averaged, lam):
     n, D = Phi.shape
-    path = sgm_path(
-        lambda idx: Phi[idx],
-        n,
-        D,
-        y,
-        "square",
-        np.array([eta]),
-        0.0,
-        10,
-        passes,
-        averaged,
-        lam,
-        np.random.default_rng(0),
-    )
+    run = SGMRun("square", np.array([eta]), 0.0, 10, passes, averaged, lam)
+    path = sgm_path(lambda idx: Phi[idx], n, D, y, run, np.random.default_rng(0))
     return path.coef((0, passes - 1))[:, 0]
 
 
@@ -62,20 +50,8 @@ def test_iterates_match_an_independent_loop(rng):
     Phi, y = _problem(rng, n=60, D=8)
     Y = np.sign(y)
     for loss, averaged, decay in [("hinge", True, 0.0), ("logistic", False, 0.5)]:
-        path = sgm_path(
-            lambda idx: Phi[idx],
-            60,
-            8,
-            Y,
-            loss,
-            np.array([0.3, 1.0]),
-            decay,
-            4,
-            3,
-            averaged,
-            0.0,
-            np.random.default_rng(2),
-        )
+        run = SGMRun(loss, np.array([0.3, 1.0]), decay, 4, 3, averaged, 0.0)
+        path = sgm_path(lambda idx: Phi[idx], 60, 8, Y, run, np.random.default_rng(2))
         r = np.random.default_rng(2)
         W = np.zeros((2, 8))
         Wsum = np.zeros((2, 8))

@@ -16,7 +16,7 @@ from ..features import NystromFeatures, RandomFourierFeatures, check_rff_kernel
 from ..inputs import rows_in_memory
 from ..kernels import Kernel
 from ..solvers.random_features import indexed_features
-from ..solvers.sgm import AVERAGING, sgm_memory, sgm_path
+from ..solvers.sgm import AVERAGING, SGMRun, sgm_memory, sgm_path
 from ..workspace import Workspace
 from .family import Family, FittedModel, validation
 from .memory import fit_rows, operator_budget
@@ -171,11 +171,7 @@ class SGMFamily(Family):
             steps = np.array([rule]) if steps == "auto" else rule * STEP_GRID
         vop = None if Xva is None else problem.workspace.feature_operator(full.transform, Xva, D)
         selecting = settings.n_iter is None
-        path = sgm_path(
-            features,
-            n,
-            D,
-            Ytr,
+        run = SGMRun(
             loss=opts.loss,
             step_sizes=steps,
             decay=opts.decay,
@@ -183,12 +179,19 @@ class SGMFamily(Family):
             n_passes=opts.n_passes if settings.n_iter is None else settings.n_iter,
             averaged=opts.averaged,
             penalty=settings.penalty,
-            rng=settings.rng,
-            validation=validation(problem, vop, val_rows, intercept),
+            averaging=opts.averaging,
             n_iter_no_change=settings.n_iter_no_change if selecting else None,
             tol=settings.tol,
-            weights=wt,
-            averaging=opts.averaging,
+        )
+        path = sgm_path(
+            features,
+            n,
+            D,
+            Ytr,
+            run,
+            settings.rng,
+            validation(problem, vop, val_rows, intercept),
+            wt,
         )
         return CandidateFit(kernel, path, intercept, settings, n, features=fmap)
 

@@ -26,6 +26,7 @@ and Table 6.2), with the validation error after every pass.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,7 @@ from ..progress import report
 from ..selection import EarlyStopping
 from ._common import Validation, as_2d
 
-__all__ = ["LOSSES", "AVERAGING", "loss_derivative", "loss_value", "sgm_path"]
+__all__ = ["LOSSES", "AVERAGING", "SGMRun", "loss_derivative", "loss_value", "sgm_path"]
 
 LOSSES = ("square", "hinge", "logistic")
 AVERAGING = ("uniform", "step")
@@ -79,35 +80,12 @@ def sgm_memory(D: int, d: int, nystrom: bool, n_steps: int, k: int, n_val: int) 
     return factor + blocks + 8 * (4 * D + 2 * n_val) * n_steps * k
 
 
-def sgm_path(
-    features: Callable[[np.ndarray], np.ndarray],
-    n: int,
-    D: int,
-    Y: np.ndarray,
-    loss: str,
-    step_sizes: np.ndarray,
-    decay: Any,
-    batch_size: int,
-    n_passes: int,
-    averaged: bool,
-    penalty: float,
-    rng: np.random.Generator,
-    validation: Validation | None = None,
-    n_iter_no_change: int | None = None,
-    tol: float = 0.0,
-    weights: np.ndarray | None = None,
-    averaging: str = "uniform",
-) -> Path:
-    """Run Algorithm 1 for every step size at once; a Path over ("step_size", "n_passes").
+@dataclass(frozen=True)
+class SGMRun:
+    """How Algorithm 1 runs (the solver's settings in one object).
 
-    Parameters
+    Attributes
     ----------
-    features : callable (indices) -> ndarray of shape (len(indices), D)
-        The feature map of the training points.
-    n, D : int
-        Training points and features.
-    Y : ndarray of shape (n,) or (n, k)
-        Targets (±1 codes for classification).
     loss : {"square", "hinge", "logistic"}
     step_sizes : ndarray of shape (S,)
         η of each run.
@@ -120,11 +98,124 @@ def sgm_path(
         The uniform mean of the iterates, or eq. 6.4's step-weighted mean.
     penalty : float
         λ >= 0 (0: Algorithm 1).
+    n_iter_no_change, tol : early stopping per step size on the validation loss.
+    """
+
+    loss: str
+    step_sizes: np.ndarray
+    decay: Any = 0.0
+    batch_size: int = 1
+    n_passes: int = 1
+    averaged: bool = True
+    penalty: float = 0.0
+    averaging: str = "uniform"
+    n_iter_no_change: int | None = None
+    tol: float = 0.0
+
+
+class _Runs:
+    """The S = Θ x steps runs side by side: their weights, averages and step schedules."""
+
+    def __init__(self, run: SGMRun, D: int, k: int) -> None:
+        self.decays = np.atleast_1d(np.asarray(run.decay, dtype=FACTOR_DTYPE))
+        self.n_steps = len(run.step_sizes)
+        # column c = i_θ * n_steps + i_η: every (θ, η) pair is one run
+        self.eta = np.tile(np.asarray(run.step_sizes, dtype=FACTOR_DTYPE), len(self.decays))
+        self.theta = np.repeat(self.decays, self.n_steps)
+        S = self.S = len(self.eta)
+        self.W = np.zeros((S, D, k))
+        self.Wsum = np.zeros((S, D, k)) if run.averaged else None
+        self.wsum = np.zeros(S)  # sum of the averaging weights (η_t, or 1 per iterate)
+
+    def model(self) -> np.ndarray:
+        """Each run's iterate as scored and kept: the last one, or the average."""
+        if self.Wsum is None:
+            return self.W
+        return self.Wsum / np.maximum(self.wsum, 1e-300)[:, None, None]
+
+
+def _one_pass(
+    runs: _Runs,
+    run: SGMRun,
+    alive: np.ndarray,
+    features: Callable[[np.ndarray], np.ndarray],
+    Y2: np.ndarray,
+    weights: np.ndarray | None,
+    rng: np.random.Generator,
+    t: int,
+) -> tuple[np.ndarray, int]:
+    """One pass (ceil(n / b) minibatches) of the runs ``alive``: the training loss summed
+    over the pass per run, and the step count after it."""
+    n, b = len(Y2), run.batch_size
+    W = runs.W
+    loss_sum = np.zeros(runs.S)
+    for _ in range(-(-n // b)):
+        t += 1
+        idx = rng.integers(0, n, size=b)
+        Phi = np.asarray(features(idx), dtype=FACTOR_DTYPE)  # (b, D)
+        F = Phi @ W[alive]  # (r, b, k)
+        Yb = Y2[idx][None]
+        g = loss_derivative(run.loss, F, Yb)
+        loss_sum[alive] += loss_value(run.loss, F, Yb).sum(axis=(1, 2))
+        if weights is not None:
+            g = g * weights[idx][None, :, None]
+        grad = np.einsum("bd,rbk->rdk", Phi, g) / b
+        if run.penalty:
+            grad += run.penalty * W[alive]
+        step = runs.eta[alive] * float(t) ** (-runs.theta[alive])
+        W[alive] -= step[:, None, None] * grad
+        if runs.Wsum is not None:
+            a = step if run.averaging == "step" else np.ones(len(alive))
+            runs.Wsum[alive] += a[:, None, None] * W[alive]
+            runs.wsum[alive] += a
+    if not np.all(np.isfinite(W[alive])):
+        raise FloatingPointError("SGM diverged (non-finite weights): give a smaller step_size")
+    return loss_sum, t
+
+
+def _scored(
+    validation: Validation, model: np.ndarray, alive: np.ndarray, loss: str, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(validation error, validation loss) of the runs ``alive``."""
+    D = model.shape[1]
+    Fv = validation.op.matvec(model[alive].transpose(1, 0, 2).reshape(D, -1))
+    Fv = np.asarray(Fv, dtype=FACTOR_DTYPE)
+    e, _ = validation.errors(Fv, k)
+    # stop on (and break ties by) the method's own loss: the squared loss of the ±1 codes
+    # punishes the confident margins the hinge loss asks for, and stopped hinge SIGM on
+    # ijcnn1 at 6 passes with 6.8% error (LinearSVC: 2.7%)
+    F3 = Fv.reshape(len(validation.Y), len(alive), k).transpose(1, 0, 2)
+    ls = loss_value(loss, F3, np.asarray(validation.Y)[None]).mean(axis=(1, 2))
+    return e, ls
+
+
+def sgm_path(
+    features: Callable[[np.ndarray], np.ndarray],
+    n: int,
+    D: int,
+    Y: np.ndarray,
+    run: SGMRun,
+    rng: np.random.Generator,
+    validation: Validation | None = None,
+    weights: np.ndarray | None = None,
+) -> Path:
+    """Run Algorithm 1 for every step size at once; a Path over ("step_size", "n_passes").
+
+    Parameters
+    ----------
+    features : callable (indices) -> ndarray of shape (len(indices), D)
+        The feature map of the training points.
+    n, D : int
+        Training points and features.
+    Y : ndarray of shape (n,) or (n, k)
+        Targets (±1 codes for classification).
+    run : SGMRun
+        The loss, the step sizes and decays, the minibatches, the averaging, λ and the
+        early-stopping rule.
     rng : Generator
         Draws the minibatches (shared by the step sizes).
     validation : Validation or None
         Validation set seen through an operator whose ``matvec`` applies its features.
-    n_iter_no_change, tol : early stopping per step size on the validation loss.
     weights : ndarray of shape (n,) or None
         Sample weights (summing to n) multiplying each point's gradient.
 
@@ -133,81 +224,57 @@ def sgm_path(
     Path with coefficients of shape (D, k) for each (step size, pass), or (θ, step size,
     pass) with several θ.
     """
-    if averaging not in AVERAGING:
-        raise ValueError(f"averaging must be one of {AVERAGING}, got {averaging!r}")
+    if run.averaging not in AVERAGING:
+        raise ValueError(f"averaging must be one of {AVERAGING}, got {run.averaging!r}")
     Y2 = as_2d(Y).astype(FACTOR_DTYPE)
     k = Y2.shape[1]
-    decays = np.atleast_1d(np.asarray(decay, dtype=FACTOR_DTYPE))
-    n_steps = len(step_sizes)
-    # column c = i_θ * n_steps + i_η: every (θ, η) pair is one run
-    eta = np.tile(np.asarray(step_sizes, dtype=FACTOR_DTYPE), len(decays))
-    theta = np.repeat(decays, n_steps)
-    S = len(eta)
-    W = np.zeros((S, D, k))
-    Wsum = np.zeros((S, D, k)) if averaged else None
-    wsum = np.zeros(S)  # sum of the averaging weights (η_t, or 1 per iterate)
-    iters = -(-n // batch_size)
+    runs = _Runs(run, D, k)
+    S, n_passes = runs.S, run.n_passes
     train = np.full((S, n_passes), np.nan)
     val_err = None if validation is None else np.full((S, n_passes), np.nan)
     val_loss = None if validation is None else np.full((S, n_passes), np.nan)
-    stopper = EarlyStopping(S, n_iter_no_change, tol) if validation is not None else None
+    stopper = EarlyStopping(S, run.n_iter_no_change, run.tol) if validation is not None else None
     active = np.ones(S, dtype=bool)
     stored: dict[tuple[int, ...], np.ndarray] = {}
     t = 0
     for p in range(n_passes):
-        run = np.flatnonzero(active)
-        if run.size == 0:
+        alive = np.flatnonzero(active)
+        if alive.size == 0:
             break
-        loss_sum = np.zeros(S)
-        for _ in range(iters):
-            t += 1
-            idx = rng.integers(0, n, size=batch_size)
-            Phi = np.asarray(features(idx), dtype=FACTOR_DTYPE)  # (b, D)
-            F = Phi @ W[run]  # (r, b, k)
-            Yb = Y2[idx][None]
-            g = loss_derivative(loss, F, Yb)
-            loss_sum[run] += loss_value(loss, F, Yb).sum(axis=(1, 2))
-            if weights is not None:
-                g = g * weights[idx][None, :, None]
-            grad = np.einsum("bd,rbk->rdk", Phi, g) / batch_size
-            if penalty:
-                grad += penalty * W[run]
-            step = eta[run] * float(t) ** (-theta[run])
-            W[run] -= step[:, None, None] * grad
-            if Wsum is not None:
-                a = step if averaging == "step" else np.ones(len(run))
-                Wsum[run] += a[:, None, None] * W[run]
-                wsum[run] += a
-        if not np.all(np.isfinite(W[run])):
-            raise FloatingPointError("SGM diverged (non-finite weights): give a smaller step_size")
-        model = W if Wsum is None else Wsum / np.maximum(wsum, 1e-300)[:, None, None]
-        train[run, p] = loss_sum[run] / (iters * batch_size * k)
+        loss_sum, t = _one_pass(runs, run, alive, features, Y2, weights, rng, t)
+        model = runs.model()
+        train[alive, p] = loss_sum[alive] / (-(-n // run.batch_size) * run.batch_size * k)
         if validation is not None and val_err is not None and val_loss is not None:
-            Fv = validation.op.matvec(model[run].transpose(1, 0, 2).reshape(D, -1))
-            Fv = np.asarray(Fv, dtype=FACTOR_DTYPE)
-            e, _ = validation.errors(Fv, k)
-            # stop on (and break ties by) the method's own loss: the squared loss of the ±1
-            # codes punishes the confident margins the hinge loss asks for, and stopped
-            # hinge SIGM on ijcnn1 at 6 passes with 6.8% error (LinearSVC: 2.7%)
-            F3 = Fv.reshape(len(validation.Y), len(run), k).transpose(1, 0, 2)
-            ls = loss_value(loss, F3, np.asarray(validation.Y)[None]).mean(axis=(1, 2))
-            val_err[run, p], val_loss[run, p] = e, ls
+            val_err[alive, p], val_loss[alive, p] = _scored(validation, model, alive, run.loss, k)
             assert stopper is not None
-            full_e = np.full(S, np.nan)
-            full_e[run] = ls
-            stopper.update(p, full_e)
+            stopper.update(p, val_loss[:, p])
             active &= stopper.active
-        for r in run:  # every reached point is kept (S x passes weight vectors)
+        for r in alive:  # every reached point is kept (S x passes weight vectors)
             stored[(int(r), p)] = model[r].copy()
         seen = val_err[:, : p + 1] if val_err is not None else None
         best = {"best_val": float(np.nanmin(seen))} if seen is not None else {}
         report("passes", p + 1, n_passes, active=int(active.sum()), **best)
+    return _path(runs, run, train, val_err, val_loss, stored, validation, -(-n // run.batch_size))
+
+
+def _path(
+    runs: _Runs,
+    run: SGMRun,
+    train: np.ndarray,
+    val_err: np.ndarray | None,
+    val_loss: np.ndarray | None,
+    stored: dict[tuple[int, ...], np.ndarray],
+    validation: Validation | None,
+    iters: int,
+) -> Path:
+    """The path over (step size, passes), or (θ, step size, passes) for several θ."""
+    decays, eta, n_steps, n_passes = runs.decays, runs.eta, runs.n_steps, run.n_passes
     info = {
-        "loss": loss,
-        "batch_size": batch_size,
+        "loss": run.loss,
+        "batch_size": run.batch_size,
         "iterations_per_pass": iters,
-        "averaged": averaged,
-        "averaging": averaging,
+        "averaged": run.averaged,
+        "averaging": run.averaging,
         "decay": decays.tolist() if len(decays) > 1 else float(decays[0]),
     }
     scoring = validation.scoring if validation is not None else "mse"
