@@ -15,7 +15,7 @@ from kernelpath.calibration import fit_calibration, log_probabilities
 from kernelpath.linalg import nystrom_factor
 from kernelpath.operators import KernelOperator
 from kernelpath.solvers.losses import make_loss
-from kernelpath.solvers.newton import newton_path
+from kernelpath.solvers.newton import NewtonOptions, newton_path
 
 from .conftest import check_estimator
 
@@ -76,8 +76,8 @@ def test_newton_equals_lbfgs(loss, k, method, weighted):
     w = rng.uniform(0.2, 3.0, N) if weighted else np.ones(N)
     lam = 1e-3
     path = newton_path(
-        op, Y, loss, np.array([lam]), w if weighted else None, None, fac, method,
-        tol=1e-12, center_rows=np.arange(M),
+        op, Y, loss, np.array([lam]), w if weighted else None, None, fac,
+        NewtonOptions(method, tol=1e-12), center_rows=np.arange(M),
     )  # fmt: skip
     Phi = op.dense() @ fac.R
     J = objective(Phi, Y, loss, w, lam)
@@ -100,8 +100,8 @@ def test_cg_switches_to_a_lagged_exact_hessian(monkeypatch):
 
     def run():
         path = newton_path(
-            op, Y, "logistic", lam, None, None, fac, "cg", tol=1e-10, patience=None,
-            center_rows=np.arange(M),
+            op, Y, "logistic", lam, None, None, fac,
+            NewtonOptions("cg", tol=1e-10, patience=None), center_rows=np.arange(M),
         )  # fmt: skip
         return path, our_objective(path, op, Y, "logistic", np.ones(N), lam[-1], fac)
 
@@ -123,8 +123,9 @@ def test_multinomial_with_two_classes_is_binary_logistic():
     X, labels, Y, op, fac = problem(2)
     two = np.column_stack([-Y[:, 0], Y[:, 0]])
     lam = 1e-3
-    multi = newton_path(op, two, "logistic", np.array([lam]), factor=fac, tol=1e-12)
-    binary = newton_path(op, Y, "logistic", np.array([lam / 2]), factor=fac, tol=1e-12)
+    tight = NewtonOptions(tol=1e-12)
+    multi = newton_path(op, two, "logistic", np.array([lam]), factor=fac, options=tight)
+    binary = newton_path(op, Y, "logistic", np.array([lam / 2]), factor=fac, options=tight)
     cm, cb = multi.coef((0,)), binary.coef((0,))
     Fm = op.matvec(cm[:-1]) + cm[-1]
     Fb = op.matvec(cb[:-1]).ravel() + cb[-1]
@@ -140,7 +141,7 @@ def test_logistic_equals_sklearn_on_nystrom_features(k):
     w = rng.uniform(0.5, 2.0, N)
     w *= N / w.sum()
     lam = 3e-4
-    path = newton_path(op, Y, "logistic", np.array([lam]), w, None, fac, tol=1e-12)
+    path = newton_path(op, Y, "logistic", np.array([lam]), w, None, fac, NewtonOptions(tol=1e-12))
     coef = path.coef((0,))
     F = op.matvec(coef[:-1]).reshape(N, -1) + coef[-1]
     Phi = op.dense() @ fac.R

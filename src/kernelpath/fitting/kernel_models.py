@@ -38,7 +38,7 @@ from ..solvers.iterative import (
     gradient_memory,
 )
 from ..solvers.lowrank import LOWRANK_RANK
-from ..solvers.newton import PATH_PATIENCE, newton_memory, newton_path
+from ..solvers.newton import PATH_PATIENCE, NewtonOptions, newton_memory, newton_path
 from ..solvers.nystrom import center_factor, direct_memory
 from ..solvers.spectral import ITERATION_FILTERS
 from ..workspace import Workspace
@@ -114,16 +114,26 @@ class KernelOptions:
     preconditioner_rank: int = LOWRANK_RANK
 
 
-def newton_settings(settings: FitSettings) -> dict[str, Any]:
-    """The options of ``newton_path`` a fit's settings give: its CG cap, tolerance and
-    the λ path's patience (none in a refit)."""
-    given = getattr(settings.options, "max_iter", None)
-    max_inner = DEFAULT_MAX_ITER["cg"] if given is None else given
-    return {
-        "max_inner": int(check_int(max_inner, "max_iter", 1)),
-        "tol": settings.tol,
-        "patience": PATH_PATIENCE if settings.n_iter_no_change is not None else None,
-    }
+def newton_options(
+    settings: FitSettings,
+    method: str,
+    dtype: Any,
+    max_inner: int | None = None,
+    explicit: bool = False,
+) -> NewtonOptions:
+    """The options of ``newton_path`` a fit's settings give: the method of its systems,
+    its CG cap (``max_inner``, the estimator's ``max_iter`` where it has one; None: CG's
+    default), tolerance and the λ path's patience (none in a refit)."""
+    if max_inner is None:
+        max_inner = DEFAULT_MAX_ITER["cg"]
+    return NewtonOptions(
+        method=method,
+        max_inner=int(check_int(max_inner, "max_iter", 1)),
+        tol=settings.tol,
+        patience=PATH_PATIENCE if settings.n_iter_no_change is not None else None,
+        dtype=dtype,
+        explicit=explicit,
+    )
 
 
 class _KernelModel(Family):
@@ -319,11 +329,8 @@ class _KernelModel(Family):
             wt,
             val,
             factor,
-            method,
-            dtype=op.dtype,
+            newton_options(settings, method, op.dtype, settings.options.max_iter, self.explicit),
             center_rows=None if sel.indices is None else np.asarray(sel.indices),
-            explicit=self.explicit,
-            **newton_settings(settings),
         )
 
     def model(self, cand: CandidateFit, coef: np.ndarray) -> dict[str, Any]:

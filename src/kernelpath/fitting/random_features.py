@@ -26,7 +26,7 @@ from ..solvers.random_features import (
 )
 from ..workspace import Workspace
 from .family import Family, FittedModel, check_loss, newton_intercept, validation
-from .kernel_models import AUTO_GRID_SIZE, newton_settings
+from .kernel_models import AUTO_GRID_SIZE, newton_options
 from .memory import fit_rows, main_fits, operator_budget, refuse_largest, row_copy_bytes
 from .problem import CandidateFit, FitProblem, FitSettings
 
@@ -170,9 +170,7 @@ class RandomFeaturesFamily(Family):
                 wt,
                 val,
                 None,
-                "direct",
-                dtype=B.dtype_of(problem.X),
-                **newton_settings(settings),
+                newton_options(settings, "direct", B.dtype_of(problem.X)),
             )
             return CandidateFit(kernel, path, intercept, settings, len(rows), features=fmap)
         cv = None

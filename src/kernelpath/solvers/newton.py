@@ -413,6 +413,83 @@ class _Newton:
         return converged
 
 
+@dataclass(frozen=True)
+class NewtonOptions:
+    """How the Newton path runs.
+
+    Attributes
+    ----------
+    method : {"direct", "cg"}
+        How the Newton systems are solved (module docstring).
+    max_inner : int
+        CG iterations per Newton step at most.
+    tol : float
+        Newton stops when half the squared decrement is at most tol^2 times J.
+    patience : int or None
+        Stop the path after this many penalties without a better validation loss (the
+        log-loss, or the squared hinge loss).
+    dtype
+        The stored coefficients' dtype.
+    explicit : bool
+        Form Phi = A R in memory once (exact KRLS: its n x n products are cheaper than
+        passes through A and R).
+    """
+
+    method: str = "direct"
+    max_inner: int = 100
+    tol: float = 1e-4
+    patience: int | None = PATH_PATIENCE
+    dtype: Any = np.float64
+    explicit: bool = False
+
+
+class _Points:
+    """The path's points as they are reached: training loss, coefficients, the iterate
+    itself (to solve the chosen point again) and the validation scores."""
+
+    def __init__(
+        self, P: int, design: Design, loss: Any, loss_name: str, wn: np.ndarray, dtype: Any,
+        validation: Validation | None,
+    ) -> None:  # fmt: skip
+        self.design, self.loss, self.loss_name, self.wn = design, loss, loss_name, wn
+        self.dtype, self.validation = dtype, validation
+        self.train = np.full(P, np.nan)
+        self.val_err = np.full(P, np.nan) if validation is not None else None
+        self.val_rate = np.full(P, np.nan)
+        self.val_sec = np.full(P, np.nan)
+        self.stored: dict[tuple[int, ...], np.ndarray] = {}
+        self.iterates: dict[int, np.ndarray] = {}
+
+    def record(self, p: int, state: _State) -> float:
+        """Keep point p of the path (the state's) and score it on the validation set; the
+        score the path's patience reads (NaN without a validation set)."""
+        self.train[p] = float(self.wn @ self.loss.values(state.F))
+        self.stored[(p,)] = self.design.coef(state.T).astype(self.dtype)
+        self.iterates[p] = state.T.copy()
+        validation = self.validation
+        if validation is None or self.val_err is None:
+            return np.nan
+        Fv = self.design.forward(state.T, validation.op)[:, None, :]
+        vw = validation.weights
+        rate = float(_error_rate(validation.Y, Fv, vw))
+        if self.loss_name == "logistic":
+            score, second = float(log_loss(validation.Y, Fv, vw)[0]), rate
+        else:
+            score, second = rate, float(_hinge(validation.Y, Fv[:, 0], vw))
+        self.val_err[p], self.val_rate[p], self.val_sec[p] = score, rate, second
+        # the path's patience reads a smooth score: the error rate stays flat while λ is
+        # too large for any row to change side (adult: the first 4 penalties)
+        return score if self.loss_name == "logistic" else second
+
+    def chosen(self) -> int:
+        """The best validated point (ties: the error rate, or the squared hinge loss), or
+        the last one reached."""
+        if self.val_err is not None and np.isfinite(self.val_err).any():
+            ties = self.val_rate if self.loss_name == "logistic" else self.val_sec
+            return lex_argmin(self.val_err, ties)
+        return int(np.flatnonzero(np.isfinite(self.train))[-1])
+
+
 def newton_path(
     op: Any,
     y: np.ndarray,
@@ -421,13 +498,8 @@ def newton_path(
     weights: np.ndarray | None = None,
     validation: Validation | None = None,
     factor: NystromFactor | None = None,
-    method: str = "direct",
-    max_inner: int = 100,
-    tol: float = 1e-4,
-    patience: int | None = PATH_PATIENCE,
-    dtype: Any = np.float64,
+    options: NewtonOptions | None = None,
     center_rows: np.ndarray | None = None,
-    explicit: bool = False,
 ) -> Path:
     """The λ path of a smooth convex loss by Newton's method, λ decreasing, each solve
     started from the previous one's solution.
@@ -450,35 +522,24 @@ def newton_path(
         its log-loss is not defined, so the squared hinge loss).
     factor : NystromFactor or None
         R of the Nyström features (None: the operator's columns are the features).
-    method : {"direct", "cg"}
-        How the Newton systems are solved (module docstring).
-    max_inner : int
-        CG iterations per Newton step at most.
-    tol : float
-        Newton stops when half the squared decrement is at most tol^2 times J.
-    patience : int or None
-        Stop the path after this many penalties without a better validation loss (the
-        log-loss, or the squared hinge loss).
-    dtype
-        The stored coefficients' dtype.
+    options : NewtonOptions or None
+        The method of the Newton systems, its caps and tolerance, the path's patience.
     center_rows : ndarray of int or None
         The training rows that are the centers (CG's preconditioner is the Hessian of
         these rows; None: ``method="cg"`` falls back to "direct").
-    explicit : bool
-        Form Phi = A R in memory once (exact KRLS: its n x n products are cheaper than
-        passes through A and R).
 
     Returns
     -------
     Path over "penalty"; the coefficients of a point have shape (p + 1, k): the columns'
     coefficients (alpha = R beta) and, last, the intercept.
     """
+    opts = options or NewtonOptions()
     Y = as_2d(y).astype(FACTOR_DTYPE)
     n, k = Y.shape
     w = weights_or_ones(weights, n)
     wn = w / w.sum()
     loss = make_loss(loss_name, Y)
-    design = Design(op, factor, center_rows, explicit)
+    design = Design(op, factor, center_rows, opts.explicit)
     if getattr(op, "expected_passes", 0) is None:
         op.expected_passes = 8  # several passes a Newton step: keep K_nm if it fits
     lam = np.sort(np.asarray(penalties, dtype=float))[::-1] if penalties is not None else None
@@ -486,38 +547,12 @@ def newton_path(
         top = design.top(w)
         lam = np.geomspace(top, top * AUTO_SPAN, 20)
     P = len(lam)
-    newton = _Newton(design, loss, wn, method, max_inner, tol)
+    newton = _Newton(design, loss, wn, opts.method, opts.max_inner, opts.tol)
     state = _State(np.zeros((design.r + 1, k)), np.zeros((n, k)))
-    train = np.full(P, np.nan)
-    val_err = np.full(P, np.nan) if validation is not None else None
-    val_rate = np.full(P, np.nan)
-    val_sec = np.full(P, np.nan)
+    points = _Points(P, design, loss, loss_name, wn, opts.dtype, validation)
     converged = np.zeros(P, dtype=bool)
     n_steps = np.zeros(P, dtype=int)
-    stored: dict[tuple[int, ...], np.ndarray] = {}
-    iterates: dict[int, np.ndarray] = {}
     best, since = np.inf, 0
-
-    def record(p: int) -> float:
-        """Keep point p of the path (the state's) and score it on the validation set."""
-        train[p] = float(wn @ loss.values(state.F))
-        stored[(p,)] = design.coef(state.T).astype(dtype)
-        iterates[p] = state.T.copy()
-        if validation is None:
-            return np.nan
-        Fv = design.forward(state.T, validation.op)[:, None, :]
-        vw = validation.weights
-        rate = float(_error_rate(validation.Y, Fv, vw))
-        if loss_name == "logistic":
-            score, second = float(log_loss(validation.Y, Fv, vw)[0]), rate
-        else:
-            score, second = rate, float(_hinge(validation.Y, Fv[:, 0], vw))
-        assert val_err is not None
-        val_err[p], val_rate[p], val_sec[p] = score, rate, second
-        # the path's patience reads a smooth score: the error rate stays flat while λ is
-        # too large for any row to change side (adult: the first 4 penalties)
-        return score if loss_name == "logistic" else second
-
     # along the path: PATH_STEPS Newton steps per penalty from the previous solution (the
     # path-following of self-concordant losses: a modest decrease of λ keeps the previous
     # solution where Newton converges fast); the chosen point is then solved to ``tol``
@@ -526,26 +561,22 @@ def newton_path(
         steps = MAX_NEWTON_STEPS if p == last else PATH_STEPS
         converged[p] = newton.solve(state, float(lp), steps)
         n_steps[p] = state.steps
-        score = record(p)
+        score = points.record(p, state)
         if validation is None:
             continue
-        if not np.isfinite(best) or score < best - tol * abs(best):
+        if not np.isfinite(best) or score < best - opts.tol * abs(best):
             best, since = score, 0
         else:
             since += 1
-            if patience is not None and since >= patience:
+            if opts.patience is not None and since >= opts.patience:
                 break
-    reached = np.isfinite(train)
-    if validation is not None and np.isfinite(val_err).any():  # type: ignore[arg-type]
-        chosen = lex_argmin(val_err, val_rate if loss_name == "logistic" else val_sec)  # type: ignore[arg-type]
-    else:
-        chosen = int(np.flatnonzero(reached)[-1])
+    chosen = points.chosen()
     if not converged[chosen]:
-        state.T = iterates[chosen].copy()
+        state.T = points.iterates[chosen].copy()
         state.F = design.forward(state.T)
         converged[chosen] = newton.solve(state, float(lam[chosen]))
         n_steps[chosen] += state.steps
-        record(chosen)
+        points.record(chosen, state)
     if validation is not None:
         validation.op.release()
     info = {
@@ -557,16 +588,16 @@ def newton_path(
         "rank": design.r,
     }
     if validation is not None:
-        info["val_error_rate"] = val_rate
+        info["val_error_rate"] = points.val_rate
     return Path(
         {"penalty": lam},
-        train,
-        val_err,
+        points.train,
+        points.val_err,
         coef_fn=None,
         scoring="log_loss" if loss_name == "logistic" else "error_rate",
-        stored=stored,
+        stored=points.stored,
         info=info,
-        val_loss=val_rate if loss_name == "logistic" else val_sec,
+        val_loss=points.val_rate if loss_name == "logistic" else points.val_sec,
     )
 
 
