@@ -18,6 +18,7 @@ from ..linalg import (
 )
 from ..path import Path
 from ..selection import penalty_grid
+from ._common import Validation
 from ._iterates import _Bookkeeping, _Problem
 from .compact import CompactFactor, compact_memory
 from .disk import disk_memory
@@ -391,6 +392,100 @@ def _whitening(B: np.ndarray, floor: float) -> np.ndarray:
     return E[:, keep] / np.sqrt(s[keep])
 
 
+class _Basis:
+    """The orthonormal basis V of the union of the anchors' Krylov spaces with what the
+    Galerkin problems need of it: H0 V, K V (the low-rank factor's inner product; V
+    itself otherwise), B = V^T K V, G = V^T H0 V, c = V^T b, and K_vm R V (the validation
+    rows' image, ``images``)."""
+
+    def __init__(self, r: int, k: int, low_rank: bool, image_rows: int, cap: int) -> None:
+        self.V = np.zeros((r, 0))
+        self.HV = np.zeros((r, 0))
+        self.low_rank = low_rank
+        self.KV = np.zeros((r, 0)) if low_rank else self.V
+        self.Bk = np.zeros((0, 0))
+        self.G = np.zeros((0, 0))
+        self.c = np.zeros((0, k))
+        # filled column block by column block (its pages are touched as it grows)
+        self.VW = np.empty((image_rows, cap)) if image_rows else None
+
+    @property
+    def size(self) -> int:
+        return int(self.V.shape[1])
+
+    def add(
+        self,
+        Vnew: np.ndarray,
+        HVnew: np.ndarray,
+        KVnew: np.ndarray | None,
+        b: np.ndarray,
+        prob: _Problem,
+        validation: Validation | None,
+    ) -> None:
+        """Extend the basis and the projected problem by the new directions (one
+        validation pass over them where the image is kept)."""
+        V = self.V
+        if KVnew is not None:  # V^T KV
+            self.Bk = np.block([[self.Bk, self.KV.T @ Vnew], [KVnew.T @ V, KVnew.T @ Vnew]])
+        G = np.block([[self.G, V.T @ HVnew], [HVnew.T @ V, Vnew.T @ HVnew]])
+        self.G = (G + G.T) / 2
+        self.c = np.vstack([self.c, Vnew.T @ b])
+        if self.VW is not None and validation is not None:
+            Wn = validation.op.matvec(prob.factor.apply(Vnew, native=True))
+            d0, n_val = V.shape[1], self.VW.shape[0]
+            self.VW[:, d0 : d0 + Vnew.shape[1]] = np.asarray(Wn, dtype=FACTOR_DTYPE).reshape(
+                n_val, -1
+            )
+        self.V, self.HV = np.hstack([V, Vnew]), np.hstack([self.HV, HVnew])
+        self.KV = self.V if KVnew is None else np.hstack([self.KV, KVnew])
+
+    def gram(self, prob: _Problem) -> tuple[np.ndarray, float] | None:
+        """(V^T K V, the factor's floor) where the basis' Gram matrix is not I."""
+        return (self.Bk, prob.factor.floor) if self.low_rank else None
+
+
+def _score_active(
+    prob: _Problem,
+    basis: _Basis,
+    lam: np.ndarray,
+    book: _Bookkeeping,
+    t: int,
+    tol: float,
+    bnorm: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Every active penalty's Galerkin solution in the current space: its training error,
+    validation scores and convergence (relative residual ``tol``). Returns (the active
+    penalties, which converged, their residuals (r, active k), G's negative share)."""
+    k, b, validation = prob.k, prob.b, book.validation
+    act = book.active
+    act_idx = np.flatnonzero(act)
+    spectrum: list[float] = []
+    G, c = basis.G, basis.c
+    Yl = _galerkin(G, c, lam[act_idx], spectrum, basis.gram(prob))  # (a, d, k)
+    negative = 0.0
+    if spectrum and spectrum[0] < -INDEFINITE_SHARE * spectrum[1]:
+        negative = -spectrum[0] / spectrum[1]
+    na, d = len(act_idx), basis.size
+    Ycols = Yl.transpose(1, 0, 2).reshape(d, na * k)  # column a * k + j
+    beta_b = np.einsum("adk,dk->ak", Yl, c)
+    beta_H_beta = np.einsum("dak,adk->ak", (G @ Ycols).reshape(d, na, k), Yl)
+    book.train_err[act, t - 1] = prob.train_error(beta_b, beta_H_beta)
+    book.last_iter[act] = t
+    lam_cols = np.repeat(lam[act_idx], k)
+    VY = basis.V @ Ycols  # the active points' coordinates beta, (r, na k)
+    KVY = VY if not basis.low_rank else basis.KV @ Ycols
+    resid = basis.HV @ Ycols + lam_cols * KVY - np.tile(b, (1, na))
+    del KVY
+    conv = (np.linalg.norm(resid, axis=0) <= tol * np.tile(bnorm, na)).reshape(na, k)
+    if basis.VW is not None:  # the active points' predictions from the kept image
+        book.record_validation(t, act, basis.VW[:, :d] @ Ycols, k)
+    elif validation is not None:  # one validation pass for the active points
+        Fv = validation.op.matvec(prob.factor.apply(VY, native=True))
+        Fv = np.asarray(Fv, dtype=FACTOR_DTYPE).reshape(len(validation.Y), -1)
+        book.record_validation(t, act, Fv, k)
+    return act_idx, conv.all(axis=1), resid, negative
+
+
 def _krylov_path(
     prob: _Problem,
     lam: np.ndarray,
@@ -403,28 +498,21 @@ def _krylov_path(
     the basis (n_val x d, ``cg_memory(images=True)``), and score every iteration's points as
     K_vm R V y from it; else each iteration makes K_vm R (V y) afresh for every active
     penalty (its product has P k columns and R is applied to as many)."""
-    P, k, r = len(lam), prob.k, prob.r
+    k, r = prob.k, prob.r
     # the low-rank factor's coordinates beta (alpha = R beta) have the Gram matrix R K_mm R,
     # not I: the Galerkin problems then see V^T R K_mm R V (Bk) in place of I (``_galerkin``)
     inner = getattr(prob.factor, "inner", None)
     # the compact factor holds as many preconditioners as it has slots
     anchors, owner = _anchors(lam, getattr(prob.factor, "slots", None))
-    n_val = len(book.validation.Y) if book.validation is not None else 0
+    validation = book.validation
+    n_val = len(validation.Y) if validation is not None else 0
     d_cap = krylov_cap(r, k, len(anchors), max_iter)
     # one FALKON preconditioner per anchor: (mean(w) R^T K_mm^2 R / m + λ_a I)^-1
     precond = [prob.factor.preconditioner(prob.w.mean() / prob.op.m, a) for a in anchors]
     b = prob.b
     bnorm = np.linalg.norm(b, axis=0)
     bnorm = np.where(bnorm > 0, bnorm, 1.0)
-    validation = book.validation
-    # K_vm R V, filled column block by column block (its pages are touched as it grows)
-    VW = np.empty((n_val, d_cap)) if images and validation is not None else None
-    V = np.zeros((r, 0))  # orthonormal basis of the union of the anchors' Krylov spaces
-    HV = np.zeros((r, 0))
-    KV = np.zeros((r, 0)) if inner is not None else V  # the inner product's Gram times V
-    Bk = np.zeros((0, 0))  # V^T KV (the low-rank factor's)
-    G = np.zeros((0, 0))  # V^T H0 V
-    c = np.zeros((0, k))  # V^T b
+    basis = _Basis(r, k, inner is not None, n_val if images else 0, d_cap)
     sizes: list[int] = []  # basis size after each iteration
     indefinite = 0.0  # the largest |negative eigenvalue| of G over its largest, where seen
     # each anchor's own Arnoldi basis of K_t(P_a^-1 (H0 + λ_a I), P_a^-1 b) and newest block
@@ -444,12 +532,12 @@ def _krylov_path(
         HU = prob.H0(U)  # the one pass over the data of this iteration
         KU = U if inner is None else inner(U)  # (the low-rank factor: R K_mm R U)
         Vnew, HVnew, KVnew = _extend_basis(
-            V,
-            HV,
+            basis.V,
+            basis.HV,
             U,
             HU,
             1e-8 if inner is None else LOWRANK_NEW_SHARE,
-            KV,
+            basis.KV,
             None if inner is None else KU,
         )
         # the anchors' next blocks: their own operator on their own newest vectors
@@ -461,55 +549,18 @@ def _krylov_path(
             own[a] = np.hstack([own[a], u])
             newest[a] = _orthonormalize(precond[a](hu + anchors[a] * ku), own[a])
             start += width
-        if Vnew.shape[1] > d_cap - V.shape[1]:  # the basis is as large as it may grow
-            room = d_cap - V.shape[1]
+        if Vnew.shape[1] > d_cap - basis.size:  # the basis is as large as it may grow
+            room = d_cap - basis.size
             Vnew, HVnew = Vnew[:, :room], HVnew[:, :room]
             KVnew = None if KVnew is None else KVnew[:, :room]
             if Vnew.shape[1] == 0:
                 break
         if Vnew.shape[1] == 0:
             continue
-        if KVnew is not None:  # V^T KV
-            Bk = np.block([[Bk, KV.T @ Vnew], [KVnew.T @ V, KVnew.T @ Vnew]])
-        # extend the projected problem
-        G = np.block([[G, V.T @ HVnew], [HVnew.T @ V, Vnew.T @ HVnew]])
-        G = (G + G.T) / 2
-        c = np.vstack([c, Vnew.T @ b])
-        if VW is not None and validation is not None:  # one pass over the new directions
-            Wn = validation.op.matvec(prob.factor.apply(Vnew, native=True))
-            VW[:, V.shape[1] : V.shape[1] + Vnew.shape[1]] = np.asarray(
-                Wn, dtype=FACTOR_DTYPE
-            ).reshape(n_val, -1)
-        V, HV = np.hstack([V, Vnew]), np.hstack([HV, HVnew])
-        KV = V if KVnew is None else np.hstack([KV, KVnew])
-        sizes.append(V.shape[1])
-        # every active penalty's Galerkin solution in the current space
-        gram = None if inner is None else (Bk, prob.factor.floor)
-        act_idx = np.flatnonzero(act)
-        spectrum: list[float] = []
-        Yl = _galerkin(G, c, lam[act_idx], spectrum, gram)  # (a, d, k)
-        if spectrum and spectrum[0] < -INDEFINITE_SHARE * spectrum[1]:
-            indefinite = max(indefinite, -spectrum[0] / spectrum[1])
-        na, d = len(act_idx), V.shape[1]
-        Ycols = Yl.transpose(1, 0, 2).reshape(d, na * k)  # column a * k + j
-        beta_b = np.einsum("adk,dk->ak", Yl, c)
-        beta_H_beta = np.einsum("dak,adk->ak", (G @ Ycols).reshape(d, na, k), Yl)
-        book.train_err[act, t - 1] = prob.train_error(beta_b, beta_H_beta)
-        book.last_iter[act] = t
-        lam_cols = np.repeat(lam[act_idx], k)
-        VY = V @ Ycols  # the active points' coordinates beta, (r, na k)
-        KVY = VY if inner is None else KV @ Ycols
-        resid = HV @ Ycols + lam_cols * KVY - np.tile(b, (1, na))
-        del KVY
-        conv = (np.linalg.norm(resid, axis=0) <= tol * np.tile(bnorm, na)).reshape(na, k)
-        conv = conv.all(axis=1)
-        if VW is not None:  # the active points' predictions from the kept image
-            book.record_validation(t, act, VW[:, :d] @ Ycols, k)
-        elif validation is not None:  # one validation pass for the active points
-            Fv = validation.op.matvec(prob.factor.apply(VY, native=True))
-            Fv = np.asarray(Fv, dtype=FACTOR_DTYPE).reshape(n_val, -1)
-            book.record_validation(t, act, Fv, k)
-        del VY
+        basis.add(Vnew, HVnew, KVnew, b, prob, validation)
+        sizes.append(basis.size)
+        act_idx, conv, resid, negative = _score_active(prob, basis, lam, book, t, tol, bnorm)
+        indefinite = max(indefinite, negative)
         book.converged[act_idx[conv]] = True
         # an anchor whose chain is exhausted (its Krylov space is invariant, e.g. when its
         # preconditioner is exact) but whose penalties have not converged restarts from
@@ -520,8 +571,24 @@ def _krylov_path(
             mine = np.flatnonzero((owner[act_idx] == a) & ~conv)
             if mine.size:
                 cols = (mine[:, None] * k + np.arange(k)[None, :]).ravel()
-                newest[a] = _orthonormalize(precond[a](resid[:, cols]), V)
+                newest[a] = _orthonormalize(precond[a](resid[:, cols]), basis.V)
         book.report("cg", t)
+    del own, newest, precond
+    return _cg_path(prob, basis, book, lam, anchors, sizes, indefinite)
+
+
+def _cg_path(
+    prob: _Problem,
+    basis: _Basis,
+    book: _Bookkeeping,
+    lam: np.ndarray,
+    anchors: np.ndarray,
+    sizes: list[int],
+    indefinite: float,
+) -> Path:
+    """CG's path from its basis: every point's coefficients on demand, the chosen ones
+    kept, and a warning where float32 products made the projected system indefinite."""
+    P, validation = len(lam), book.validation
     factor_dtype = np.dtype(getattr(prob.factor, "dtype", FACTOR_DTYPE))
     if indefinite and min(np.dtype(prob.op.dtype).itemsize, factor_dtype.itemsize) < 8:
         warnings.warn(
@@ -532,15 +599,17 @@ def _krylov_path(
             "points of the path at smaller penalties are unreliable: give float64 data, or "
             "larger penalties",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
     best_t = book.best_iterations()
     params, train_err, val_err, val_loss, T = book.finish(lam)
-    sizes_arr = np.asarray(sizes + [V.shape[1]] * (T - len(sizes)), dtype=int)
-    whiten = None if inner is None else (Bk, prob.factor.floor)
-    coefs = _KrylovCoefficients(prob.factor, V, G, c, lam, sizes_arr, prob.op.dtype, whiten)
-    kept_images = VW is not None
-    del V, HV, KV, own, newest, precond, VW
+    sizes_arr = np.asarray(sizes + [basis.size] * (T - len(sizes)), dtype=int)
+    coefs = _KrylovCoefficients(
+        prob.factor, basis.V, basis.G, basis.c, lam, sizes_arr, prob.op.dtype, basis.gram(prob)
+    )
+    kept_images = basis.VW is not None
+    basis.V = basis.HV = basis.KV = np.zeros((0, 0))
+    basis.VW = None
     stored: dict[tuple[int, ...], np.ndarray] = {
         (p, int(best_t[p])): coefs((p, int(best_t[p]))) for p in range(P) if T
     }
@@ -556,7 +625,7 @@ def _krylov_path(
             "converged": book.converged.tolist(),
             "factor": prob.factor.method,
             "factor_on_device": prob.factor.on_device,
-            "rank": r,
+            "rank": prob.r,
             "krylov_dim": coefs.RV.shape[1],
             "anchor_penalties": anchors.tolist(),
             "preconditioners": _preconditioner_kind(prob.factor),
