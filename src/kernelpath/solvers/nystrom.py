@@ -178,16 +178,11 @@ def nystrom_direct_path(
         c, c1 = c[:, :k], c[:, k]
     lam = penalty_grid(sig.max()) if penalties is None else np.asarray(penalties, float)
     g = spectral_filter("tikhonov", sig, lam)  # (P, r)
-    P = len(lam)
     r = len(sig)
     gc = g[:, :, None] * c[None]  # (P, r, k): each penalty's solution beta in V's axes
     share = _rounding_share(gc, sig, floor)
-    coords = gc.transpose(1, 0, 2).reshape(r, P * k)
-    if dev:
-        B = V_d @ to_device(coords, array_device(V_d))
-        alphas = to_numpy(fac.apply(B, native=True)).reshape(op.m, P, k)
-    else:
-        alphas = fac.apply(V @ coords).reshape(op.m, P, k)
+    coords = gc.transpose(1, 0, 2).reshape(r, len(lam) * k)
+    alphas = _alphas(op, fac, V_d if dev else V, coords, k)
     # training error from the spectral coordinates (b = n V c):
     # ||A beta - y||_W^2 = y'Wy - n sum(2 g c^2 - sig g^2 c^2)
     yw2 = float((w[:, None] * Y * Y).sum())
@@ -220,10 +215,8 @@ def nystrom_direct_path(
     # the same grid, if the QR fits the path's memory and the operator's, which released its
     # rows before the m x m algebra (but for the leave-one-out)
     chosen = float(np.ravel(share)[int(np.ravel(path.best_index)[0])])
-    released = cv is None or cv.mode != "loo"
-    room = None if memory_limit is None else memory_limit + (op_budget(op) if released else 0)
-    fits = room is None or qr_memory(op.m, fac.rank) <= room
     if method == "auto" and chosen > QR_ROUNDING_SHARE:
+        fits = _qr_fits(op, fac, cv, memory_limit)
         if qr_possible and fits:
             del path, alphas
             return nystrom_direct_path(op, y, lam, weights, validation, cv, fac, "qr", memory_limit)
@@ -234,6 +227,23 @@ def nystrom_direct_path(
             else "it reads K_nm's rows on the host, not from a Dask operator or a GPU factor"
         )
     return path
+
+
+def _qr_fits(op: Any, fac: NystromFactor, cv: SmootherCV | None, limit: int | None) -> bool:
+    """Whether the QR route fits the path's memory and the operator's, which released its
+    rows before the m x m algebra (but for the leave-one-out)."""
+    released = cv is None or cv.mode != "loo"
+    room = None if limit is None else limit + (op_budget(op) if released else 0)
+    return room is None or qr_memory(op.m, fac.rank) <= room
+
+
+def _alphas(op: Any, fac: NystromFactor, V: Any, coords: np.ndarray, k: int) -> np.ndarray:
+    """The centers' coefficients alpha = R V coords of every penalty, (m, P, k); V on the
+    factor's device where it is there."""
+    if fac.on_device:
+        B = V @ to_device(coords, array_device(V))
+        return to_numpy(fac.apply(B, native=True)).reshape(op.m, -1, k)
+    return fac.apply(V @ coords).reshape(op.m, -1, k)
 
 
 def op_budget(op: Any) -> int:
