@@ -232,6 +232,78 @@ def width_objective(
     return _Objective(k, Xa, Y, w, folds, C, Workspace.of(memory_budget))
 
 
+def _subsample(
+    X: Any, y: Any, sample_weight: Any, n_subsample: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(the subsample's indices, its rows as float64, every row's targets (n, k) and
+    weights): X and y checked, naming them; only the subsample's rows are read."""
+    if scipy.sparse.issparse(X):
+        raise TypeError("X must be a dense array, got a sparse matrix: pass X.toarray()")
+    if not hasattr(X, "shape"):  # a list of rows
+        X = check_rows(X, "X")
+    if getattr(X, "ndim", 2) != 2 or len(getattr(X, "shape", ())) != 2:
+        raise ValueError(f"X must be 2-D, got shape {getattr(X, 'shape', None)}")
+    n = int(X.shape[0])
+    B.check_real(y, "y")
+    Y = np.asarray(B.to_numpy(y), dtype=np.float64)
+    if len(Y) != n:
+        raise ValueError(f"y has {len(Y)} rows but X has {n}")
+    Y = Y.reshape(n, -1)
+    if not np.isfinite(Y).all():
+        raise ValueError("y contains NaN or infinity")
+    w = np.ones(n) if sample_weight is None else check_weights(sample_weight, n)
+    idx = np.arange(n) if n <= n_subsample else np.sort(rng.choice(n, n_subsample, False))
+    rows = B.to_numpy(rows_in_memory(X, idx))
+    if np.asarray(rows).dtype.kind not in "biuf":
+        raise TypeError(f"X must contain real numbers, got dtype {np.asarray(rows).dtype}")
+    Xs = np.ascontiguousarray(rows, dtype=np.float64)
+    if not np.isfinite(Xs).all():
+        raise ValueError("X contains NaN or infinity")
+    return idx, Xs, Y, w
+
+
+def _start(objective: _Objective, med: float, d: int) -> tuple[float, float, float]:
+    """(objective, log width, log penalty) of the best of the "auto" widths (one for all
+    features) and a few penalties: where the optimization starts."""
+    best = (np.inf, np.log(med), np.log(START_PENALTIES[0]))
+    for f in AUTO_WIDTH_FACTORS:
+        vals = objective.values(np.full(d, np.log(med * f)), START_PENALTIES)
+        j = int(np.argmin(vals))
+        if vals[j] < best[0]:
+            best = (float(vals[j]), float(np.log(med * f)), float(np.log(START_PENALTIES[j])))
+    if not np.isfinite(best[0]):
+        raise ValueError("the widths' objective could not be computed at any starting width")
+    return best
+
+
+def _minimize(
+    objective: _Objective, theta0: np.ndarray, med: float, max_iter: int
+) -> scipy.optimize.OptimizeResult:
+    """L-BFGS-B from ``theta0`` within the widths' and the penalty's bounds, stopped where
+    the objective stops falling (``STOP_WINDOW`` iterations within ``STOP_TOL``)."""
+    d = len(theta0) - 1
+    lo, hi = np.log(med * WIDTH_BOUNDS[0]), np.log(med * WIDTH_BOUNDS[1])
+    bounds = [(lo, hi)] * d + [tuple(np.log(PENALTY_BOUNDS))]
+    history: list[float] = []
+
+    def stop_on_plateau(intermediate_result: scipy.optimize.OptimizeResult) -> None:
+        history.append(float(intermediate_result.fun))
+        if len(history) > STOP_WINDOW:
+            before = history[-1 - STOP_WINDOW]
+            if before - history[-1] <= STOP_TOL * abs(before):
+                raise StopIteration
+
+    return scipy.optimize.minimize(
+        objective,
+        theta0,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        callback=stop_on_plateau,
+        options={"maxiter": max_iter, "ftol": 1e-10, "gtol": 1e-8},
+    )
+
+
 @fit_threaded
 def learn_widths(
     kernel: Any,
@@ -299,29 +371,9 @@ def learn_widths(
     n_subsample = int(check_int(n_subsample, "n_subsample", 10))
     n_centers = int(check_int(n_centers, "n_centers", 1))
     max_iter = int(check_int(max_iter, "max_iter", 1))
-    if scipy.sparse.issparse(X):
-        raise TypeError("X must be a dense array, got a sparse matrix: pass X.toarray()")
-    if not hasattr(X, "shape"):  # a list of rows
-        X = check_rows(X, "X")
-    if getattr(X, "ndim", 2) != 2 or len(getattr(X, "shape", ())) != 2:
-        raise ValueError(f"X must be 2-D, got shape {getattr(X, 'shape', None)}")
-    n, d = int(X.shape[0]), int(X.shape[1])
-    B.check_real(y, "y")
-    Y = np.asarray(B.to_numpy(y), dtype=np.float64)
-    if len(Y) != n:
-        raise ValueError(f"y has {len(Y)} rows but X has {n}")
-    Y = Y.reshape(n, -1)
-    if not np.isfinite(Y).all():
-        raise ValueError("y contains NaN or infinity")
-    w = np.ones(n) if sample_weight is None else check_weights(sample_weight, n)
     rng = np.random.default_rng(random_state)
-    idx = np.arange(n) if n <= n_subsample else np.sort(rng.choice(n, n_subsample, False))
-    rows = B.to_numpy(rows_in_memory(X, idx))
-    if np.asarray(rows).dtype.kind not in "biuf":
-        raise TypeError(f"X must contain real numbers, got dtype {np.asarray(rows).dtype}")
-    Xs = np.ascontiguousarray(rows, dtype=np.float64)
-    if not np.isfinite(Xs).all():
-        raise ValueError("X contains NaN or infinity")
+    idx, Xs, Y, w = _subsample(X, y, sample_weight, n_subsample, rng)
+    d = Xs.shape[1]
     # the objective in units of the targets' variance: L-BFGS-B's tolerances are absolute
     # and relative to values of order 1 (pumadyn32nh's MSE is 7e-4 in its own units)
     Ys, ws = Y[idx], w[idx]
@@ -339,37 +391,10 @@ def learn_widths(
     C = Xs[np.sort(rng.choice(len(Xs), m, replace=False))]
     objective = _Objective(k, Xs, Ys, ws, folds, C, Workspace.of(memory_budget))
 
-    # start: the best of the "auto" widths (one for all features) and a few penalties
     med = median_distance(Xs, rng)
-    best = (np.inf, np.log(med), np.log(START_PENALTIES[0]))
-    for f in AUTO_WIDTH_FACTORS:
-        vals = objective.values(np.full(d, np.log(med * f)), START_PENALTIES)
-        j = int(np.argmin(vals))
-        if vals[j] < best[0]:
-            best = (float(vals[j]), float(np.log(med * f)), float(np.log(START_PENALTIES[j])))
-    if not np.isfinite(best[0]):
-        raise ValueError("the widths' objective could not be computed at any starting width")
+    best = _start(objective, med, d)
     theta0 = np.r_[np.full(d, best[1]), best[2]]
-    lo, hi = np.log(med * WIDTH_BOUNDS[0]), np.log(med * WIDTH_BOUNDS[1])
-    bounds = [(lo, hi)] * d + [tuple(np.log(PENALTY_BOUNDS))]
-    history: list[float] = []
-
-    def stop_on_plateau(intermediate_result: scipy.optimize.OptimizeResult) -> None:
-        history.append(float(intermediate_result.fun))
-        if len(history) > STOP_WINDOW:
-            before = history[-1 - STOP_WINDOW]
-            if before - history[-1] <= STOP_TOL * abs(before):
-                raise StopIteration
-
-    res = scipy.optimize.minimize(
-        objective,
-        theta0,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=bounds,
-        callback=stop_on_plateau,
-        options={"maxiter": max_iter, "ftol": 1e-10, "gtol": 1e-8},
-    )
+    res = _minimize(objective, theta0, med, max_iter)
     theta = res.x if np.isfinite(res.fun) and res.fun <= best[0] else theta0
     learned = objective.kernel_at(theta[:-1])
     if not return_info:

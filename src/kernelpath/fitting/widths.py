@@ -16,6 +16,7 @@ same ``random_state``, number for number.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -179,6 +180,39 @@ def screen_rows(n_tr: int) -> int:
     return int(min(n_tr, SCREEN_ROWS, max(SCREEN_MIN_ROWS, round(SCREEN_FRACTION * n_tr))))
 
 
+def _search(
+    score: Callable[[float], tuple[float, float]], scores: dict[float, tuple[float, float]]
+) -> None:
+    """The screen's order of widths (factors of the median distance), each scored by
+    ``score`` into ``scores``: every ``COARSE_STRIDE``-th factor of the grid, the factors of
+    2 either side of the best, outward while the best is at an end (``EXTEND`` more at
+    most), then ``REFINE_ROUNDS`` halvings of the step around the best."""
+    for f in COARSE_FACTORS[::COARSE_STRIDE]:
+        score(f)
+    if COARSE_STRIDE > 1:  # the factors of 2 either side of the best of the first pass
+        best = min(scores, key=lambda f: scores[f])
+        score(best / 2.0)
+        score(best * 2.0)
+    lo, hi = min(scores), max(scores)
+    beyond = sum(f < COARSE_FACTORS[0] or f > COARSE_FACTORS[-1] for f in scores)
+    for _ in range(EXTEND - beyond):  # the best at an end: the curve goes on outward
+        best = min(scores, key=lambda f: scores[f])
+        if best == lo:
+            lo /= 2.0
+            score(lo)
+        elif best == hi:
+            hi *= 2.0
+            score(hi)
+        else:
+            break
+    step = 2.0
+    for _ in range(REFINE_ROUNDS):  # halve the step around the best: sqrt(2), 2^(1/4), ...
+        step = np.sqrt(step)
+        best = min(scores, key=lambda f: scores[f])
+        score(best / step)
+        score(best * step)
+
+
 def choose_width(
     family: Family,
     problem: FitProblem,
@@ -255,30 +289,7 @@ def choose_width(
             report("width screen", len(scores), None, factor=float(factor), best_val=best)
         return scores[factor]
 
-    for f in COARSE_FACTORS[::COARSE_STRIDE]:
-        score(f)
-    if COARSE_STRIDE > 1:  # the factors of 2 either side of the best of the first pass
-        best = min(scores, key=lambda f: scores[f])
-        score(best / 2.0)
-        score(best * 2.0)
-    lo, hi = min(scores), max(scores)
-    beyond = sum(f < COARSE_FACTORS[0] or f > COARSE_FACTORS[-1] for f in scores)
-    for _ in range(EXTEND - beyond):  # the best at an end: the curve goes on outward
-        best = min(scores, key=lambda f: scores[f])
-        if best == lo:
-            lo /= 2.0
-            score(lo)
-        elif best == hi:
-            hi *= 2.0
-            score(hi)
-        else:
-            break
-    step = 2.0
-    for _ in range(REFINE_ROUNDS):  # halve the step around the best: sqrt(2), 2^(1/4), ...
-        step = np.sqrt(step)
-        best = min(scores, key=lambda f: scores[f])
-        score(best / step)
-        score(best * step)
+    _search(score, scores)
     top = min(scores, key=lambda f: scores[f])
     # paired with the weights the validation scores them with
     tie = narrowest_tie(losses, top, problem.scoring_weights(paired)) if ties else top
