@@ -26,8 +26,8 @@ import numpy as np
 def bench_throughput(quick: bool) -> dict[str, Any]:
     from kernelpath import Gaussian, RandomFourierFeatures, RecursiveRLS
     from kernelpath._kernels import HAVE_NUMBA
+    from kernelpath.cholesky import cholesky_update
     from kernelpath.datasets import make_arm_dynamics
-    from kernelpath.linalg import cholesky_update
 
     X, tau, _, _ = make_arm_dynamics(6000, random_state=0)
     n = 1000 if quick else 5000

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from kernelpath.linalg import cholesky_downdate, cholesky_update
+from kernelpath.cholesky import cholesky_downdate, cholesky_update
 
 
 def _spd(rng, k):
@@ -90,7 +90,7 @@ def test_bad_shapes_are_named():
 
 
 def test_independent_columns_skip_dependent_ones(rng):
-    from kernelpath.linalg import independent_columns
+    from kernelpath.cholesky import independent_columns
 
     A = rng.standard_normal((120, 30))
     # columns 30.. of A A^T are combinations of the first 30 rows' span: rank 30

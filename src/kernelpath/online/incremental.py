@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import _backend as B
 from .._threads import one_blas_thread
 from .._validation import check_choice, check_float, check_int
-from ..linalg import cholesky_update
+from ..cholesky import cholesky_update
 from .common import StreamClassifier, _rows, as_feature_map, fitted_features
 
 __all__ = ["IncrementalRLSClassifier", "SELECTION_RULES"]

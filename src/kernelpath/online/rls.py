@@ -5,7 +5,7 @@ targets u in R^k,
 
     R^T R = Z^T Z + λ I,      B = Z^T U,      W = (Z^T Z + λ I)^-1 Z^T U = R^-1 R^-T B,
 
-and a new sample costs one rank-one update of R (``linalg.cholesky_update``, O(D^2), compiled)
+and a new sample costs one rank-one update of R (``cholesky.cholesky_update``, O(D^2), compiled)
 plus B <- B + z u^T, whatever the number of samples seen. λ is not divided by n (n grows).
 With a forgetting factor μ in (0, 1], every step first scales R by sqrt(μ) and B by μ, so
 that after t samples R^T R = sum_i μ^(t-i) z_i z_i^T + μ^t λ I and B = sum_i μ^(t-i) z_i u_i^T
@@ -25,7 +25,7 @@ from .. import _backend as B
 from .._backend import check_real
 from .._threads import one_blas_thread
 from .._validation import check_float
-from ..linalg import cholesky_update
+from ..cholesky import cholesky_update
 from .common import _host, _rows, as_feature_map, check_n_features, fitted_features, require_y
 
 __all__ = ["RecursiveRLS"]

@@ -24,11 +24,11 @@ Two facts make the whole (m, λ) grid cheap:
    R_m^-T b_m = z_{1:m}. Each m then costs one back substitution, α~_m = R_m^-1 z_{1:m},
    done for all the m of the grid in one triangular solve with a masked right-hand side.
 
-``method="rank-one"`` runs Algorithm 4.1 literally with ``linalg.cholesky_update`` /
+``method="rank-one"`` runs Algorithm 4.1 literally with ``cholesky.cholesky_update`` /
 ``cholesky_downdate`` (O(M^2) NumPy calls per λ: slow, a reference and a test of the blocked
 form). A center numerically dependent on the centers drawn before it (a repeated point,
 or a center whose pivot in H(λ) is lost in rounding) adds nothing the arithmetic can
-resolve: the factorization skips it (``linalg.independent_columns`` for the blocked form,
+resolve: the factorization skips it (``cholesky.independent_columns`` for the blocked form,
 a failed downdate or a tiny pivot for the rank-one form) and its coefficient is 0. The skip
 set depends on λ; the factors of the kept centers keep the prefix property.
 """
@@ -42,15 +42,8 @@ import scipy.linalg
 import scipy.linalg.lapack
 
 from .._backend import FACTOR_DTYPE
-from ..linalg import (
-    cholesky_downdate,
-    cholesky_in_place,
-    cholesky_update,
-    independent_columns,
-    nystrom_factor,
-    top_eigenvalue,
-    zero_strict_upper,
-)
+from ..cholesky import cholesky_downdate, cholesky_update, independent_columns
+from ..linalg import cholesky_in_place, nystrom_factor, top_eigenvalue, zero_strict_upper
 from ..operators.protocol import KernelProducts
 from ..path import Path
 from ..selection import penalty_grid
