@@ -22,7 +22,7 @@ from ..estimators import (
     SGMClassifier,
     SGMRegressor,
 )
-from ..fitting.kernel_models import NystromFamily, NYTROFamily
+from ..fitting.nystrom import NystromFamily, NYTROFamily
 from ..kernels import make_kernel
 from .names import UserError
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from .eigenpro import EigenProFamily
 from .exact import ExactFamily
 from .family import Family
-from .kernel_models import NystromFamily, NYTROFamily
+from .nystrom import NystromFamily, NYTROFamily
 from .plan import Selection, select
 from .problem import CandidateFit, FitProblem, FitSettings
 from .random_features import RandomFeaturesFamily

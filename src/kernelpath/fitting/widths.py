@@ -25,7 +25,8 @@ import numpy as np
 from ..kernels import Kernel, _RadialKernel, median_distance
 from ..progress import quiet, report
 from .family import Family, candidate_scores
-from .kernel_models import KernelOptions, NystromFamily, default_n_centers
+from .kernel_models import KernelOptions, default_n_centers
+from .nystrom import NystromFamily
 from .problem import CandidateFit, FitProblem, FitSettings, spawned
 
 __all__ = [
