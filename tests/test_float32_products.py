@@ -12,7 +12,7 @@ from kernelpath import NystromClassifier
 from kernelpath.datasets import load_shared
 from kernelpath.kernels import Gaussian
 from kernelpath.operators import KernelOperator
-from kernelpath.operators.kernel import product_dtype
+from kernelpath.operators.blocks import product_dtype
 from kernelpath.solvers.iterative import IterativeOptions, iterative_path
 
 from .conftest import requires_shared

@@ -70,7 +70,7 @@ def test_streamed_blocks_have_the_rows_the_distances_gemm_needs(rng):
     keep 4 MB."""
     import scipy.sparse as sp
 
-    from kernelpath.operators import kernel as K
+    from kernelpath.operators import blocks as K
 
     assert K.streamed_block_rows(2000 * 8, 20) == 4 * 1024**2 // 16000  # 262, as before
     assert K.streamed_block_rows(20_000 * 8, 20) == 128  # 4 MB: 26 rows
@@ -211,7 +211,7 @@ def test_float32_products_widen_pieces_of_at_least_64_rows_inside_the_budget(rng
     memory-bound product), each worker's piece is counted before its blocks
     (``stream_bytes``, the operator's block rows) and the products are those of the
     float32 matrix summed in float64, computed here densely."""
-    from kernelpath.operators import kernel as K
+    from kernelpath.operators import blocks as K
 
     m = 20_000
     assert K.wide_piece_rows(m, 256) == K.PRODUCT_MIN_ROWS == 64
@@ -244,7 +244,7 @@ def test_the_cache_takes_what_the_budget_holds_beside_the_streamed_blocks(rng):
     have cached 71%; CUDA keeps the fraction), half of K_nm plus the blocks caches half, a
     small budget keeps the fraction; cache, blocks and pieces stay
     inside every budget, and the products are the dense ones whatever is cached."""
-    from kernelpath.operators import kernel as K
+    from kernelpath.operators import blocks as K
 
     n, m, d = 40_000, 300, 10
     X = rng.standard_normal((n, d))

@@ -53,8 +53,9 @@ from ._validation import check_dask_rows, check_int
 from ._version import __version__
 from .inputs import is_sparse
 from .kernels import Kernel
+from .operators.blocks import product_dtype
+from .operators.cache import CACHE_FRACTION
 from .operators.features import feature_moments
-from .operators.kernel import CACHE_FRACTION, product_dtype
 from .operators.protocol import KernelProducts, OperatorBuilder
 
 __all__ = ["DaskKernelOperator", "dask_feature_moments", "DaskFeatureOperator", "dask_predict"]
@@ -417,7 +418,7 @@ class DaskKernelOperator:
 
     def product_dtype(self, A: Any) -> np.dtype:
         """The precision of a product with right-hand side ``A`` (the chunks' operators
-        follow ``operators.kernel.product_dtype``)."""
+        follow ``operators.blocks.product_dtype``)."""
         return product_dtype(self.dtype, A)
 
     def _host(self, A: Any, rows: int, name: str) -> tuple[np.ndarray, bool]:

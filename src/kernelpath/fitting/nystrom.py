@@ -16,7 +16,7 @@ from ..centers import CenterSelection, chooses_size, select_centers, without_rep
 from ..inputs import as_rows, center_rows
 from ..kernels import Kernel
 from ..linalg import factor_on_device, regularized_factor
-from ..operators.kernel import stream_bytes
+from ..operators.blocks import stream_bytes
 from ..operators.protocol import KernelProducts
 from ..path import Path
 from ..selection import STOPPING_RULES
@@ -255,7 +255,7 @@ class NystromFamily(_KernelModel):
         """The most CG's compact factor may take beyond ``memory.SOLVER_SHARE``, where no
         compact buffer fits the share (``krylov.cg_layout``'s ``room``): what the copies
         and vectors leave of the budget, less twice the operators' streamed blocks at full
-        size (``operators.kernel.stream_bytes``: the training and validation operators
+        size (``operators.blocks.stream_bytes``: the training and validation operators
         share the rest by rows). The cache it takes from could hold little of K_nm there:
         a float32 buffer larger than the share is more than half of that rest, so the
         rest holds fewer than 8 m (m + 1) bytes, under 2 m / n of K_nm's n m float32

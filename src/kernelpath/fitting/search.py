@@ -70,14 +70,13 @@ def kernel_settings(settings: FitSettings, n_kernels: int, pinned: int = 0) -> l
 def width_order(kernels: list[Kernel]) -> list[int] | None:
     """The candidates' positions by increasing width when they are one kernel at several
     widths (``sigma="auto"``, or a sequence of widths), else None."""
-    if len({type(k) for k in kernels}) != 1 or not all(
-        hasattr(k, "sigma") and not getattr(k, "per_feature", False) for k in kernels
-    ):
+    widths = [k.one_width() for k in kernels]
+    if len({type(k) for k in kernels}) != 1 or any(w is None for w in widths):
         return None
     rest = [{n: v for n, v in k.get_params().items() if n != "sigma"} for k in kernels]
     if any(r != rest[0] for r in rest):
         return None
-    return sorted(range(len(kernels)), key=lambda i: float(getattr(kernels[i], "sigma")))  # noqa: B009
+    return sorted(range(len(kernels)), key=lambda i: float(widths[i]))  # type: ignore[arg-type]
 
 
 def survivors(
@@ -116,7 +115,7 @@ def _finish(
     paths = [f.path for f in fits]
     values: list[Any]
     if width_order(kernels) is not None:  # one kernel at several widths
-        name, values = "sigma", [float(getattr(k, "sigma")) for k in kernels]  # noqa: B009
+        name, values = "sigma", [k.one_width() for k in kernels]
         info = dict(info or {}, kernels=list(kernels))
     else:
         name, values = "kernel", list(kernels)

@@ -105,6 +105,18 @@ class Kernel:
 
     #: True for kernels of the form k(x, z) = phi(||x - z||), with k(x, x) = 1.
     distance_based = False
+    #: True when the kernel depends on ||x - z|| itself (a square root), not on its square:
+    #: its blocks' augmented left factor is float64 (``operators.kernel``).
+    _uses_distance = False
+
+    def check_data(self, max_abs: Any, name: str = "X", dtype: Any = np.float64) -> None:
+        """Refuse data this kernel's parameters cannot compute on (a radial kernel's width
+        too narrow for its magnitude); ``max_abs``: the largest |x_l| of each feature."""
+        return None
+
+    def one_width(self) -> float | None:
+        """The kernel's one width (None: no width, or one per feature)."""
+        return None
 
     @classmethod
     def _param_names(cls) -> list[str]:

@@ -43,8 +43,6 @@ class _RadialKernel(Kernel):
     """
 
     distance_based = True
-    #: True when the kernel depends on ||x - z|| itself (a square root), not on its square.
-    _uses_distance = False
     #: Whether the scaled squared distances are always clipped to their sign before the
     #: transform (a square root or a pole would turn rounding into NaN or a wrong value);
     #: otherwise only when the rounding can matter (``clip_needed``).
@@ -256,6 +254,11 @@ class _RadialKernel(Kernel):
             f"{lim:.3g} in {np.dtype(dtype).name}); give sigma >= {w[j] * norm / lim:.3g} "
             f"(widths up to {SIGMA_MAX:g}), or center the data"
         )
+
+    def one_width(self) -> float | None:
+        if self.per_feature or isinstance(self.sigma, str):
+            return None
+        return float(self.sigma)
 
     @property
     def per_feature(self) -> bool:

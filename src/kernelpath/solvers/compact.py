@@ -205,7 +205,7 @@ class CompactFactor:
 
     def _refines(self) -> bool:
         """Whether R is applied in float64 by refinement: a factor below float64, whose
-        products the operator sums in float64 (``operators.kernel.product_dtype``); on a
+        products the operator sums in float64 (``operators.blocks.product_dtype``); on a
         GPU as on the host (there, without it, P at n = 10^7 with m = 50,000 erred 0.1180
         against m = 20,000's 0.1105 on an H200)."""
         return self.dtype != np.float64
