@@ -35,7 +35,9 @@ def bench_throughput(quick: bool) -> dict[str, Any]:
     def per_sample(Xs: Any, ys: Any) -> float:
         best = np.inf
         for _ in range(3):
-            model = RecursiveRLS(1e-3, RandomFourierFeatures(Gaussian(2.0), 500, random_state=0))
+            model = RecursiveRLS(
+                1e-3, features=RandomFourierFeatures(Gaussian(2.0), n_features=500, random_state=0)
+            )
             model.partial_fit(Xs[:100], ys[:100])
             t0 = time.perf_counter()
             for i in range(100, 100 + n):
@@ -110,7 +112,9 @@ def bench_recoding(quick: bool) -> dict[str, Any]:
             rng = np.random.default_rng(seed)
             minority = np.unique(ytr)[seed % 10]
             order, marks = _stream(ytr, minority, rng)
-            fmap = RandomFourierFeatures(Gaussian(sigma), 500, random_state=seed).fit(Xtr[:1])
+            fmap = RandomFourierFeatures(Gaussian(sigma), n_features=500, random_state=seed).fit(
+                Xtr[:1]
+            )
             clf = IncrementalRLSClassifier(features=fmap, validation_every=10)
             t0 = time.perf_counter()
             pos = 0

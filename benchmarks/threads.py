@@ -159,7 +159,7 @@ def public_worker(call: str, mode: str) -> dict[str, Any]:
     elif call == "effective-dimension":
         out = kp.effective_dimension(X[:2500], k, 1e-3, "exact")[0]
     elif call == "nystrom-features":
-        Phi = kp.NystromFeatures(k, 1500, random_state=0).fit(X).transform(X)
+        Phi = kp.NystromFeatures(k, n_components=1500, random_state=0).fit(X).transform(X)
         out = float(np.linalg.norm(Phi))
     elif call == "leverage-centers":
         sel = kp.LeverageCenters(penalty=1e-3).select(X[:2500], 800, np.random.default_rng(0), k)

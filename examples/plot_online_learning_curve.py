@@ -19,7 +19,9 @@ centers = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 3.0]])
 labels = np.concatenate([rng.integers(0, 2, 1000), rng.integers(0, 3, 2000)])
 X = centers[labels] + rng.standard_normal((len(labels), 2))
 
-clf = IncrementalRLSClassifier(features=RandomFourierFeatures(Gaussian(2.0), 200, random_state=0))
+clf = IncrementalRLSClassifier(
+    features=RandomFourierFeatures(Gaussian(2.0), n_features=200, random_state=0)
+)
 curve = prequential_errors(clf, X, labels, batch_size=100)
 print("classes seen:", clf.classes_)
 

@@ -45,8 +45,8 @@ def test_per_feature_widths_equal_rescaled_features(make, data):
 @pytest.mark.parametrize("make", [kp.Gaussian, kp.Cauchy, lambda sigma: kp.Matern(sigma, 2.5)])
 def test_random_features_divide_frequencies_per_feature(make, data):
     X, _ = data
-    f = kp.RandomFourierFeatures(make(sigma=SIGMA), 200, random_state=3).fit(X)
-    g = kp.RandomFourierFeatures(make(sigma=1.0), 200, random_state=3).fit(X / SIGMA)
+    f = kp.RandomFourierFeatures(make(sigma=SIGMA), n_features=200, random_state=3).fit(X)
+    g = kp.RandomFourierFeatures(make(sigma=1.0), n_features=200, random_state=3).fit(X / SIGMA)
     np.testing.assert_allclose(f.transform(X), g.transform(X / SIGMA), atol=1e-12)
 
 
@@ -59,8 +59,8 @@ def test_estimators_leverage_and_online_learners_take_per_feature_widths(data):
     np.testing.assert_allclose(a.predict(X), b.predict(Xs), rtol=1e-9, atol=1e-9)
     lev = kp.leverage_scores(X, kp.Cauchy(SIGMA), 1e-2)
     np.testing.assert_allclose(lev, kp.leverage_scores(Xs, kp.Cauchy(1.0), 1e-2), rtol=1e-9)
-    rf = kp.RandomFourierFeatures(kp.Gaussian(SIGMA), 100, random_state=0)
-    rf1 = kp.RandomFourierFeatures(kp.Gaussian(1.0), 100, random_state=0)
+    rf = kp.RandomFourierFeatures(kp.Gaussian(SIGMA), n_features=100, random_state=0)
+    rf1 = kp.RandomFourierFeatures(kp.Gaussian(1.0), n_features=100, random_state=0)
     o = kp.RecursiveRLS(penalty=1e-2, features=rf).partial_fit(X, y)
     o1 = kp.RecursiveRLS(penalty=1e-2, features=rf1).partial_fit(Xs, y)
     np.testing.assert_allclose(o.predict(X), o1.predict(Xs), atol=1e-9)
@@ -240,7 +240,7 @@ def test_plot_widths_ranks_features(data):
             "kernel: sigma='ard'",
         ),
         (
-            lambda X: kp.RandomFourierFeatures(kp.Gaussian("ard"), 10).fit(X),
+            lambda X: kp.RandomFourierFeatures(kp.Gaussian("ard"), n_features=10).fit(X),
             ValueError,
             "sigma='ard'",
         ),

@@ -306,7 +306,7 @@ def test_22_fit_forgets_the_feature_map_of_an_earlier_stream(make, tmp_path):
     rng = np.random.default_rng(0)
     wide, narrow = 10 * rng.standard_normal((200, 3)), rng.standard_normal((200, 3))
     y = (narrow[:, 0] > 0).astype(int)
-    fmap = kp.RandomFourierFeatures(kp.Gaussian("median"), 50, random_state=0)
+    fmap = kp.RandomFourierFeatures(kp.Gaussian("median"), n_features=50, random_state=0)
     est = make(fmap).fit(wide, y)
     assert not hasattr(fmap, "kernel_") and est.features_ is not fmap  # parameter untouched
     first = est.features_.kernel_.sigma
@@ -316,7 +316,7 @@ def test_22_fit_forgets_the_feature_map_of_an_earlier_stream(make, tmp_path):
     assert first > 5 * est.features_.kernel_.sigma
     np.testing.assert_array_equal(est.predict(narrow), fresh.predict(narrow))
     # a fitted map is used as given (a map shared across learners), and files keep it
-    shared = kp.RandomFourierFeatures(kp.Gaussian(1.0), 50, random_state=0).fit(narrow)
+    shared = kp.RandomFourierFeatures(kp.Gaussian(1.0), n_features=50, random_state=0).fit(narrow)
     est = make(shared).fit(narrow, y)
     assert est.features_ is shared
     kp.save(est, tmp_path / "m.kp")

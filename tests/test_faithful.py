@@ -308,8 +308,10 @@ def test_semiparametric_protocol_is_test_then_update_sample_by_sample():
     seeds = np.random.default_rng(3).integers(2**63, size=2)
     sp = kp.SemiparametricRegressor(reg, n_features=80, random_state=int(seeds[0])).fit(Xa, ta)
     mu, sd = Xa.mean(0), Xa.std(0)
-    rff = kp.RandomFourierFeatures(kp.Gaussian(np.sqrt(6)), 80, random_state=int(seeds[1]))
-    nonpar = kp.RecursiveRLS(1e-3, rff).fit((Xa - mu) / sd, ta)
+    rff = kp.RandomFourierFeatures(
+        kp.Gaussian(np.sqrt(6)), n_features=80, random_state=int(seeds[1])
+    )
+    nonpar = kp.RecursiveRLS(1e-3, features=rff).fit((Xa - mu) / sd, ta)
     e = {"P": [], "NP": [], "SP": []}
     for i in range(400):
         x, y = Xb[i : i + 1], tb[i : i + 1]

@@ -58,7 +58,9 @@ CLASSIFIERS = {
     "EigenProClassifier": lambda: kp.EigenProClassifier(n_epochs=2, random_state=0),
 }
 TRANSFORMERS = {
-    "RandomFourierFeatures": lambda: kp.RandomFourierFeatures(kp.Gaussian(1.0), 8, random_state=0),
+    "RandomFourierFeatures": lambda: kp.RandomFourierFeatures(
+        kp.Gaussian(1.0), n_features=8, random_state=0
+    ),
     "NystromFeatures": lambda: kp.NystromFeatures(n_components=8, random_state=0),
 }
 

@@ -309,7 +309,7 @@ def test_online_classifiers_give_calibrated_probabilities(Est, tmp_path):
     X, y = make_classification(
         900, 5, n_informative=3, n_classes=3, n_clusters_per_class=1, random_state=0
     )
-    clf = Est(features=kp.RandomFourierFeatures(kp.Gaussian(2.0), 60, random_state=0))
+    clf = Est(features=kp.RandomFourierFeatures(kp.Gaussian(2.0), n_features=60, random_state=0))
     for i in range(0, 800, 50):
         clf.partial_fit(X[i : i + 50], y[i : i + 50])
     assert 60 <= len(clf.heldout_) <= 80  # every 10th sample, scored before it is learned

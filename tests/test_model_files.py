@@ -97,7 +97,7 @@ def test_the_header_describes_the_model(tmp_path):
 def test_feature_maps_and_unfitted_estimators(tmp_path):
     X, y, _ = _data()
     for fm in (
-        kp.RandomFourierFeatures(kp.Gaussian(1.0), 20, random_state=0),
+        kp.RandomFourierFeatures(kp.Gaussian(1.0), n_features=20, random_state=0),
         kp.NystromFeatures(n_components=20, random_state=0),
     ):
         fm.fit(X)
@@ -125,11 +125,11 @@ def test_online_learners_continue_their_stream(tmp_path, kind):
     make = {
         "rls": lambda: kp.RecursiveRLS(1e-2),
         "rls-features": lambda: kp.RecursiveRLS(
-            1e-2, kp.RandomFourierFeatures(kp.Gaussian(1.0), 40, random_state=0)
+            1e-2, features=kp.RandomFourierFeatures(kp.Gaussian(1.0), n_features=40, random_state=0)
         ),
         "rlsc": lambda: kp.IncrementalRLSClassifier(selection="thesis"),
         "rebalanced": lambda: kp.RebalancedRLSClassifier(
-            1e-2, kp.RandomFourierFeatures(kp.Gaussian(1.0), 40, random_state=0)
+            1e-2, features=kp.RandomFourierFeatures(kp.Gaussian(1.0), n_features=40, random_state=0)
         ),
     }[kind]
     t = labels if kind in ("rlsc", "rebalanced") else y
@@ -459,7 +459,7 @@ REPLACEMENTS = [
         lambda X, y, labels: kp.NystromRegressor(n_centers=20, random_state=0).fit(X, y),
         lambda X, y, labels: kp.NystromClassifier(n_centers=20, random_state=0).fit(X, labels),
         lambda X, y, labels: kp.RecursiveRLS(
-            features=kp.RandomFourierFeatures(kp.Gaussian(1.0), 20, random_state=0)
+            features=kp.RandomFourierFeatures(kp.Gaussian(1.0), n_features=20, random_state=0)
         ).fit(X, y),
     ],
     ids=["regressor", "classifier", "online"],

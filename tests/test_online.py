@@ -48,7 +48,7 @@ def test_forgetting_equals_the_weighted_closed_form(rng):
 def test_random_features_and_callables(rng):
     X = rng.uniform(-1, 1, (400, 2))
     y = np.sin(3 * X[:, 0])
-    fmap = RandomFourierFeatures(Gaussian(0.5), 100, random_state=0)
+    fmap = RandomFourierFeatures(Gaussian(0.5), n_features=100, random_state=0)
     model = RecursiveRLS(penalty=1e-3, features=fmap).fit(X, y)
     Z = model.features_.transform(X)  # a fitted clone of fmap (the parameter stays as given)
     np.testing.assert_allclose(model.coef_, _ridge(Z, y[:, None], 1e-3)[:, 0], rtol=1e-7)
@@ -200,8 +200,8 @@ def test_semiparametric_beats_both_parts_where_each_is_weak():
     Xb, tb, _, _ = make_arm_dynamics(2000, "circle-b", random_state=100)
     sp = SemiparametricRegressor(reg, random_state=0).fit(Xa, ta)
     mu, sd = Xa.mean(0), Xa.std(0)
-    rf = RandomFourierFeatures(Gaussian(np.sqrt(6)), 300, random_state=0)
-    nonpar = RecursiveRLS(1e-3, rf).fit((Xa - mu) / sd, ta)
+    rf = RandomFourierFeatures(Gaussian(np.sqrt(6)), n_features=300, random_state=0)
+    nonpar = RecursiveRLS(1e-3, features=rf).fit((Xa - mu) / sd, ta)
     err = {"sp": [], "p": [], "np": []}
     for c in range(0, 2000, 50):
         xb, yb = Xb[c : c + 50], tb[c : c + 50]

@@ -81,7 +81,7 @@ def test_leverage_scores_and_features_read_in_blocks(h5file):
     a = kp.leverage_scores(X, k, 1e-3, "approximate", random_state=0)
     b = kp.leverage_scores(f["X"], k, 1e-3, "approximate", random_state=0)
     np.testing.assert_allclose(b, a, rtol=1e-10)
-    rf = kp.RandomFourierFeatures(k, 50, random_state=0).fit(X)
+    rf = kp.RandomFourierFeatures(k, n_features=50, random_state=0).fit(X)
     np.testing.assert_allclose(rf.transform(as_source(f["X"]).read(0, 100)), rf.transform(X[:100]))
 
 

@@ -46,7 +46,7 @@ def _closed_form(Phi, y, lam, w=None):
 def test_penalty_path_equals_the_closed_form(rng):
     X, y = _data(rng)
     w = rng.uniform(0.5, 2.0, len(X))
-    fmap = RandomFourierFeatures(Laplacian(1.0), 80, random_state=0).fit(X)
+    fmap = RandomFourierFeatures(Laplacian(1.0), n_features=80, random_state=0).fit(X)
     G, b = feature_moments(fmap, X, 80, y, WS, w)
     Xv, yv = _data(rng, 50)
     val = Validation(rff_operator(fmap, Xv, 80, WS), yv[:, None])
@@ -65,7 +65,7 @@ def test_penalty_path_equals_the_closed_form(rng):
 def test_feature_path_equals_separate_fits(rng, method):
     X, y = _data(rng)
     Dmax = 120
-    fmap = RandomFourierFeatures(Gaussian(0.8), Dmax, random_state=3).fit(X)
+    fmap = RandomFourierFeatures(Gaussian(0.8), n_features=Dmax, random_state=3).fit(X)
     G, b = feature_moments(fmap, X, Dmax, y, WS)
     Xv, yv = _data(rng, 50)
     val = Validation(rff_operator(fmap, Xv, Dmax, WS, normalize=False), yv[:, None])
@@ -74,7 +74,7 @@ def test_feature_path_equals_separate_fits(rng, method):
     path = rf_feature_path(G, b, y, lams, grid, None, val, method=method)
     assert path.shape == (4, 2)
     for i, D in enumerate(grid):
-        fD = RandomFourierFeatures(Gaussian(0.8), D, random_state=3).fit(X)
+        fD = RandomFourierFeatures(Gaussian(0.8), n_features=D, random_state=3).fit(X)
         Phi, Phiv = fD.transform(X), fD.transform(Xv)
         for p in range(2):
             lam = path.params["penalty"][i, p]

@@ -164,9 +164,11 @@ def test_online_learners_update_and_predict_on_one_blas_thread(two_threads, quie
         lambda X, y: kp.leverage_scores(X, Gaussian(2.0), 1e-3, "exact"),
         lambda X, y: kp.leverage_scores(X, Gaussian(2.0), 1e-3, "approximate", random_state=0),
         lambda X, y: kp.effective_dimension(X, Gaussian(2.0), 1e-3),
-        lambda X, y: kp.NystromFeatures(Gaussian(2.0), 100).fit(X),
+        lambda X, y: kp.NystromFeatures(Gaussian(2.0), n_components=100).fit(X),
         lambda X, y: (
-            kp.NystromFeatures(Gaussian(2.0), 100, random_state=0).fit(X[:50]).transform(X)
+            kp.NystromFeatures(Gaussian(2.0), n_components=100, random_state=0)
+            .fit(X[:50])
+            .transform(X)
         ),
         lambda X, y: kp.LeverageCenters().select(X, 50, np.random.default_rng(0), Gaussian(2.0)),
         lambda X, y: kp.SqueakCenters().select(X, 50, np.random.default_rng(0), Gaussian(2.0)),

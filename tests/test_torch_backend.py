@@ -240,9 +240,9 @@ def test_leverage_scores_on_tensors(method, rng):
 @pytest.mark.parametrize(
     "fmap",
     [
-        RandomFourierFeatures(Gaussian(1.0), 200, random_state=0),
-        RandomFourierFeatures(Matern(1.0, 1.5), 200, random_state=0),
-        NystromFeatures(Gaussian(1.0), 50, random_state=0),
+        RandomFourierFeatures(Gaussian(1.0), n_features=200, random_state=0),
+        RandomFourierFeatures(Matern(1.0, 1.5), n_features=200, random_state=0),
+        NystromFeatures(Gaussian(1.0), n_components=50, random_state=0),
     ],
     ids=["rff-gaussian", "rff-matern", "nystrom"],
 )
@@ -261,9 +261,11 @@ def test_feature_maps_on_tensors(fmap, rng):
 # ------------------------------------------------------------------ online learners
 def test_online_learners_accept_tensors(rng):
     X, y = regression(rng, n=200)
-    fmap = RandomFourierFeatures(Gaussian(1.5), 60, random_state=0)
+    fmap = RandomFourierFeatures(Gaussian(1.5), n_features=60, random_state=0)
     a = RecursiveRLS(1e-2, features=fmap).fit(X, y)
-    b = RecursiveRLS(1e-2, features=RandomFourierFeatures(Gaussian(1.5), 60, random_state=0))
+    b = RecursiveRLS(
+        1e-2, features=RandomFourierFeatures(Gaussian(1.5), n_features=60, random_state=0)
+    )
     for i in range(0, 200, 50):
         b.partial_fit(torch.from_numpy(X[i : i + 50]), torch.from_numpy(y[i : i + 50]))
     out = b.predict(torch.from_numpy(X))
@@ -271,8 +273,12 @@ def test_online_learners_accept_tensors(rng):
     close(a.predict(X), out)
 
     Xc, yc = classification(rng, n=200)
-    ca = IncrementalRLSClassifier(features=RandomFourierFeatures(Gaussian(1.5), 60, random_state=0))
-    cb = IncrementalRLSClassifier(features=RandomFourierFeatures(Gaussian(1.5), 60, random_state=0))
+    ca = IncrementalRLSClassifier(
+        features=RandomFourierFeatures(Gaussian(1.5), n_features=60, random_state=0)
+    )
+    cb = IncrementalRLSClassifier(
+        features=RandomFourierFeatures(Gaussian(1.5), n_features=60, random_state=0)
+    )
     ca.partial_fit(Xc, yc)
     cb.partial_fit(torch.from_numpy(Xc), torch.from_numpy(yc))
     labels = cb.predict(torch.from_numpy(Xc))

@@ -296,7 +296,7 @@ def test_the_model_is_the_same_at_every_target_scale(make, scale):
 
 
 def _rff():
-    return kp.RandomFourierFeatures(kp.Gaussian(1.0), 10, random_state=0)
+    return kp.RandomFourierFeatures(kp.Gaussian(1.0), n_features=10, random_state=0)
 
 
 @pytest.mark.parametrize(

@@ -378,7 +378,7 @@ def recoding() -> dict[str, Any]:
         keep = (ytr != rare) | (rng.random(len(ytr)) < 0.05)
         order = rng.permutation(np.flatnonzero(keep))
         fmap = kp.RandomFourierFeatures(
-            kp.Gaussian(median_distance(Xtr, 0)), 500, random_state=seed
+            kp.Gaussian(median_distance(Xtr, 0)), n_features=500, random_state=seed
         ).fit(Xtr[:1])
         models = {
             "RLS (α = 0)": kp.IncrementalRLSClassifier(

@@ -71,7 +71,7 @@ def update_rows() -> dict:
     Xtr, ytr = load("cpusmall", 0)[:2]
     Xtr = (Xtr - Xtr.mean(0)) / Xtr.std(0)
     Dmax = 1000
-    fmap = kp.RandomFourierFeatures(kp.Gaussian(3.0), Dmax, random_state=0).fit(Xtr)
+    fmap = kp.RandomFourierFeatures(kp.Gaussian(3.0), n_features=Dmax, random_state=0).fit(Xtr)
     G, b = feature_moments(fmap, Xtr, Dmax, ytr - ytr.mean(), Workspace(2**31))
     grid = np.unique(np.geomspace(1, Dmax, 20).round().astype(int))
     lam = np.array([1e-6])

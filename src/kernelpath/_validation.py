@@ -469,3 +469,12 @@ def class_weight_value(label: Any, value: Any) -> float:
 #: The largest class weight: an online learner adds c z z^T for each sample, which must stay
 #: finite (only the weights' ratio to the penalty matters: scale the penalty instead).
 MAX_CLASS_WEIGHT = 1e100
+
+
+def keep_params(est: Any, given: dict[str, Any]) -> None:
+    """Store an estimator's ``__init__`` arguments as they are (scikit-learn's contract:
+    neither checked nor converted there; ``fit`` checks them). ``given``: the
+    ``__init__``'s ``locals()``."""
+    for name, value in given.items():
+        if name not in ("self", "__class__"):
+            setattr(est, name, value)

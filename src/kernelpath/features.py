@@ -35,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _backend as B
 from ._threads import fit_threaded
-from ._validation import check_int, make_rng, validate_X
+from ._validation import check_int, keep_params, make_rng, validate_X
 from .inputs import as_rows, column_means, product, take_rows
 from .kernels import Cauchy, Gaussian, Kernel, Laplacian, Matern, make_kernel
 from .linalg import nystrom_factor
@@ -198,6 +198,7 @@ class RandomFourierFeatures(_DenseTransformer):
     def __init__(
         self,
         kernel: Any = "gaussian",
+        *,
         n_features: int = 100,
         orthogonal: bool = False,
         random_state: Any = None,
@@ -205,13 +206,7 @@ class RandomFourierFeatures(_DenseTransformer):
         device: Any = None,
         center: Any = None,
     ) -> None:
-        self.kernel = kernel
-        self.n_features = n_features
-        self.orthogonal = orthogonal
-        self.random_state = random_state
-        self.memory_budget = memory_budget
-        self.device = device
-        self.center = center
+        keep_params(self, locals())
 
     def fit(self, X: Any, y: Any = None) -> RandomFourierFeatures:
         """Draw the frequencies (X gives the dimension and, for "median", the bandwidth).
@@ -362,16 +357,13 @@ class NystromFeatures(_DenseTransformer):
     def __init__(
         self,
         kernel: Any = "gaussian",
+        *,
         n_components: int = 100,
         random_state: Any = None,
         memory_budget: Any = None,
         device: Any = None,
     ) -> None:
-        self.kernel = kernel
-        self.n_components = n_components
-        self.random_state = random_state
-        self.memory_budget = memory_budget
-        self.device = device
+        keep_params(self, locals())
 
     @fit_threaded
     def fit(self, X: Any, y: Any = None) -> NystromFeatures:

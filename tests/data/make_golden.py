@@ -75,12 +75,12 @@ def models():
 
 def online():
     """(name, model, how to feed it) of the online learners."""
-    rff = kp.RandomFourierFeatures(kp.Gaussian(1.0), 40, random_state=0)
+    rff = kp.RandomFourierFeatures(kp.Gaussian(1.0), n_features=40, random_state=0)
     return [
         ("recursive-rls", kp.RecursiveRLS(1e-2), "y"),
-        ("recursive-rls-features", kp.RecursiveRLS(1e-2, rff), "y"),
+        ("recursive-rls-features", kp.RecursiveRLS(1e-2, features=rff), "y"),
         ("incremental-rlsc", kp.IncrementalRLSClassifier(selection="thesis"), "labels"),
-        ("rebalanced-rlsc", kp.RebalancedRLSClassifier(1e-2, rff), "labels"),
+        ("rebalanced-rlsc", kp.RebalancedRLSClassifier(1e-2, features=rff), "labels"),
     ]
 
 

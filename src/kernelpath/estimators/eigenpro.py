@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._validation import keep_params
 from ..fitting import EigenProFamily
 from ..fitting.eigenpro import default_subsample_size
 from ._base import _KernelPathEstimator
@@ -18,6 +19,7 @@ class _EigenProBase(_KernelPathEstimator):
     def __init__(
         self,
         kernel: Any = "gaussian",
+        *,
         n_epochs: int = 30,
         n_components: int = 160,
         subsample_size: int | None = None,
@@ -37,25 +39,7 @@ class _EigenProBase(_KernelPathEstimator):
         device: Any = None,
         verbose: int = 0,
     ) -> None:
-        self.kernel = kernel
-        self.n_epochs = n_epochs
-        self.n_components = n_components
-        self.subsample_size = subsample_size
-        self.damping = damping
-        self.batch_size = batch_size
-        self.step_size = step_size
-        self.rule = rule
-        self.n_features = n_features
-        self.validation_fraction = validation_fraction
-        self.cv = cv
-        self.n_iter_no_change = n_iter_no_change
-        self.tol = tol
-        self.refit = refit
-        self.scale = scale
-        self.memory_budget = memory_budget
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
+        keep_params(self, locals())
 
 
 _EP_DOC = """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._validation import keep_params
 from ..fitting import ExactFamily
 from ..linalg import FILTERS
 from ..solvers.spectral import ITERATION_FILTERS
@@ -19,6 +20,7 @@ class _KRLSBase(_KernelPathEstimator):
     def __init__(
         self,
         kernel: Any = "gaussian",
+        *,
         penalty: Any = "auto",
         filter: str = "tikhonov",
         max_iter: int | None = None,
@@ -33,20 +35,7 @@ class _KRLSBase(_KernelPathEstimator):
         device: Any = None,
         verbose: int = 0,
     ) -> None:
-        self.kernel = kernel
-        self.penalty = penalty
-        self.filter = filter
-        self.max_iter = max_iter
-        self.nu = nu
-        self.step = step
-        self.validation_fraction = validation_fraction
-        self.cv = cv
-        self.refit = refit
-        self.scale = scale
-        self.memory_budget = memory_budget
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
+        keep_params(self, locals())
 
 
 _KRLS_PARAMS = (

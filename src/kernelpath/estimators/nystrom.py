@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._validation import keep_params
 from ..fitting import NystromFamily, NYTROFamily
 from ._base import _KernelPathEstimator
 from ._mixins import _ATTR_DOC, _COMMON_DOC, _ClassifierMixin, _RegressorMixin, _with_params
@@ -18,6 +19,7 @@ class _NystromBase(_KernelPathEstimator):
     def __init__(
         self,
         kernel: Any = "gaussian",
+        *,
         penalty: Any = "auto",
         n_centers: int | None = None,
         centers: Any = "uniform",
@@ -34,22 +36,7 @@ class _NystromBase(_KernelPathEstimator):
         device: Any = None,
         verbose: int = 0,
     ) -> None:
-        self.kernel = kernel
-        self.penalty = penalty
-        self.n_centers = n_centers
-        self.centers = centers
-        self.solver = solver
-        self.max_iter = max_iter
-        self.validation_fraction = validation_fraction
-        self.cv = cv
-        self.n_iter_no_change = n_iter_no_change
-        self.tol = tol
-        self.refit = refit
-        self.scale = scale
-        self.memory_budget = memory_budget
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
+        keep_params(self, locals())
 
 
 class _NYTROBase(_NystromBase):
@@ -58,6 +45,7 @@ class _NYTROBase(_NystromBase):
     def __init__(
         self,
         kernel: Any = "gaussian",
+        *,
         penalty: Any = 0.0,
         n_centers: int | None = None,
         centers: Any = "uniform",
@@ -78,28 +66,7 @@ class _NYTROBase(_NystromBase):
         device: Any = None,
         verbose: int = 0,
     ) -> None:
-        super().__init__(
-            kernel=kernel,
-            penalty=penalty,
-            n_centers=n_centers,
-            centers=centers,
-            solver=solver,
-            max_iter=max_iter,
-            validation_fraction=validation_fraction,
-            cv=cv,
-            n_iter_no_change=n_iter_no_change,
-            tol=tol,
-            refit=refit,
-            scale=scale,
-            memory_budget=memory_budget,
-            random_state=random_state,
-            device=device,
-            verbose=verbose,
-        )
-        self.nu = nu
-        self.step = step
-        self.stopping = stopping
-        self.stopping_threshold = stopping_threshold
+        keep_params(self, locals())
 
 
 #: CG's factor, asked for by name (Nyström KRLS only: NYTRO's gradient solvers keep the full

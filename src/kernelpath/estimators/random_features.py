@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._validation import keep_params
 from ..fitting import RandomFeaturesFamily
 from ._base import _KernelPathEstimator
 from ._mixins import _ClassifierMixin, _RegressorMixin
@@ -18,6 +19,7 @@ class _RandomFeaturesBase(_KernelPathEstimator):
     def __init__(
         self,
         kernel: Any = "gaussian",
+        *,
         penalty: Any = "auto",
         n_features: Any = 1000,
         orthogonal: bool = False,
@@ -30,18 +32,7 @@ class _RandomFeaturesBase(_KernelPathEstimator):
         device: Any = None,
         verbose: int = 0,
     ) -> None:
-        self.kernel = kernel
-        self.penalty = penalty
-        self.n_features = n_features
-        self.orthogonal = orthogonal
-        self.validation_fraction = validation_fraction
-        self.cv = cv
-        self.refit = refit
-        self.scale = scale
-        self.memory_budget = memory_budget
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
+        keep_params(self, locals())
 
 
 _RF_DOC = """

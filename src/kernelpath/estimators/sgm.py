@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._validation import keep_params
 from ..fitting import SGMFamily
 from ..solvers.sgm import LOSSES
 from ._base import _KernelPathEstimator
@@ -18,6 +19,7 @@ class _SGMBase(_KernelPathEstimator):
     def __init__(
         self,
         kernel: Any = "gaussian",
+        *,
         loss: str | None = None,
         features: str = "random",
         n_features: int = 1000,
@@ -40,28 +42,7 @@ class _SGMBase(_KernelPathEstimator):
         device: Any = None,
         verbose: int = 0,
     ) -> None:
-        self.kernel = kernel
-        self.loss = loss
-        self.features = features
-        self.n_features = n_features
-        self.step_size = step_size
-        self.decay = decay
-        self.batch_size = batch_size
-        self.n_passes = n_passes
-        self.averaged = averaged
-        self.averaging = averaging
-        self.penalty = penalty
-        self.fit_intercept = fit_intercept
-        self.validation_fraction = validation_fraction
-        self.cv = cv
-        self.n_iter_no_change = n_iter_no_change
-        self.tol = tol
-        self.refit = refit
-        self.scale = scale
-        self.memory_budget = memory_budget
-        self.random_state = random_state
-        self.device = device
-        self.verbose = verbose
+        keep_params(self, locals())
 
 
 _SGM_DOC = """

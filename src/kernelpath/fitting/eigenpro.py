@@ -213,7 +213,7 @@ class EigenProFamily(Family):
             settings = replace(settings, feature_seed=settings.seed())  # kept by the refit
             fmap = RandomFourierFeatures(
                 kernel,
-                D,
+                n_features=D,
                 random_state=settings.feature_seed,
                 memory_budget=budget,
                 center=problem.center,

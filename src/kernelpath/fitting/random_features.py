@@ -153,10 +153,10 @@ class RandomFeaturesFamily(Family):
         settings = replace(settings, feature_seed=settings.seed())  # the refit reuses the map
         fmap = RandomFourierFeatures(
             kernel,
-            Dmax,
-            bool(orthogonal),
-            settings.feature_seed,
-            problem.budget,
+            n_features=Dmax,
+            orthogonal=bool(orthogonal),
+            random_state=settings.feature_seed,
+            memory_budget=problem.budget,
             center=problem.center,
         ).fit(rows_in_memory(Xtr, [0]))
         if loss != "square":
@@ -219,10 +219,10 @@ class RandomFeaturesFamily(Family):
         opts: RandomFeaturesOptions = cand.settings.options
         features = RandomFourierFeatures(
             cand.kernel,
-            D,
-            bool(opts.orthogonal),
-            cand.settings.feature_seed,
-            opts.memory_budget,
+            n_features=D,
+            orthogonal=bool(opts.orthogonal),
+            random_state=cand.settings.feature_seed,
+            memory_budget=opts.memory_budget,
             center=cand.features.center,
         ).fit(cand.features.frequencies_[:1, :] * 0)
         return {"coef": coef, "intercept": intercept, "features_": features, "n_features_": D}

@@ -125,9 +125,11 @@ class SGMFamily(Family):
         if opts.features == "random":
             check_rff_kernel(kernel, " (or use features='nystrom')")
             return RandomFourierFeatures(
-                kernel, D, random_state=seed, memory_budget=budget, center=center
+                kernel, n_features=D, random_state=seed, memory_budget=budget, center=center
             ).fit(rows_in_memory(Xtr, [0]))
-        return NystromFeatures(kernel, D, seed, budget).fit(Xtr)
+        return NystromFeatures(kernel, n_components=D, random_state=seed, memory_budget=budget).fit(
+            Xtr
+        )
 
     def solve(
         self,

@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend as B
 from .._threads import one_blas_thread
-from .._validation import check_choice, check_float, check_int
+from .._validation import check_choice, check_float, check_int, keep_params
 from ..cholesky import cholesky_update
 from .common import StreamClassifier, _rows, as_feature_map, fitted_features
 
@@ -88,6 +88,7 @@ class IncrementalRLSClassifier(StreamClassifier, BaseEstimator):
     def __init__(
         self,
         penalty: Any = (1e0, 1e-1, 1e-2, 1e-3),
+        *,
         alpha: Any = (0.0, 0.25, 0.5, 0.75, 1.0),
         features: Any = None,
         validation_every: int | None = 10,
@@ -95,13 +96,7 @@ class IncrementalRLSClassifier(StreamClassifier, BaseEstimator):
         min_class_size: int = 5,
         class_weight: dict[Any, float] | None = None,
     ) -> None:
-        self.penalty = penalty
-        self.alpha = alpha
-        self.features = features
-        self.validation_every = validation_every
-        self.selection = selection
-        self.min_class_size = min_class_size
-        self.class_weight = class_weight
+        keep_params(self, locals())
 
     _fitted_attr = "factors_"
     _balanced_by = "rebalances by recoding its scores (alpha, chosen online)"

@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend as B
 from .._threads import one_blas_thread
-from .._validation import check_float
+from .._validation import check_float, keep_params
 from .common import (
     HELDOUT_CHUNKS,
     HELDOUT_EVERY,
@@ -61,11 +61,9 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
     """
 
     def __init__(
-        self, penalty: float = 1e-2, features: Any = None, class_weight: Any = None
+        self, penalty: float = 1e-2, *, features: Any = None, class_weight: Any = None
     ) -> None:
-        self.penalty = penalty
-        self.features = features
-        self.class_weight = class_weight
+        keep_params(self, locals())
 
     _fitted_attr = "grams_"
     _balanced_by = "is balanced by construction (Γ_tt = k / k_t)"

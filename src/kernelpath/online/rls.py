@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import _backend as B
 from .._backend import check_real
 from .._threads import one_blas_thread
-from .._validation import check_float
+from .._validation import check_float, keep_params
 from ..cholesky import cholesky_update
 from .common import _host, _rows, as_feature_map, check_n_features, fitted_features, require_y
 
@@ -72,10 +72,8 @@ class RecursiveRLS(RegressorMixin, BaseEstimator):
     [1.0, -2.0, 0.5]
     """
 
-    def __init__(self, penalty: float = 1.0, features: Any = None, forgetting: float = 1.0):
-        self.penalty = penalty
-        self.features = features
-        self.forgetting = forgetting
+    def __init__(self, penalty: float = 1.0, *, features: Any = None, forgetting: float = 1.0):
+        keep_params(self, locals())
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "factor_")

@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend as B
 from .._threads import one_blas_thread
-from .._validation import check_int
+from .._validation import check_int, keep_params
 from ..features import RandomFourierFeatures
 from ..inputs import dense_block
 from ..kernels import Gaussian
@@ -72,6 +72,7 @@ class SemiparametricRegressor(BaseEstimator):
     def __init__(
         self,
         regressor: Any,
+        *,
         features: Any = None,
         n_features: int = 300,
         penalty: float = 1e-3,
@@ -80,14 +81,7 @@ class SemiparametricRegressor(BaseEstimator):
         forgetting: float = 1.0,
         random_state: Any = None,
     ) -> None:
-        self.regressor = regressor
-        self.initial_parameters = initial_parameters
-        self.features = features
-        self.n_features = n_features
-        self.penalty = penalty
-        self.parametric_penalty = parametric_penalty
-        self.forgetting = forgetting
-        self.random_state = random_state
+        keep_params(self, locals())
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "parametric_")
@@ -185,9 +179,9 @@ class SemiparametricRegressor(BaseEstimator):
             if fmap is None:
                 width = float(np.sqrt(inp.shape[1]))
                 fmap = RandomFourierFeatures(
-                    Gaussian(width), self.n_features, random_state=self.random_state
+                    Gaussian(width), n_features=self.n_features, random_state=self.random_state
                 )
-            self.correction_ = RecursiveRLS(self.penalty, fmap, self.forgetting)
+            self.correction_ = RecursiveRLS(self.penalty, features=fmap, forgetting=self.forgetting)
             start = 1
             self._correct(X2[:1], Y[:1], P[:1])
         else:
@@ -320,9 +314,9 @@ def semiparametric_protocol(
     mu, sd = Xa.mean(axis=0), Xa.std(axis=0)
     sd = np.where(sd > 0, sd, 1.0)
     rff = RandomFourierFeatures(
-        Gaussian(np.sqrt(Xa.shape[1])), n_features, random_state=int(seeds[1])
+        Gaussian(np.sqrt(Xa.shape[1])), n_features=n_features, random_state=int(seeds[1])
     )
-    nonpar = RecursiveRLS(penalty, rff).fit((Xa - mu) / sd, Ya)
+    nonpar = RecursiveRLS(penalty, features=rff).fit((Xa - mu) / sd, Ya)
     err = {name: np.empty(N) for name in ("P", "NP", "SP")}
     for i in range(N):
         x, y = Xs[i : i + 1], Ys[i : i + 1]
