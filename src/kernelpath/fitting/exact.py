@@ -13,14 +13,12 @@ from .._validation import check_choice, check_float, check_int
 from ..centers import CenterSelection
 from ..kernels import Kernel
 from ..linalg import FILTERS
-from ..operators.protocol import KernelProducts
 from ..path import Path
 from ..solvers import exact_path
-from ..solvers._common import Validation
 from ..solvers.newton import newton_memory
 from ..solvers.spectral import ITERATION_FILTERS
 from .family import FitCost, check_loss
-from .kernel_models import KernelOptions, _grid_or_none, _KernelModel, _smoother
+from .kernel_models import KernelOptions, PathRequest, _grid_or_none, _KernelModel, _smoother
 from .problem import CandidateFit, FitProblem, FitSettings
 
 __all__ = ["ExactFamily"]
@@ -142,23 +140,12 @@ class ExactFamily(_KernelModel):
         """The training operator makes K whole (n x n) in its share of the budget."""
         return int(np.ceil(8 * m * m * (n_tr + n_val) / n_tr))
 
-    def path(
-        self,
-        op: KernelProducts,
-        Ytr: np.ndarray,
-        wt: np.ndarray | None,
-        val: Validation | None,
-        sel: CenterSelection,
-        grid: np.ndarray | None,
-        settings: FitSettings,
-        n_tr: int,
-        classifier: bool,
-        memory_limit: int | None = None,
-    ) -> Path:
+    def path(self, req: PathRequest, settings: FitSettings) -> Path:
         opts: KernelOptions = settings.options
         if opts.loss != "square":
-            return self.newton(op, Ytr, wt, val, settings, "direct", sel)
-        cv = _smoother(settings, classifier)
+            return self.newton(req, settings, "direct")
+        op, Ytr, wt, val, n_tr = req.op, req.Y, req.weights, req.validation, req.n_rows
+        cv = _smoother(settings, req.classifier)
         if opts.method in ITERATION_FILTERS:
             max_iter = self.max_iter(settings)
             nu = check_float(opts.nu, "nu", 0.0, np.inf, low_open=True)

@@ -49,6 +49,7 @@ from .problem import CandidateFit, FitProblem, FitSettings
 
 __all__ = [
     "KernelOptions",
+    "PathRequest",
     "default_n_centers",
     "center_decision",
     "check_n_centers",
@@ -120,6 +121,24 @@ def newton_options(
     )
 
 
+@dataclass(frozen=True)
+class PathRequest:
+    """What one path of a kernel-expansion family is fit on: the training operator, its
+    targets and weights, the validation set, the centers (and the m values of a path over
+    m, ``grid``), the training rows' count, whether it classifies, and the bytes its solver
+    may hold beside its operators."""
+
+    op: KernelProducts
+    Y: np.ndarray
+    weights: np.ndarray | None
+    validation: Validation | None
+    centers: CenterSelection
+    grid: np.ndarray | None
+    n_rows: int
+    classifier: bool
+    memory_limit: int | None = None
+
+
 class _KernelModel(Family):
     """A kernel expansion f(x) = sum_j k(x, c_j) coef_j + intercept on centers."""
 
@@ -183,9 +202,8 @@ class _KernelModel(Family):
         op, vop = kernel_operators(kernel, Xtr, Xva, sel.points, problem.workspace.share(budget))
         del Xtr, Xva
         val = validation(problem, vop, val_rows, intercept)
-        path = self.path(
-            op, Ytr, wt, val, sel, grid, settings, len(rows), problem.classifier, solver
-        )
+        req = PathRequest(op, Ytr, wt, val, sel, grid, len(rows), problem.classifier, solver)
+        path = self.path(req, settings)
         if not np.isfinite(path.train_error).any():
             raise ValueError(
                 "no point of the path could be computed (the centers' system is numerically "
@@ -276,42 +294,24 @@ class _KernelModel(Family):
         budget set aside already (the fit's copies and n-sized vectors)."""
         raise NotImplementedError
 
-    def path(
-        self,
-        op: KernelProducts,
-        Ytr: np.ndarray,
-        wt: np.ndarray | None,
-        val: Validation | None,
-        sel: CenterSelection,
-        grid: np.ndarray | None,
-        settings: FitSettings,
-        n_tr: int,
-        classifier: bool,
-        memory_limit: int | None = None,
-    ) -> Path:
+    def path(self, req: PathRequest, settings: FitSettings) -> Path:
+        """The family's path of ``req`` with ``settings``."""
         raise NotImplementedError
 
     def newton(
-        self,
-        op: KernelProducts,
-        Ytr: np.ndarray,
-        wt: np.ndarray | None,
-        val: Validation | None,
-        settings: FitSettings,
-        method: str,
-        sel: CenterSelection,
-        factor: Any = None,
+        self, req: PathRequest, settings: FitSettings, method: str, factor: Any = None
     ) -> Path:
         """The λ path of a Newton loss on the centers (``solvers.newton``), in the
         coordinates of the diagonalized Nyström factor (its preconditioner is diagonal)."""
+        op, sel = req.op, req.centers
         factor = (center_factor(op) if factor is None else factor).diagonalized()
         return newton_path(
             op,
-            Ytr,
+            req.Y,
             settings.options.loss,
             _grid_or_none(settings.penalty),
-            wt,
-            val,
+            req.weights,
+            req.validation,
             factor,
             newton_options(settings, method, op.dtype, settings.options.max_iter, self.explicit),
             center_rows=None if sel.indices is None else np.asarray(sel.indices),

@@ -17,11 +17,9 @@ from ..inputs import as_rows, center_rows
 from ..kernels import Kernel
 from ..linalg import factor_on_device, regularized_factor
 from ..operators.blocks import stream_bytes
-from ..operators.protocol import KernelProducts
 from ..path import Path
 from ..selection import STOPPING_RULES
 from ..solvers import incremental_nystrom_path, iterative_path, nystrom_direct_path
-from ..solvers._common import Validation
 from ..solvers.incremental import incremental_memory
 from ..solvers.iterative import (
     CG_LAYOUTS,
@@ -45,6 +43,7 @@ from .kernel_models import (
     AUTO_GRID_SIZE,
     SCREEN_CENTER_RATIO,
     KernelOptions,
+    PathRequest,
     _grid_or_none,
     _KernelModel,
     _smoother,
@@ -266,20 +265,16 @@ class NystromFamily(_KernelModel):
         streams = 2 * stream_bytes(m, d, itemsize, n_jobs, problem.device.is_cuda, sparse)
         return max(0, problem.budget - problem.held - aside - max(streams, MIN_OPERATOR_BYTES))
 
-    def path(
-        self,
-        op: KernelProducts,
-        Ytr: np.ndarray,
-        wt: np.ndarray | None,
-        val: Validation | None,
-        sel: CenterSelection,
-        grid: np.ndarray | None,
-        settings: FitSettings,
-        n_tr: int,
-        classifier: bool,
-        memory_limit: int | None = None,
-    ) -> Path:
+    def path(self, req: PathRequest, settings: FitSettings) -> Path:
         opts: KernelOptions = settings.options
+        op, Ytr, wt, val, sel, grid = (
+            req.op,
+            req.Y,
+            req.weights,
+            req.validation,
+            req.centers,
+            req.grid,
+        )
         pen = settings.penalty
         factor = None
         if "gamma" in sel.info:  # SQUEAK's γ-regularized Nyström (SqueakCenters(regularized))
@@ -295,11 +290,11 @@ class NystromFamily(_KernelModel):
                     f"loss={opts.loss!r}: n_centers as a path ('auto' or a sequence) is the "
                     "square loss's closed form; give one number of centers"
                 )
-            return self.newton(op, Ytr, wt, val, settings, opts.method, sel, factor)
+            return self.newton(req, settings, opts.method, factor)
         if grid is not None:
             return incremental_nystrom_path(op, Ytr, _grid_or_none(pen), grid, wt, val)
         if opts.method == "direct":
-            cv = _smoother(settings, classifier)
+            cv = _smoother(settings, req.classifier)
             return nystrom_direct_path(
                 op,
                 Ytr,
@@ -309,13 +304,13 @@ class NystromFamily(_KernelModel):
                 cv,
                 factor,
                 method=self.direct_spectrum,
-                memory_limit=memory_limit,
+                memory_limit=req.memory_limit,
             )
         return iterative_path(
             op,
             Ytr,
             None if isinstance(pen, str) else pen,  # None: the solver's "auto" grid
-            self.iteration_options(settings, memory_limit),
+            self.iteration_options(settings, req.memory_limit),
             wt,
             val,
             IterativeSetup(factor=factor),
