@@ -1,4 +1,4 @@
-"""``class_weight`` on every batch classifier (issue 26, item 4): scikit-learn's meaning,
+"""``class_weight`` on every batch classifier: scikit-learn's meaning,
 each sample's weight multiplied by its class's, checked against the same fit given those
 weights as ``sample_weight``."""
 
@@ -128,3 +128,42 @@ def test_online_learners_refuse_balanced_and_bad_weights(cls):
         cls(class_weight="balanced").fit(X, y)
     with pytest.raises(ValueError, match=r"class_weight\['a'\] must be >= 0"):
         cls(class_weight={"a": -1.0}).fit(X, y).predict(X)
+
+
+def _data(n=90, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    return X, np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+
+
+@pytest.mark.parametrize(
+    "weights, message",
+    [
+        ({0: -1.0, 1: 1.0}, r"class_weight\[0\] must be >= 0"),
+        ({0: np.nan, 1: 1.0}, r"class_weight\[0\] must be >= 0, finite"),
+        ({0: np.inf, 1: 1.0}, r"class_weight\[0\]"),
+        ({0: 0.0, 1: 0.0}, "every weight given is 0"),
+        ({0: "2", 1: 1.0}, r"class_weight\[0\] must be a real number"),
+        ({0: 1e200, 1: 1.0}, r"at most 1e\+100"),
+    ],
+)
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda cw: kp.NystromClassifier(n_centers=10, class_weight=cw),
+        lambda cw: kp.NYTROClassifier(n_centers=10, class_weight=cw),
+        lambda cw: kp.EigenProClassifier(class_weight=cw),
+        lambda cw: kp.SGMClassifier(class_weight=cw),
+        lambda cw: kp.IncrementalRLSClassifier(class_weight=cw),
+        lambda cw: kp.RebalancedRLSClassifier(class_weight=cw),
+    ],
+    ids=["nystrom", "nytro", "eigenpro", "sgm", "incremental", "rebalanced"],
+)
+def test_class_weights_are_checked_once_for_every_classifier(make, weights, message):
+    """Negative class weights were accepted by NYTRO, EigenPro and SGM; NaN and inf ended
+    in LinAlgError or "give larger penalties"; the online learners took all-zero and
+    1e308 weights (NaN scores)."""
+    X, y = _data(80)
+    labels = (y > 0).astype(int)
+    with pytest.raises((ValueError, TypeError), match=message):
+        make(weights).fit(X, labels)

@@ -11,6 +11,8 @@ import pytest
 
 import kernelpath as kp
 from kernelpath.cli import main
+from kernelpath.data import tables
+from kernelpath.data.tables import read_table
 
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")
@@ -245,22 +247,22 @@ def test_inspect_and_plot(files, capsys):
         (["fit", "{d}/empty.csv", "--target", "price"], "no data rows"),
         (["inspect", "{d}/missing.kp"], "no such model file"),
         (["evaluate", "{d}/m.kp", "{d}/test.csv"], "--target"),
-        # issue 47 item 4: an output that is an input would replace it
+        # an output that is an input would replace it
         (["predict", "{d}/m.kp", "{d}/test.csv", "-o", "{d}/test.csv"], "is the data this"),
         (["predict", "{d}/m.kp", "{d}/test.csv", "-o", "{d}/m.kp"], "is the model this"),
         (["fit", "{d}/train.csv", "--target", "price", "-o", "{d}/train.csv"], "is the data"),
         (["predict", "{d}/m.kp", "{d}/test.csv", "-o", "{d}/./test.csv"], "is the data this"),
-        # item 24: --columns names each column once, and names one at least
+        # --columns names each column once, and names one at least
         (["fit", "{d}/train.csv", "--target", "price", "--columns", "a,a"], "named more than"),
         (["fit", "{d}/train.csv", "--target", "price", "--columns", ""], "empty column name"),
         (["fit", "{d}/train.csv", "--target", "price", "--columns", "a,,b"], "empty column"),
-        # item 24: inputs that are not regular files, wide LIBSVM indices, broken files
+        # inputs that are not regular files, wide LIBSVM indices, broken files
         (["fit", "{d}/fifo.csv", "--target", "price"], "data: '"),
         (["fit", "{d}/folder.csv", "--target", "price"], "is a folder, not a regular file"),
         (["fit", "{d}/wide.svm"], "X has 2000000000 features"),
         (["fit", "{d}/broken.parquet", "--target", "price"], "cannot read "),
         (["fit", "{d}/latin.csv", "--target", "price"], "latin.csv is not UTF-8 text"),
-        # item 5: only a regular file or a missing path is replaced
+        # only a regular file or a missing path is replaced
         (["predict", "{d}/m.kp", "{d}/test.csv", "-o", "{d}/fifo.csv"], "is a FIFO"),
         (["predict", "{d}/m.kp", "{d}/test.csv", "-o", "{d}/link.csv"], "is a symbolic link"),
         (["fit", "{d}/train.csv", "--target", "price", "-o", "{d}/folder.kp"], "is a folder"),
@@ -368,3 +370,190 @@ def test_loss_and_probabilities_on_the_command_line(files, capsys):
         "--loss", "logistic",
     )  # fmt: skip
     assert code == 1 and "--loss: the target is numeric" in err
+
+
+def _data(n=90, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    return X, np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+
+
+def test_outputs_replace_only_a_regular_file_or_a_missing_path(tmp_path):
+    """``save`` and ``write_predictions`` renamed their file onto whatever the path held:
+    a FIFO, a symbolic link (the link replaced, not its target) or, as root, a device."""
+    import os
+
+    from kernelpath.data import write_predictions
+
+    X, y = _data(60)
+    est = kp.NystromRegressor(n_centers=10, random_state=0).fit(X, y)
+    target = tmp_path / "target.kp"
+    target.write_bytes(b"kept")
+    os.symlink(target, tmp_path / "link.kp")
+    os.mkfifo(tmp_path / "fifo.kp")
+    (tmp_path / "folder.kp").mkdir()
+    for name, what in [("link.kp", "symbolic link"), ("fifo.kp", "FIFO"), ("folder.kp", "folder")]:
+        with pytest.raises(ValueError, match=f"path: .*{name}' is a {what}"):
+            kp.save(est, tmp_path / name)
+    for name, what in [("link.npy", "symbolic link"), ("fifo.csv", "FIFO")]:
+        os.symlink(target, tmp_path / "link.npy") if "link" in name else os.mkfifo(tmp_path / name)
+        with pytest.raises(ValueError, match=f"is a {what}"):
+            write_predictions(est, X, tmp_path / name)
+    assert target.read_bytes() == b"kept" and (tmp_path / "link.kp").is_symlink()
+    assert (tmp_path / "fifo.kp").is_fifo() and (tmp_path / "folder.kp").is_dir()
+    # a regular file and a missing path are still written
+    kp.save(est, target)
+    kp.save(est, tmp_path / "new.kp")
+    np.testing.assert_array_equal(kp.load(target).predict(X), est.predict(X))
+
+
+# ----------------------------------------------------------------------------- model files
+def _fitted(classes=None):
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 3))
+    if classes is None:
+        return kp.NystromRegressor(kp.Gaussian(1.0), n_centers=20).fit(X, X[:, 0]), X
+    y = np.asarray(classes)[(X[:, 0] > 0).astype(int)]
+    return kp.NystromClassifier(kp.Gaussian(1.0), n_centers=20).fit(X, y), X
+
+
+# ----------------------------------------------------------------------------- CSV
+def test_csv_integer_column_that_holds_a_fraction_after_the_first_block(tmp_path, monkeypatch):
+    # the types are inferred from the first block; a later 3.5 in an "integer" column is a
+    # valid number, not an error
+    monkeypatch.setattr(tables, "CSV_BATCH_BYTES", 1024)
+    n = 2000
+    a = np.arange(n, dtype=float)
+    a[-1] = 3.5
+    path = tmp_path / "t.csv"
+    with open(path, "w") as fh:
+        fh.write("a,b,y\n")
+        for i in range(n):
+            fh.write(f"{a[i]:g},{i % 7},{i % 3}\n")
+    X, y = read_table(path, target="y")
+    assert X.shape == (n, 2) and y is not None
+    np.testing.assert_array_equal(np.asarray(X)[:, 0], a)
+    assert np.asarray(y)[-1] == (n - 1) % 3
+
+
+def test_csv_with_duplicate_column_names_is_a_value_error(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("a,a,y\n1,2,3\n4,5,6\n")
+    with pytest.raises(ValueError, match=r"duplicate column names \['a'\]"):
+        read_table(path, target="y")
+
+
+def test_csv_binary_copy_is_unlinked_before_it_is_written(tmp_path, monkeypatch):
+    # a signal mid-read (SIGKILL included) can leave nothing behind: the copy has no name
+    # from the start
+    path = tmp_path / "t.csv"
+    path.write_text("a,b,y\n" + "".join(f"{i},{i * 2},{i % 2}\n" for i in range(50)))
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    real = os.fdopen
+    seen = []
+
+    class Spy:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def write(self, data):
+            seen.append(sorted(os.listdir(cache)))
+            return self.fh.write(data)
+
+        def __getattr__(self, name):
+            return getattr(self.fh, name)
+
+    monkeypatch.setattr(tables.os, "fdopen", lambda fd, *a, **k: Spy(real(fd, *a, **k)))
+    X, _ = read_table(path, target="y", cache_dir=cache)
+    assert seen and all(names == [] for names in seen)
+    assert np.asarray(X)[49, 1] == 98.0
+
+
+# ----------------------------------------------------------------------------- outputs
+def test_an_output_in_a_missing_folder_is_refused_before_the_fit(tmp_path, capsys, monkeypatch):
+    import kernelpath as kp
+    from kernelpath.cli import main
+    from kernelpath.estimators import NystromRegressor
+
+    est, _ = _fitted()
+    out = tmp_path / "missing" / "m.kp"
+    with pytest.raises(ValueError, match="path: no folder"):
+        kp.save(est, out)
+    path = tmp_path / "t.csv"
+    path.write_text("a,b,y\n" + "".join(f"{i},{i % 5},{i % 3}\n" for i in range(40)))
+    fits = []
+    monkeypatch.setattr(NystromRegressor, "fit", lambda self, *a, **k: fits.append(1))
+    code = main(["fit", str(path), "--target", "y", "-o", str(out), "--quiet", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 1 and fits == []  # before: the whole fit, then the temporary file's name
+    assert "--output: no folder" in err and ".kernelpath-" not in err
+    code = main(["predict", str(path), str(path), "-o", str(tmp_path / "no" / "p.csv")])
+    assert code == 1 and "--output: no folder" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not hasattr(os, "kill") or os.name != "posix", reason="POSIX signals")
+def test_sigterm_mid_predict_leaves_no_temporary_file(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3000, 8))
+    est = kp.NystromRegressor(kp.Gaussian(2.0), n_centers=2000, penalty=1e-3).fit(X, X[:, 0])
+    kp.save(est, tmp_path / "m.kp")
+    np.save(tmp_path / "big.npy", rng.standard_normal((2_000_000, 8)))
+    out = tmp_path / "out"
+    out.mkdir()
+    cmd = [sys.executable, "-m", "kernelpath.cli", "predict", str(tmp_path / "m.kp")]
+    cmd += [str(tmp_path / "big.npy"), "-o", str(out / "p.npy"), "--quiet", "--no-progress"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not any(p.name.startswith(".kernelpath-") for p in out.iterdir()):
+        assert proc.poll() is None and time.monotonic() < deadline, "no temporary file seen"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143 and "terminated" in err
+    assert list(out.iterdir()) == []  # before: .kernelpath-*.npy stayed behind
+
+
+def test_next_writer_removes_what_a_killed_process_left(tmp_path):
+    """SIGKILL runs no handler: a writer killed mid-write leaves its temporary file. The
+    next writer in that folder removes it (its process is gone); a live process's
+    temporary file, and other hosts', stay."""
+    import subprocess
+    import sys
+
+    import kernelpath as kp
+    from kernelpath.data.files import _host
+
+    code = (
+        "import os, sys, tempfile; from kernelpath.data.files import temporary; "
+        "temporary(sys.argv[1], '.kp'); temporary(sys.argv[1], directory=True); "
+        "os.kill(os.getpid(), 9)"
+    )
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=False)
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert len(left) == 2 and all(n.startswith(f".kernelpath-{_host()}-") for n in left)
+    mine = tmp_path / f".kernelpath-{_host()}-{os.getpid()}-inflight.kp"
+    other = tmp_path / ".kernelpath-otherhost-1-x.kp"
+    # the same host name in another PID namespace (a container sharing
+    # the volume), whose process 1 is alive there and unknown here
+    host = _host().split("_ns")[0]
+    if os.path.exists("/proc/self/ns/pid"):  # the names say which namespace wrote them
+        assert all(n.startswith(f".kernelpath-{host}_ns") for n in left)
+    sibling = tmp_path / f".kernelpath-{host}_ns1-{2**22 + 7}-x.kp"
+    mine.write_bytes(b"")
+    other.write_bytes(b"")
+    sibling.write_bytes(b"")
+    X, y = np.random.default_rng(0).standard_normal((60, 2)), np.arange(60.0)
+    est = kp.NystromRegressor(kp.Gaussian(1.0), n_centers=10, penalty=1e-3).fit(X, y)
+    kp.save(est, tmp_path / "m.kp")
+    kept = sorted(["m.kp", mine.name, other.name, sibling.name])
+    assert sorted(p.name for p in tmp_path.iterdir()) == kept

@@ -1,4 +1,4 @@
-"""The defaults (issue 24): inputs scaled by folding the feature scales into the widths, the
+"""The defaults: inputs scaled by folding the feature scales into the widths, the
 width chosen by the screen, ``refit="auto"``; each against an independent computation."""
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ def test_the_default_fit_is_the_fit_at_its_width_plus_the_search():
         a = Est(random_state=0).fit(X, y)
         b = Est(kernel=a.kernel_, random_state=0).fit(X, y)
         # equal up to the summation order of the dense factorizations, whose BLAS threads
-        # follow the cores other processes leave free when each fit starts (issue 43): the
+        # follow the cores other processes leave free when each fit starts: the
         # random-features fit differed by 2e-10 between a loaded and a quiet start
         np.testing.assert_allclose(
             a.predict(X), b.predict(X), rtol=1e-9, atol=1e-12, err_msg=Est.__name__

@@ -1,4 +1,4 @@
-"""The Nyström direct path's QR route (issue 45): the spectrum of AᵀWA from a QR of W^½ A
+"""The Nyström direct path's QR route: the spectrum of AᵀWA from a QR of W^½ A
 and an SVD of its triangle, against the normal equations and a least-squares solve."""
 
 import numpy as np

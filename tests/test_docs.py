@@ -1,4 +1,4 @@
-"""Every code block of the README and the documentation runs (issue 27).
+"""Every code block of the README and the documentation runs.
 
 The ```python blocks of a page run in order in one namespace, and its ```bash blocks line by
 line in a shell, all in one temporary directory: a page may build on its earlier blocks and

@@ -16,7 +16,7 @@ from sklearn.exceptions import NotFittedError
 
 import kernelpath as kp
 
-from .test_hardening import resigned
+from .test_model_files import resigned
 
 #: Derandomized in the suite (the same examples on every run); ``KERNELPATH_FUZZ=N`` runs N
 #: random examples per entry point instead (a deeper search, outside CI).
@@ -315,7 +315,7 @@ def test_cli_fit_on_arbitrary_files(tmp_path_factory, text, argv):
     assert (folder / "m.kp").exists() == (code == 0)
 
 
-# --------------------------------------------------------------------- issue 25's classes
+# --------------------------------------------------------------------- files and widths
 _MODEL = kp.NystromRegressor(kp.Gaussian(1.0), n_centers=8, random_state=0).fit(X0, Y0)
 
 
@@ -397,7 +397,7 @@ def test_read_table_on_arbitrary_csv(tmp_path_factory, header, cells):
         assert str(exc), "an empty message"
 
 
-# ------------------------------------------------------------------ issue 47's classes
+# ------------------------------------------------------------------ targets, weights, labels
 extreme = st.one_of(
     floats,
     st.sampled_from([1e308, 5e-324, -1.0, 0.0, 1e-300, 1e300, 1e200, 1e60, 1e61]),
@@ -416,7 +416,7 @@ extreme = st.one_of(
 )
 def test_weights_and_target_scales(name, weights, scale):
     """Sample weights anywhere in (and beyond) the float range, complex weights, and
-    targets from 1e-200 to 1e160 (items 11, 14, 17, 18): a named refusal or a finite model."""
+    targets from 1e-200 to 1e160 : a named refusal or a finite model."""
     est = REGRESSORS[name]()
     _refused_or_sane(lambda: est.fit(X0, Y0 * scale, sample_weight=weights), _finite_model)
 
@@ -433,7 +433,7 @@ def test_weights_and_target_scales(name, weights, scale):
     )
 )
 def test_class_weights(name, weights):
-    """Class weights of every kind for the batch and online classifiers (items 11, 21)."""
+    """Class weights of every kind for the batch and online classifiers."""
     online = {
         "IncrementalRLSClassifier": lambda: kp.IncrementalRLSClassifier(class_weight=weights),
         "RebalancedRLSClassifier": lambda: kp.RebalancedRLSClassifier(class_weight=weights),
@@ -453,7 +453,7 @@ def test_class_weights(name, weights):
     ),
 )
 def test_streamed_labels(name, first, second):
-    """Two batches of labels of any mix of types (items 21, 27): refused naming the labels,
+    """Two batches of labels of any mix of types: refused naming the labels,
     or a classifier whose classes are of one type."""
     est = getattr(kp, name)()
 
@@ -469,7 +469,7 @@ def test_streamed_labels(name, first, second):
     _refused_or_sane(run, one_type)
 
 
-# ------------------------------------------------------------------ issue 47's new classes
+# ------------------------------------------------------------------ the newer classes
 _json = st.recursive(
     st.one_of(
         st.none(),

@@ -174,9 +174,10 @@ def test_semiparametric_file_loads_and_predicts_as_it_did():
 
 
 def refit_outputs(seed: int | None = None) -> dict[str, np.ndarray]:
-    """Every batch model fit again with the defaults it had (before issue 24: inputs as they
-    are, a named kernel at the median width, no refit), and its outputs on XT; with a seed,
-    fit on rows and targets perturbed by (1 + γ_n ξ), n the number of rows."""
+    """Every batch model fit again with the defaults it had (before the inputs were
+    scaled: inputs as they are, a named kernel at the median width, no refit), and its
+    outputs on XT; with a seed, fit on rows and targets perturbed by (1 + γ_n ξ), n the
+    number of rows."""
     Xfit, targets = X, TARGETS
     if seed is not None:
         rng = np.random.default_rng(seed)
@@ -232,7 +233,7 @@ def refits(tmp_path_factory):
 def test_fitting_again_gives_the_same_model(case, refits):
     name = case[0]
     if name == "nystrom-auto-width":
-        pytest.skip("sigma='auto' with a hold-out is the width screen since issue 24")
+        pytest.skip("sigma='auto' with a hold-out is the width screen with the inputs scaled")
     methods = [k.split("/", 1)[1] for k in refits if k.startswith(name + "/")]
     assert methods, name
     got = {m: refits[f"{name}/{m}"] for m in methods}

@@ -1,4 +1,4 @@
-"""The README's first set-up command on a plain install (issue 25): a fresh virtual
+"""The README's first set-up command on a plain install: a fresh virtual
 environment with nothing but the core dependencies, ``python -m pip install .``, then
 ``kernelpath demo`` and the command line on a CSV file (fit, predict)."""
 

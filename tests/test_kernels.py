@@ -75,7 +75,7 @@ def test_squared_distances_never_negative_far_from_origin(rng):
     G = K.Gaussian(sigma=0.1)(X, X)
     assert np.all(G <= 1.0) and np.all(G >= 0.0)
     # a width of the data's spread, 1e-3, is below what norms of 1e4 resolve (the rounding
-    # of d^2, 1e-6, is a whole width^2): refused with the smallest safe width (issue 25)
+    # of d^2, 1e-6, is a whole width^2): refused with the smallest safe width
     with pytest.raises(ValueError, match=r"too narrow .* give sigma >= 0.00\d+ .* or center"):
         K.Gaussian(sigma=1e-3)(X, X)
     L = K.Laplacian(sigma=1.0)(X, X)
@@ -132,3 +132,50 @@ def test_kernel_params_roundtrip():
     )
     with pytest.raises(ValueError, match="invalid parameter"):
         k.set_params(bandwidth=1.0)
+
+
+# ----------------------------------------------------------------------------- widths
+@pytest.mark.parametrize("sigma", [1e-200, 1e-155, 1e155, 1e200])
+def test_an_unrepresentable_width_is_refused_where_it_is_given(sigma):
+    import kernelpath as kp
+
+    with pytest.raises(ValueError, match=r"sigma must be in \[1e-150, 1e\+150\]"):
+        kp.Gaussian(sigma)
+    with pytest.raises(ValueError, match=r"per-feature width must be in \[1e-150"):
+        kp.Laplacian(np.array([1.0, sigma]))
+
+
+def test_a_width_that_overflows_the_data_in_widths_is_refused_at_fit():
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 3)) * 1e150
+    y = rng.standard_normal(200)
+    for est in (
+        kp.EigenProRegressor(kp.Gaussian(1e-82), scale=False),  # ZeroDivisionError before
+        kp.NystromRegressor(kp.Gaussian(1e-82), scale=False, n_centers=20),
+    ):
+        with pytest.raises(
+            ValueError, match=r"sigma: a width of 1e-82 is too narrow .* give sigma >="
+        ):
+            est.fit(X, y)
+
+
+def test_a_narrow_width_is_a_nearly_diagonal_kernel_and_a_too_narrow_one_an_error():
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 3))  # |x| up to about 3, distances at least 0.01
+    K = kp.Gaussian(1e-5)(X, X)  # ||x / sigma|| up to 4e5: the kernel is exact, diagonal
+    np.testing.assert_allclose(K, np.eye(60), rtol=0, atol=1e-3)  # rounding 4(d+2) eps |x/s|^2
+    est = kp.NystromRegressor(kp.Gaussian(1e-5), n_centers=20, scale=False).fit(X, X[:, 0])
+    assert np.all(np.isfinite(est.coef_))
+    # at 1e-140 the rounding of the norms, in widths, made k(x, x) = 0 (before the fix)
+    with pytest.raises(ValueError, match="too narrow for the values of the centers"):
+        kp.Gaussian(1e-140)(X, X)
+    with pytest.raises(ValueError, match="too narrow for the values of X"):
+        kp.NystromRegressor(kp.Gaussian(1e-140), n_centers=20, scale=False).fit(X, X[:, 0])
+    # far from the origin the same spread needs a wider kernel: centering fixes it
+    far = X + 1e6
+    with pytest.raises(ValueError, match="or center the data"):
+        kp.NystromRegressor(kp.Gaussian(1e-2), n_centers=20, scale=False).fit(far, X[:, 0])

@@ -524,3 +524,278 @@ def test_coefficients_whose_predictions_overflow_are_refused(tmp_path):
     bad.write_bytes(safetensors.save(tensors, metadata=header))
     with pytest.raises(kp.ModelFileError, match=r"big\.kp.*coef_"):
         kp.load(bad, key="secret")
+
+
+def _resigned(src, dst, edit):
+    """``src`` with its header edited by ``edit(header)`` and its (unkeyed) checksum
+    recomputed: what anyone can forge."""
+    import safetensors.numpy as st
+
+    from kernelpath.model_files import _checksum, _header
+
+    data = open(src, "rb").read()
+    tensors, header = st.load(data), _header(data)
+    edit(header)
+    header["checksum"] = _checksum(header, tensors)
+    dst.write_bytes(st.save(tensors, metadata=header))
+    return dst
+
+
+def _model_edit(path, text):
+    """An edit of the model tree: the first occurrence of ``path`` (a JSON fragment)
+    replaced by ``text``."""
+
+    def edit(header):
+        assert path in header["model"], path
+        header["model"] = header["model"].replace(path, text, 1)
+
+    return edit
+
+
+def test_load_checks_the_header_against_the_file_before_reading_it(tmp_path):
+    """``load`` read the whole file before looking at its header: an 8 GB sparse file
+    cost 8.6 GB. Now bytes after the arrays the header describes are refused first."""
+    import os
+    import tracemalloc
+
+    X, y, _ = _data(60)
+    path = tmp_path / "m.kp"
+    kp.save(kp.NystromRegressor(n_centers=10, random_state=0).fit(X, y), path)
+    size = os.path.getsize(path)
+    os.truncate(path, size + 2**30)  # a sparse gigabyte after the arrays
+    tracemalloc.start()
+    try:
+        with pytest.raises(kp.ModelFileError, match="follow the header"):
+            kp.load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 * 2**20
+    os.truncate(path, size - 1)  # cut short: the last array's bytes are missing
+    with pytest.raises(kp.ModelFileError, match="do not fit a file"):
+        kp.load(path)
+
+
+def test_a_wide_header_is_checked_in_linear_time(tmp_path):
+    """The duplicate-column check counted each name in the list (60,000 columns: 125 s).
+    Now the names are counted once: no per-name scan of the list (``count``, ``in``);
+    the messages list 20 of them."""
+    from kernelpath.data.tables import _choose_columns
+
+    class Names(list):
+        """A header whose per-name scans (quadratic over all names) fail the test."""
+
+        def count(self, value):
+            raise AssertionError("a scan of every name per name")
+
+        def __contains__(self, value):
+            raise AssertionError("a scan of every name per name")
+
+    names = Names(f"c{i}" for i in range(40_000))
+    assert _choose_columns(names, "c7", None, "t.csv")[:2] == ["c0", "c1"]
+    assert _choose_columns(names, "c7", ["c9", "c1"], "t.csv") == ["c9", "c1"]
+    with pytest.raises(ValueError, match=r"duplicate column names \['c0', 'c5'\]"):
+        _choose_columns(Names([*names, "c5", "c0"]), None, None, "t.csv")
+    with pytest.raises(ValueError, match=r"no column \[.*\] and 19980 more"):
+        _choose_columns(names, None, [f"x{i}" for i in range(20_000)], "t.csv")
+    with pytest.raises(ValueError, match=r"columns: \['c3'\] named more than once"):
+        _choose_columns(names, None, ["c3", "c4", "c3"], "t.csv")
+
+
+def test_forged_headers_are_model_file_errors(tmp_path):
+    """Re-signed files (the checksum is unkeyed): a NaN intercept or calibration loaded
+    (NaN predictions), a deeply nested header raised RecursionError, a non-ASCII signature
+    TypeError, a non-JSON user_code JSONDecodeError, three classes over two-class
+    coefficients loaded. Each is now a ModelFileError at load."""
+    import json
+
+    X, y, _ = _data(80)
+    reg = tmp_path / "r.kp"
+    kp.save(kp.NystromRegressor(n_centers=10, random_state=0).fit(X, y), reg)
+    clf = tmp_path / "c.kp"
+    kp.save(kp.NystromClassifier(n_centers=10, random_state=0).fit(X, y > 0), clf)
+    tree = json.loads(kp.model_files._header(open(reg, "rb").read())["model"])
+    intercept = json.dumps(tree["state"]["intercept_"])
+    cases = {
+        "nan intercept": (
+            reg,
+            _model_edit(f'"intercept_": {intercept}', '"intercept_": {"$float": "nan"}'),
+        ),
+        "nan literal": (reg, _model_edit(f'"intercept_": {intercept}', '"intercept_": NaN')),
+        "deep": (reg, lambda h: h.__setitem__("model", "[" * 100_000 + "]" * 100_000)),
+        "user code": (reg, lambda h: h.__setitem__("user_code", "not json")),
+        "classes": (
+            clf,
+            _model_edit(
+                '"classes_": {"$array"',
+                '"classes_": {"$items": [0, 1, 2], "shape": [3], "kind": "O"}, "x": {"$array"',
+            ),
+        ),
+    }
+    for name, (src, edit) in cases.items():
+        with pytest.raises(kp.ModelFileError):
+            kp.load(_resigned(src, tmp_path / f"{name}.kp", edit))
+    signed = tmp_path / "s.kp"
+    kp.save(kp.load(reg), signed, key="k")
+    forged = _resigned(signed, tmp_path / "sig.kp", lambda h: h.__setitem__("signature", "é" * 64))
+    with pytest.raises(kp.ModelFileError, match="signature does not match"):
+        kp.load(forged, key="k")
+
+
+# ----------------------------------------------------------------------------- model files
+def _fitted(classes=None):
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 3))
+    if classes is None:
+        return kp.NystromRegressor(kp.Gaussian(1.0), n_centers=20).fit(X, X[:, 0]), X
+    y = np.asarray(classes)[(X[:, 0] > 0).astype(int)]
+    return kp.NystromClassifier(kp.Gaussian(1.0), n_centers=20).fit(X, y), X
+
+
+def resigned(data, edit):
+    """The bytes of a model file whose contents ``edit(header, model_tree, tensors)``
+    changed, with its checksum recomputed, as anyone can (the checksum is not keyed)."""
+    import json
+
+    from safetensors.numpy import load as st_load
+    from safetensors.numpy import save as st_save
+
+    from kernelpath import model_files as mf
+
+    tensors, header = dict(st_load(data)), mf._header(data)
+    tree = json.loads(header["model"])
+    edit(header, tree, tensors)
+    header["model"] = json.dumps(tree)
+    header["checksum"] = mf._checksum(header, tensors)
+    return st_save(tensors, metadata=header)
+
+
+def _resign(src, dst, edit):
+    """``resigned`` from the file ``src`` to the file ``dst``."""
+    open(dst, "wb").write(resigned(open(src, "rb").read(), edit))
+
+
+def _peak(fn):
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - the error is checked by the caller
+        err = exc
+    else:
+        err = None
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak, err
+
+
+def _state_array(tree, attr):
+    return tree["state"][attr]["$array"]
+
+
+def test_a_resigned_file_with_a_text_array_bomb_is_refused_within_bounded_memory(tmp_path):
+    import kernelpath as kp
+    from kernelpath.model_files import ModelFileError
+
+    est, _ = _fitted(classes=["no", "yes"])
+    kp.save(est, tmp_path / "m.kp")
+
+    def bomb(header, tree, tensors):
+        # 40,000 short items and one of 20,000 characters: a few hundred kB of JSON, 3 GB as
+        # a fixed-width array
+        tree["state"]["classes_"] = {
+            "$items": ["a"] * 40_000 + ["b" * 20_000],
+            "kind": "U",
+            "shape": [40_001],
+        }
+
+    _resign(tmp_path / "m.kp", tmp_path / "bomb.kp", bomb)
+    size = os.path.getsize(tmp_path / "bomb.kp")
+    peak, err = _peak(lambda: kp.load(tmp_path / "bomb.kp"))
+    assert isinstance(err, ModelFileError) and "text array" in str(err)
+    assert peak <= 2 * size + 64 * 2**20, peak
+
+
+def test_a_resigned_file_with_an_empty_but_huge_coefficient_array_is_refused(tmp_path):
+    import kernelpath as kp
+    from kernelpath.model_files import ModelFileError
+
+    est, _ = _fitted()
+    kp.save(est, tmp_path / "m.kp")
+
+    def huge(header, tree, tensors):
+        tensors[_state_array(tree, "coef_")] = np.zeros((0, 10**9))
+
+    _resign(tmp_path / "m.kp", tmp_path / "huge.kp", huge)
+    with pytest.raises(ModelFileError, match="do not fit a file"):
+        kp.load(tmp_path / "huge.kp")
+
+
+def test_a_resigned_file_with_nan_or_inconsistent_coefficients_is_refused(tmp_path):
+    import kernelpath as kp
+    from kernelpath.model_files import ModelFileError
+
+    est, X = _fitted()
+    kp.save(est, tmp_path / "m.kp")
+
+    def nan(header, tree, tensors):
+        key = _state_array(tree, "coef_")
+        tensors[key] = tensors[key].copy()
+        tensors[key][3] = np.nan
+
+    def short(header, tree, tensors):
+        key = _state_array(tree, "coef_")
+        tensors[key] = tensors[key][:5].copy()
+
+    _resign(tmp_path / "m.kp", tmp_path / "nan.kp", nan)
+    with pytest.raises(ModelFileError, match="NaN or infinity"):
+        kp.load(tmp_path / "nan.kp")
+    _resign(tmp_path / "m.kp", tmp_path / "short.kp", short)
+    with pytest.raises(ModelFileError, match="does not fit 20 centers"):
+        kp.load(tmp_path / "short.kp")
+    # the untouched file still loads and predicts as saved
+    np.testing.assert_array_equal(kp.load(tmp_path / "m.kp").predict(X), est.predict(X))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX special files")
+def test_load_refuses_devices_and_fifos_without_reading_them(tmp_path):
+    import kernelpath as kp
+    from kernelpath.model_files import ModelFileError
+
+    os.symlink("/dev/zero", tmp_path / "zero.kp")
+    with pytest.raises(ModelFileError, match="not a regular file"):
+        kp.load(tmp_path / "zero.kp")
+    os.mkfifo(tmp_path / "fifo.kp")
+    with pytest.raises(ModelFileError, match="not a regular file"):
+        kp.load(tmp_path / "fifo.kp")  # before the fix: blocked forever in open()
+
+
+def test_keyed_signature(tmp_path):
+    import kernelpath as kp
+    from kernelpath.model_files import ModelFileError
+
+    est, X = _fitted()
+    kp.save(est, tmp_path / "signed.kp", key="s3cret")
+    kp.save(est, tmp_path / "plain.kp")
+    np.testing.assert_array_equal(
+        kp.load(tmp_path / "signed.kp", key="s3cret").predict(X), est.predict(X)
+    )
+    kp.load(tmp_path / "signed.kp")  # without a key: the checksum only
+    with pytest.raises(ModelFileError, match="signature does not match"):
+        kp.load(tmp_path / "signed.kp", key=b"other")
+    with pytest.raises(ModelFileError, match="not signed"):
+        kp.load(tmp_path / "plain.kp", key="s3cret")
+
+    def forge(header, tree, tensors):  # the checksum is recomputed; the signature cannot be
+        key = _state_array(tree, "coef_")
+        tensors[key] = tensors[key] * 2
+
+    _resign(tmp_path / "signed.kp", tmp_path / "forged.kp", forge)
+    kp.load(tmp_path / "forged.kp")  # the checksum alone cannot tell
+    with pytest.raises(ModelFileError, match="signature does not match"):
+        kp.load(tmp_path / "forged.kp", key="s3cret")
+    with pytest.raises(TypeError, match="key must be"):
+        kp.save(est, tmp_path / "x.kp", key=123)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from sklearn.model_selection import KFold, PredefinedSplit
 
+import kernelpath as kp
 from kernelpath import (
     Gaussian,
     KRLSClassifier,
@@ -290,3 +291,49 @@ def test_bad_model_selection_input():
         KRLSRegressor(cv="loo").fit(X, y, sample_weight=w)
     with pytest.raises(ValueError, match="validation_fraction=0 turns selection off"):
         KRLSRegressor([Gaussian(1.0), Gaussian(2.0)], penalty=1e-3, validation_fraction=0).fit(X, y)
+
+
+@pytest.mark.parametrize("cv", [3, "splitter"])
+def test_random_features_k_fold_refits_at_the_chosen_penalty(cv):
+    """k-fold random features raised IndexError at the refit (the fold-averaged path keeps
+    no coefficients); the model is now the closed form on its feature map at the chosen λ."""
+    from sklearn.model_selection import KFold
+
+    X, y = _xy()
+    est = kp.RandomFeaturesRegressor(
+        n_features=40, cv=KFold(4) if cv == "splitter" else cv, random_state=0
+    ).fit(X, y)
+    F = est.features_.transform(X)
+    n = len(X)
+    ref = np.linalg.solve(F.T @ F + est.penalty_ * n * np.eye(40), F.T @ (y - y.mean()))
+    np.testing.assert_allclose(est.coef_, ref, rtol=1e-6, atol=1e-8 * np.abs(ref).max())
+    labels = (y > 0).astype(int)
+    clf = kp.RandomFeaturesClassifier(n_features=40, cv=3, random_state=0).fit(X, labels)
+    assert clf.score(X, labels) > 0.9
+
+
+def test_cv_as_a_list_of_splits():
+    """scikit-learn's convention: ``cv`` may be an iterable of (train, validation) index
+    arrays; it was refused ("cv must be ... got list"). A list or a generator of the same
+    folds gives the model the splitter gives."""
+    from sklearn.model_selection import KFold
+
+    X, y = _data(120)
+    folds = list(KFold(3, shuffle=True, random_state=1).split(X))
+    kw = dict(n_centers=20, random_state=0)
+    ref = kp.NystromRegressor(cv=KFold(3, shuffle=True, random_state=1), **kw).fit(X, y)
+    for cv in (folds, (f for f in folds), [(np.isin(np.arange(120), t), v) for t, v in folds]):
+        est = kp.NystromRegressor(cv=cv, **kw).fit(X, y)
+        np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+    with pytest.raises(TypeError, match="split 0 must be a .train, validation. pair"):
+        kp.NystromRegressor(cv=[np.arange(10)], **kw).fit(X, y)
+    with pytest.raises(ValueError, match="cv: the iterable of splits is empty"):
+        kp.NystromRegressor(cv=[], **kw).fit(X, y)
+    with pytest.raises(ValueError, match="row indices outside"):
+        kp.NystromRegressor(cv=[(np.arange(100), np.arange(100, 200))], **kw).fit(X, y)
+
+
+def _xy(n=90, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    return X, np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+import kernelpath as kp
 from kernelpath import Gaussian, RandomFourierFeatures, RecursiveRLS
 
 
@@ -239,3 +240,135 @@ def test_recoding_helps_the_minority_class_on_digits(monkeypatch):
     res = bench_recoding(quick=True)["digits"]
     assert res["minority_gain_points"] >= 10
     assert res["overall_loss_points"] <= 1
+
+
+def _data(n=90, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    return X, np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+
+
+def test_semiparametric_takes_a_batch_of_one_d_targets():
+    """A batch's 1-D y was taken as one sample with n outputs ("X and y have different
+    numbers of samples: 30 and 1"). Now it is one output per sample, predicted 1-D, and
+    equal to the same fit on the (n, 1) column."""
+
+    def affine(X):
+        X = np.asarray(X, dtype=np.float64)
+        return np.hstack([X, np.ones((len(X), 1))])[:, None, :]
+
+    X, y = _data(30)
+    one = kp.SemiparametricRegressor(affine, n_features=20, random_state=0).fit(X, y)
+    col = kp.SemiparametricRegressor(affine, n_features=20, random_state=0).fit(X, y[:, None])
+    assert one.predict(X).shape == (30,) and col.predict(X).shape == (30, 1)
+    np.testing.assert_array_equal(one.predict(X), col.predict(X)[:, 0])
+    # one sample: its 1-D y is its T outputs, as documented
+    one.partial_fit(X[0], y[:1])
+    with pytest.raises(TypeError, match="y must be real numbers"):
+        one.partial_fit(X[:3], y[:3] + 5j)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda f: kp.RecursiveRLS(features=f),
+        lambda f: kp.IncrementalRLSClassifier(features=f),
+        lambda f: kp.RebalancedRLSClassifier(features=f),
+    ],
+    ids=["rls", "incremental", "rebalanced"],
+)
+def test_fit_forgets_the_feature_map_of_an_earlier_stream(make, tmp_path):
+    """``fit`` ("forget everything") kept the map fitted on the first stream: the unfitted
+    ``features`` parameter was fitted in place (a data-dependent width 25.2 against
+    2.57). Now the parameter stays unfitted and each stream fits its own map."""
+    from sklearn.base import clone
+
+    rng = np.random.default_rng(0)
+    wide, narrow = 10 * rng.standard_normal((200, 3)), rng.standard_normal((200, 3))
+    y = (narrow[:, 0] > 0).astype(int)
+    fmap = kp.RandomFourierFeatures(kp.Gaussian("median"), n_features=50, random_state=0)
+    est = make(fmap).fit(wide, y)
+    assert not hasattr(fmap, "kernel_") and est.features_ is not fmap  # parameter untouched
+    first = est.features_.kernel_.sigma
+    est.fit(narrow, y)
+    fresh = make(clone(fmap)).fit(narrow, y)
+    assert est.features_.kernel_.sigma == pytest.approx(fresh.features_.kernel_.sigma)
+    assert first > 5 * est.features_.kernel_.sigma
+    np.testing.assert_array_equal(est.predict(narrow), fresh.predict(narrow))
+    # a fitted map is used as given (a map shared across learners), and files keep it
+    shared = kp.RandomFourierFeatures(kp.Gaussian(1.0), n_features=50, random_state=0).fit(narrow)
+    est = make(shared).fit(narrow, y)
+    assert est.features_ is shared
+    kp.save(est, tmp_path / "m.kp")
+    np.testing.assert_array_equal(kp.load(tmp_path / "m.kp").predict(narrow), est.predict(narrow))
+
+
+def test_online_classifiers_check_their_labels():
+    """After text labels a number became a class; a continuous target became 120 classes;
+    the rebalanced learner on X + 1e10 raised LinAlgError."""
+    X, y = _data(120)
+    clf = kp.IncrementalRLSClassifier().fit(X[:50], np.where(y[:50] > 0, "a", "b"))
+    before = clf.classes_.tolist()
+    with pytest.raises(TypeError, match="number labels, but the classes seen so far are text"):
+        clf.partial_fit(X[:1], [7])
+    assert clf.classes_.tolist() == before and sorted(before) == ["a", "b"]
+    for make in (kp.IncrementalRLSClassifier, kp.RebalancedRLSClassifier):
+        with pytest.raises(ValueError, match="continuous target"):
+            make().fit(X, y)
+        assert sorted(make().fit(X, (y > 0).astype(float)).classes_.tolist()) == [0.0, 1.0]
+    with pytest.raises(ValueError, match="penalty=0.01 is below the rounding"):
+        kp.RebalancedRLSClassifier().fit(X + 1e10, y > 0).predict(X[:3] + 1e10)
+
+
+def affine_regressor(X):
+    """Φ(x) = [x, 1] for one output (module level: the checks pickle the estimator)."""
+    X = np.asarray(X, dtype=np.float64)
+    return np.hstack([X, np.ones((len(X), 1))])[:, None, :]
+
+
+def test_online_learners_without_a_feature_map_pickle():
+    import pickle
+
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((40, 3))
+    labels = np.array(["a", "b"])[(X[:, 0] > 0).astype(int)]
+    for est, y in (
+        (kp.RecursiveRLS(), X[:, 0]),
+        (kp.IncrementalRLSClassifier(), labels),
+        (kp.RebalancedRLSClassifier(), labels),
+    ):
+        est.partial_fit(X[:30], y[:30])
+        back = pickle.loads(pickle.dumps(est))
+        np.testing.assert_array_equal(back.predict(X[30:]), est.predict(X[30:]))
+        back.partial_fit(X[30:], y[30:])  # the stream goes on
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        "RecursiveRLS",
+        "IncrementalRLSClassifier",
+        "RebalancedRLSClassifier",
+        "SemiparametricRegressor",
+    ],
+)
+def test_online_learners_pass_scikit_learns_estimator_checks(make):
+    import kernelpath as kp
+
+    from .conftest import check_estimator
+
+    # a 1-D x is one sample of a stream (documented: partial_fit(x_t, y_t)), so the checks
+    # that want a 1-D X refused cannot hold
+    one_sample = "a 1-D x is one sample of the stream, by design"
+    expected = {"check_fit2d_predict1d": one_sample}
+    if make == "RecursiveRLS":
+        expected["check_fit1d"] = one_sample
+    if make == "SemiparametricRegressor":  # a batch's 1-D y is n targets
+        check_estimator(
+            kp.SemiparametricRegressor(affine_regressor, n_features=20, random_state=0),
+            expected_failed_checks=expected,
+        )
+        return
+    check_estimator(getattr(kp, make)(), expected_failed_checks=expected)

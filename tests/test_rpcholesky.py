@@ -1,4 +1,4 @@
-"""Randomly pivoted Cholesky centers (issue 45): the factor's residual against an
+"""Randomly pivoted Cholesky centers: the factor's residual against an
 independent Nyström computation, and the pivots against uniform draws where the data
 have small distant clusters."""
 

@@ -367,7 +367,7 @@ def test_exact_single_penalty_cholesky_equals_eigen_path(rng):
 def test_direct_solver_warns_below_its_rounding_level():
     """A penalty far under the size of the most negative computed eigenvalue of the (PSD)
     whitened normal equations fits rounding (almost all of the solution's norm in the
-    unresolved directions). The direct solver then takes the QR route (issue 45), silently;
+    unresolved directions). The direct solver then takes the QR route, silently;
     where the budget has no room for it the fit keeps the rounding and says so; a penalty
     above that level does not."""
     rng = np.random.default_rng(0)
@@ -430,3 +430,42 @@ def test_cg_validation_errors_with_and_without_the_kept_image(rng, layout):
             assert path.val_error[idx] == pytest.approx(err, rel=1e-8)
     np.testing.assert_allclose(paths[None].val_error, paths[full - 1].val_error, rtol=1e-9)
     assert paths[None].best_index == paths[full - 1].best_index
+
+
+def _data(n=90, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    return X, np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+
+
+def test_exact_krls_at_a_penalty_below_rounding_on_duplicated_rows():
+    """penalty=1e-20 on duplicated rows: the Cholesky factor of a singular K + λI failed
+    (LinAlgError); now the eigendecomposition takes over and agrees with penalty=0."""
+    X, y = _data(100)
+    X2, y2 = np.vstack([X, X]), np.r_[y, y]
+    tiny = kp.KRLSRegressor(penalty=1e-20, random_state=0).fit(X2, y2).predict(X)
+    # the same penalty twice is a path: the eigendecomposition, which the fallback is
+    path = kp.KRLSRegressor(penalty=[1e-20, 1e-20], random_state=0).fit(X2, y2).predict(X)
+    np.testing.assert_allclose(tiny, path, rtol=1e-8, atol=1e-10)
+    assert np.all(np.isfinite(tiny))
+
+
+def test_extreme_penalties_and_tolerances_do_not_overflow():
+    """penalty=[1e-300, 1e300] overflowed the CG anchors' span (OverflowError); a logistic
+    tol of 1e300 overflowed tol**2."""
+    X, y = _data(100)
+    est = kp.NystromRegressor(n_centers=10, penalty=[1e-300, 1e300], random_state=0).fit(X, y)
+    assert est.penalty_ in (1e-300, 1e300) and np.all(np.isfinite(est.predict(X)))
+    clf = kp.NystromClassifier(n_centers=10, loss="logistic", tol=1e300, random_state=0)
+    assert np.all(np.isfinite(clf.fit(X, y > 0).predict_proba(X)))
+
+
+def test_a_huge_penalty_gives_the_zero_model_not_an_overflow():
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((100, 2))
+    y = X[:, 0] + 3.0
+    est = kp.KRLSRegressor(kp.Gaussian(1.0), penalty=1e200).fit(X, y)  # OverflowError before
+    assert np.all(np.isfinite(est.coef_)) and np.abs(est.coef_).max() < 1e-150
+    assert np.isfinite(est.path_.train_error).all()

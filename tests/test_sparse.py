@@ -305,8 +305,8 @@ def test_a_dask_array_of_sparse_chunks_fits_as_its_dense_chunks(name, kw):
     operators, feature maps and predictions take them as CSR; these rows are very sparse,
     so the Nyström family's centers stay CSR too): the model is the dense chunks' and the
     CSR matrix's in memory up to the rounding of the sparse products and of the chunks'
-    summation order, which CG's early stop amplifies to 1e-6 here (docs/design.md, item
-    15 of issue 47)."""
+    summation order, which CG's early stop amplifies to 1e-6 here (docs/design.md,
+    "Sparse rows")."""
     da = pytest.importorskip("dask.array")
     X = sparse_rows(1000, 300, 0.05, 0)
     y = np.asarray(X.sum(axis=1)).ravel()

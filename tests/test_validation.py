@@ -367,3 +367,176 @@ def test_kernels_and_learn_widths_take_lists_of_rows():
     want = kp.learn_widths(kp.Gaussian(1.0), X, np.sin(X[:, 0]), n_centers=10, max_iter=2,
                            random_state=0)  # fmt: skip
     np.testing.assert_array_equal(got.sigma, want.sigma)
+
+
+def _data(n=90, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    return X, np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: kp.RandomFeaturesRegressor(n_features=20, random_state=0),
+        lambda: kp.NystromRegressor(random_state=0),
+        lambda: kp.KRLSRegressor(),
+        lambda: kp.EigenProRegressor(random_state=0),
+    ],
+    ids=["rf", "nystrom", "krls", "eigenpro"],
+)
+def test_a_missing_target_is_refused_naming_y(make):
+    """A None in an object column became NaN past scikit-learn's check: random features
+    predicted NaN, the others blamed the penalty or the step."""
+    X, y = _data(60)
+    yo = y.astype(object)
+    yo[5] = None
+    with pytest.raises(ValueError, match="y must be finite: it has 1 NaN"):
+        make().fit(X, yo)
+    with pytest.raises(ValueError, match="y contains infinity"):  # scikit-learn's check
+        make().fit(X, np.where(np.arange(60) == 3, np.inf, y))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda X, y: kp.RecursiveRLS().partial_fit(X, y + 5j),
+        lambda X, y: kp.learn_widths(kp.Gaussian(1.0), X, y + 5j),
+        lambda X, y: kp.learn_widths(kp.Gaussian(1.0), X, y, sample_weight=np.ones(len(y)) + 1j),
+        lambda X, y: kp.NystromRegressor(n_centers=5).fit(X, y, sample_weight=y * 0 + 1j),
+        lambda X, y: kp.KernelOperator(X + 1j, X[:5], kp.Gaussian(1.0)),
+        lambda X, y: kp.Gaussian(1.0)(X + 1j, X),
+    ],
+    ids=["rls-y", "widths-y", "widths-weights", "fit-weights", "operator", "kernel"],
+)
+def test_complex_input_to_any_entry_is_refused_not_truncated(call):
+    """Complex y, weights and X were cast to float (a ComplexWarning, the imaginary part
+    dropped); the kernels returned complex values."""
+    import warnings
+
+    X, y = _data(40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no ComplexWarning on the way
+        with pytest.raises(TypeError, match="real numbers"):
+            call(X, y)
+
+
+@pytest.mark.parametrize("scale", [1e308, 5e-324])
+def test_weights_at_the_ends_of_the_float_range(scale):
+    """All-1e308 sample weights overflowed the rescaling's sum (ZeroDivisionError), all
+    5e-324 ones gave LinAlgError: equal weights are no weights, whatever their size."""
+    X, y = _data(80)
+    ref = kp.NystromRegressor(n_centers=10, random_state=0).fit(X, y).predict(X)
+    est = kp.NystromRegressor(n_centers=10, random_state=0)
+    np.testing.assert_allclose(est.fit(X, y, sample_weight=np.full(80, scale)).predict(X), ref)
+    labels = (y > 0).astype(int)
+    clf = kp.NystromClassifier(n_centers=10, random_state=0).fit(X, labels)
+    big = kp.NystromClassifier(n_centers=10, random_state=0, class_weight={0: 1e100, 1: 1e100})
+    np.testing.assert_allclose(big.fit(X, labels).decision_function(X), clf.decision_function(X))
+
+
+@pytest.mark.parametrize("scale", [1e77, 1e160])
+@pytest.mark.parametrize("make", [kp.NystromRegressor, kp.EigenProRegressor])
+def test_targets_whose_squares_overflow_are_refused_naming_y(make, scale):
+    """|y| >= 1e77 silently gave another model (the screen's tie rule overflowed) and
+    y * 1e160 an IndexError in EigenPro: refused, naming y and the way out."""
+    X, y = _data(60)
+    with pytest.raises(ValueError, match="y has values up to .*rescale the targets"):
+        make(random_state=0).fit(X, y * scale)
+    # below the limit the model scales with y: a power of two is exact
+    ref = kp.NystromRegressor(n_centers=10, random_state=0).fit(X, y).predict(X)
+    big = kp.NystromRegressor(n_centers=10, random_state=0).fit(X, y * 2.0**150).predict(X)
+    np.testing.assert_allclose(big / 2.0**150, ref, rtol=1e-9, atol=1e-12)
+
+
+def test_a_missing_pandas_label_is_named():
+    """A pandas ``string`` Series with NA gave "boolean value of NA is ambiguous"."""
+    pd = pytest.importorskip("pandas")
+    X, _ = _data(4)
+    labels = pd.Series(["a", "b", pd.NA, "a"], dtype="string")
+    for est in (kp.NystromClassifier(n_centers=2), kp.RebalancedRLSClassifier()):
+        with pytest.raises(ValueError, match="missing label"):
+            est.fit(X, labels)
+
+
+def test_messages_name_the_data_not_a_sigma_nobody_gave():
+    """Identical rows whose mean is inexact (0.3 in three columns) were refused with "sigma:
+    a width of 6.59e-10 is too narrow"; data at 1e150 asked for a sigma beyond range. The
+    first is constant data (the width falls back to 1), the second names X."""
+    rng = np.random.default_rng(0)
+    est = kp.NystromRegressor(random_state=0).fit(np.full((50, 3), 0.3), rng.standard_normal(50))
+    assert np.all(np.isfinite(est.predict(np.full((2, 3), 0.3))))
+    X = rng.standard_normal((100, 3)) * 1e150
+    for kernel in (kp.Gaussian("auto"), kp.Gaussian("median")):
+        with pytest.raises(ValueError, match="X: the widths a fit takes from the data"):
+            kp.NystromRegressor(kernel=kernel, n_centers=10, scale=False).fit(X, X[:, 0] / 1e150)
+    with pytest.raises(ValueError, match="X: the widths a fit takes from the data"):
+        kp.NystromRegressor(n_centers=10).fit(X, X[:, 0] / 1e150)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda X, y: kp.KRLSRegressor(max_iter=-1).fit(X, y), "max_iter must be"),
+        (lambda X, y: kp.KRLSRegressor(step=np.nan).fit(X, y), "step must be"),
+        (lambda X, y: kp.KRLSRegressor(nu=0).fit(X, y), "nu must be"),
+        (lambda X, y: kp.LeverageCenters(n_samples=0), "n_samples must be"),
+        (lambda X, y: kp.KernelOperator(X, X[:5], kp.Gaussian(1.0), n_jobs=0), "n_jobs must"),
+        (lambda X, y: kp.Polynomial(degree=10**6), r"degree must be an integer in \[1, 100\]"),
+        (lambda X, y: kp.Gaussian(1.0)(X * np.nan, X), "X contains NaN"),
+        (lambda X, y: kp.KernelOperator(X, X[:5] * np.inf, kp.Gaussian(1.0)), "centers contains"),
+    ],
+    ids=["max_iter", "step", "nu", "n_samples", "n_jobs", "degree", "kernel-nan", "operator-inf"],
+)
+def test_every_parameter_and_input_is_checked(call, message):
+    """Parameters the chosen filter does not use were never checked (KRLS with Tikhonov),
+    LeverageCenters(n_samples=0), n_jobs=0 and degree=10**6 were accepted, and kernels and
+    the operator returned NaN for NaN input."""
+    X, y = _data(60)
+    with pytest.raises(ValueError, match=message):
+        call(X, y)
+
+
+def test_weights_held_only_by_validation_rows_are_named():
+    """Found by the weights fuzz: when every positive weight fell in the rows held out,
+    the training targets' weighted mean divided by 0 (ZeroDivisionError)."""
+    X, y = _data(40)
+    for i in range(40):  # the one weighted row lands in the hold-out for some i
+        w = np.zeros(40)
+        w[i] = 1.0
+        try:
+            kp.KRLSRegressor(random_state=0).fit(X, y, sample_weight=w)
+        except ValueError as exc:
+            assert "rows this fit trains on have weight 0" in str(exc)
+            break
+    else:
+        pytest.fail("no split put the weighted row in the hold-out")
+
+
+# ----------------------------------------------------------------------------- input types
+def test_complex_input_is_refused_not_truncated():
+    import scipy.sparse
+
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 3)) + 1j
+    y = X.real[:, 0]
+    calls = {
+        "RecursiveRLS": lambda: kp.RecursiveRLS().partial_fit(X[:5], y[:5]),
+        "IncrementalRLSClassifier": lambda: kp.IncrementalRLSClassifier().partial_fit(
+            X[:4], np.array([0, 1, 0, 1])
+        ),
+        "RebalancedRLSClassifier": lambda: kp.RebalancedRLSClassifier().partial_fit(
+            X[:4], np.array([0, 1, 0, 1])
+        ),
+        "leverage_scores": lambda: kp.leverage_scores(X, kp.Gaussian(1.0), 1e-3),
+        "effective_dimension": lambda: kp.effective_dimension(X, kp.Gaussian(1.0), 1e-3),
+        "learn_widths": lambda: kp.learn_widths(kp.Gaussian("ard"), X, y),
+    }
+    for name, call in calls.items():
+        with pytest.raises((TypeError, ValueError), match="[Cc]omplex|real") as info:
+            call()
+        assert any(w in str(info.value) for w in ("imaginary", "Complex", "real numbers")), name
+    with pytest.raises(TypeError, match="sparse matrix"):
+        kp.learn_widths(kp.Gaussian("ard"), scipy.sparse.csr_matrix(X.real), y)

@@ -12,8 +12,8 @@ The dense symmetric eigendecomposition and Cholesky factor of large matrices
 holding Python's lock (SciPy's wrappers hold it for the whole call: measured, a 2,500 x 2,500
 ``scipy.linalg.eigh`` let another thread run 12 times in 4.3 s), and ``interruptible`` runs
 them in a helper thread while the calling thread waits in short steps, so that Ctrl-C stops
-a fit within a fraction of a second instead of after the factorization (item 25 of the
-second audit: 187 s for an exact KRLS fit). The helper finishes its LAPACK call in the
+a fit within a fraction of a second instead of after the factorization (187 s for an exact
+KRLS fit that held the lock). The helper finishes its LAPACK call in the
 background; its matrix is released then, and the interpreter's exit waits for it.
 """
 

@@ -66,8 +66,8 @@ SCREEN_CENTER_RATIO = 2
 
 def default_n_centers(n: int) -> int:
     """sqrt(n) log(n) uniform centers (Rudi, Camoriano & Rosasco 2015), at least 100, at most
-    n, with no other cap (issue 45: a cap of 5,000 held every n past ~120,000 rows at the
-    same model). Where the budget cannot hold them, the fit is refused before any work,
+    n, with no other cap (a cap of 5,000 held every n past ~120,000 rows at the same
+    model). Where the budget cannot hold them, the fit is refused before any work,
     naming ``n_centers`` (the most the budget fits) and ``memory_budget``
     (``_KernelModel.check_memory``)."""
     m = int(np.sqrt(n) * np.log(max(n, 2)))

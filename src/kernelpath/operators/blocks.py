@@ -67,8 +67,8 @@ WIDE_BLOCK_BYTES = 1024**2
 #: The fewest rows of a widened piece and of a block over cached rows in a product (at most
 #: the block's): at large m the byte targets above gave a few rows (1 MB is 6 float64 rows
 #: at m = 20,000), and each piece's product then re-read all of the product's m x c right
-#: side (4.8 MB at c = 30) for those rows: memory-bound. Measured on the 2-core AMD EPYC
-#: host of stop 68 (float32 K_nm of 12,000 rows cached, two workers, best of 3, float64
+#: side (4.8 MB at c = 30) for those rows: memory-bound. Measured on a 2-core AMD EPYC
+#: host (float32 K_nm of 12,000 rows cached, two workers, best of 3, float64
 #: right sides; ``benchmarks/product_pieces.py`` has the grid): m =
 #: 20,000, c = 30: one fused product 1.56 s at 6 rows, 0.51 s at 32, 0.46 s at 64; c = 3
 #: 0.27 s, 0.13 s, 0.12 s (0.14 s at 128); m = 40,000 (6,000 rows), c = 30: 2.84 s at 3

@@ -28,7 +28,7 @@ from .lowrank import LOWRANK_NEW_SHARE, LOWRANK_RANK, lowrank_memory
 #: of its largest means its products are rounding noise there (float32 sums on ill-conditioned
 #: centers: -0.9 to -1 on MNIST; float64 sums stay at their rounding). ``_krylov_path``
 #: records the worst share in ``path.info["indefinite"]`` and, for data or a factor below
-#: float64, warns (issue 45: float32 factors that lose accuracy warn by a stated rule).
+#: float64, warns (a float32 factor that loses accuracy says so, by this rule).
 #: float64 data with a float64 factor reaches it too, where K_mm's condition nears 1 / eps
 #: (scikit-learn's estimator checks: a few dozen uniform points, as many centers): recorded,
 #: not warned.

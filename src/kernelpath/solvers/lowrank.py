@@ -2,7 +2,7 @@
 
 The full and compact factors (``linalg.NystromFactor``, ``compact.CompactFactor``) hold an
 m x m matrix at least: 20 GB in float64 and 10 GB in float32 at m = 50,000. This one holds
-an m x r matrix, r << m (issue 45; the idea of EigenPro 3, Abedsoltan, Belkin & Pandit 2023,
+an m x r matrix, r << m (the idea of EigenPro 3, Abedsoltan, Belkin & Pandit 2023,
 and of the randomized Nyström preconditioner of Frangella, Tropp & Udell 2023):
 
 - **Sketch.** A rank-r Nyström approximation K_mm ~ U diag(mu) U^T: by default the
