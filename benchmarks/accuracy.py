@@ -11,6 +11,8 @@ set has one — ijcnn1, adult, USPS, MNIST — else a random 80/20 split by the 
 each fit in a fresh process (``worker``), its fit timed there:
 
 - ``default``: ``NystromRegressor()`` / ``NystromClassifier()`` with ``random_state=seed``;
+- ``search_none``, ``search_full``: the same with ``search="none"`` (the default before the
+  search: the Gaussian, its width screened, m = sqrt(n) log(n)) and ``search="full"``;
 - ``ard``: the same with ``kernel=Gaussian("ard")``;
 - ``agop``: the same with ``kernel=Gaussian("agop")``;
 - ``agop_diagonal``: the same with ``kernel=Gaussian("agop_diagonal")`` (the metric's
@@ -50,11 +52,16 @@ from defaults import SETS as _SETS  # noqa: E402
 from defaults import load as _load  # noqa: E402
 
 OUT = HERE / "results" / "accuracy.json"
-SETS = [*_SETS, "mnist"]
-CLASSIFICATION = (*_CLS, "mnist")
-OFFICIAL = CLASSIFICATION
+#: Tables with text columns and missing values, fitted as they are read (``load``).
+TABLES = ("adult_raw", "ames")
+SETS = [*_SETS, "mnist", *TABLES]
+CLASSIFICATION = (*_CLS, "mnist", "adult_raw")
+OFFICIAL = (*_CLS, "mnist", "adult_raw")
+DATA = HERE.parent.parent / "shared" / "data"
 METHODS = (
     "default",
+    "search_none",
+    "search_full",
     "ard",
     "agop",
     "agop_diagonal",
@@ -65,11 +72,29 @@ METHODS = (
     "family",
     "hgb",
     "sk_nystroem",
+    "hand_encoded",
+    "hgb_interval",
 )
 
 
-def load(name: str, seed: int) -> tuple[np.ndarray, ...]:
-    """(X_train, y_train, X_test, y_test) as a new user has them."""
+def load(name: str, seed: int) -> tuple[Any, ...]:
+    """(X_train, y_train, X_test, y_test) as a new user has them (the tables as pandas
+    frames, as ``read_csv`` gives them: adult_raw's official split, Ames' log price split
+    80/20 by the seed)."""
+    if name in TABLES:
+        import pandas as pd
+
+        if name == "adult_raw":
+            tr = pd.read_csv(DATA / "adult_raw" / "adult.data.csv.gz")
+            te = pd.read_csv(DATA / "adult_raw" / "adult.test.csv.gz")
+            ytr, yte = tr.pop("class").to_numpy(), te.pop("class").to_numpy()
+            return tr, ytr, te, yte
+        df = pd.read_csv(DATA / "ames" / "ames.csv.gz").drop(columns="Id")
+        y = np.log(df.pop("SalePrice").to_numpy(dtype=float))
+        perm = np.random.default_rng(seed).permutation(len(df))
+        cut = int(0.8 * len(df))
+        tr, te = perm[:cut], perm[cut:]
+        return df.iloc[tr], y[tr], df.iloc[te], y[te]
     if name == "mnist":
         from kernelpath.datasets import load_shared
 
@@ -89,6 +114,13 @@ def test_error(name: str, y: np.ndarray, pred: np.ndarray) -> float:
 def make(name: str, method: str, seed: int, n_train: int) -> Any:
     """The estimator of ``method`` for set ``name``."""
     cls = name in CLASSIFICATION
+    if method == "hgb" and name in TABLES:  # its own categorical support, from the dtypes
+        from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+
+        hgb_cls = HistGradientBoostingClassifier if cls else HistGradientBoostingRegressor
+        return _Categorized(hgb_cls(categorical_features="from_dtype", random_state=seed))
+    if method == "hand_encoded":
+        return _hand_encoded(cls, seed)
     if method == "hgb":
         from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
         from sklearn.multioutput import MultiOutputRegressor
@@ -112,6 +144,8 @@ def make(name: str, method: str, seed: int, n_train: int) -> Any:
     import kernelpath as kp
 
     est = kp.NystromClassifier if cls else kp.NystromRegressor
+    if method in ("search_none", "search_full"):
+        return est(search=method.split("_")[1], random_state=seed)
     kernel = {
         "default": None,
         "ard": kp.Gaussian("ard"),
@@ -131,22 +165,128 @@ def make(name: str, method: str, seed: int, n_train: int) -> Any:
     return est(random_state=seed) if kernel is None else est(kernel=kernel, random_state=seed)
 
 
+class _Categorized:
+    """Gradient boosting on a frame whose text columns are made pandas categories (what
+    ``categorical_features="from_dtype"`` reads)."""
+
+    def __init__(self, est: Any) -> None:
+        self.est = est
+
+    @staticmethod
+    def _frame(X: Any) -> Any:
+        out = X.copy()
+        for c in out.columns:
+            if out[c].dtype.kind not in "biuf":
+                out[c] = out[c].astype("category")
+        return out
+
+    def fit(self, X: Any, y: Any) -> _Categorized:
+        self.est.fit(self._frame(X), y)
+        return self
+
+    def predict(self, X: Any) -> Any:
+        return self.est.predict(self._frame(X))
+
+
+def _hand_encoded(cls: bool, seed: int) -> Any:
+    """What a user builds by hand: one-hot text columns, median-imputed numeric columns with
+    missing indicators, standardized, before the default estimator (``scale=False``)."""
+    from sklearn.compose import ColumnTransformer, make_column_selector
+    from sklearn.impute import SimpleImputer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    import kernelpath as kp
+
+    numeric = make_pipeline(SimpleImputer(strategy="median", add_indicator=True), StandardScaler())
+    text = make_pipeline(
+        SimpleImputer(strategy="constant", fill_value="missing"),
+        OneHotEncoder(handle_unknown="ignore", sparse_output=False),
+    )
+    prep = ColumnTransformer(
+        [
+            ("num", numeric, make_column_selector(dtype_include="number")),
+            ("text", text, make_column_selector(dtype_exclude="number")),
+        ]
+    )
+    est = kp.NystromClassifier if cls else kp.NystromRegressor
+    return make_pipeline(prep, est(scale=False, random_state=seed))
+
+
+def _hgb_interval(name: str, seed: int, Xtr: Any, ytr: Any, Xte: Any, yte: Any) -> dict:
+    """Gradient boosting's 0.05 / 0.95 quantile interval: its test coverage and width."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    Y, Yt = np.reshape(ytr, (len(ytr), -1)), np.reshape(yte, (len(yte), -1))
+    covered, widths = [], []
+    t = time.perf_counter()
+    for k in range(Y.shape[1]):
+        lo, hi = (
+            HistGradientBoostingRegressor(loss="quantile", quantile=q, random_state=seed)
+            .fit(Xtr, Y[:, k])
+            .predict(Xte)
+            for q in (0.05, 0.95)
+        )
+        covered.append(float(np.mean((Yt[:, k] >= lo) & (Yt[:, k] <= hi))))
+        widths.append(float(np.mean(hi - lo)))
+    return {
+        "fit_s": time.perf_counter() - t,
+        "interval_coverage": float(np.mean(covered)),
+        "interval_width": widths,
+        "n_train": int(Xtr.shape[0]),
+    }
+
+
+def _intervals(est: Any, Xte: Any, yte: Any) -> dict[str, Any]:
+    """A regressor's split-conformal 90% interval and its 1.645 sigma interval: their test
+    coverage (averaged over the outputs) and mean widths (per output)."""
+    out: dict[str, Any] = {}
+    Yt = np.reshape(yte, (len(yte), -1))
+    I = est.predict_interval(Xte, coverage=0.9)
+    I = I[:, :, None] if I.ndim == 2 else I
+    out["interval_coverage"] = float(np.mean((Yt >= I[:, 0]) & (Yt <= I[:, 1])))
+    out["interval_width"] = [float(v) for v in np.mean(I[:, 1] - I[:, 0], axis=0)]
+    try:
+        mean, std = est.predict(Xte, return_std=True)
+    except ValueError:
+        return out
+    mean, std = np.reshape(mean, Yt.shape), np.reshape(std, Yt.shape)
+    out["std_coverage"] = float(np.mean(np.abs(Yt - mean) <= 1.645 * std))
+    out["std_width"] = [float(v) for v in np.mean(2 * 1.645 * std, axis=0)]
+    return out
+
+
 def worker(name: str, seed: int, method: str) -> dict[str, Any]:
     """In this process: fit, time, score."""
     import resource
 
     Xtr, ytr, Xte, yte = load(name, seed)
-    est = make(name, method, seed, len(Xtr))
+    if method == "hgb_interval":
+        return _hgb_interval(name, seed, Xtr, ytr, Xte, yte)
+    est = make(name, method, seed, Xtr.shape[0])
     t = time.perf_counter()
     est.fit(Xtr, ytr)
     fit_s = time.perf_counter() - t
     out: dict[str, Any] = {
         "fit_s": fit_s,
         "test_error": test_error(name, yte, est.predict(Xte)),
-        "n_train": len(Xtr),
+        "n_train": int(Xtr.shape[0]),
         "d": int(Xtr.shape[1]),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
+    if name not in CLASSIFICATION and hasattr(est, "predict_interval"):
+        out.update(_intervals(est, Xte, yte))
+    if hasattr(est, "n_centers_"):
+        out["n_centers"] = int(est.n_centers_)
+        out["kernel"] = type(est.kernel_).__name__ + (
+            f"({est.kernel_.nu})" if hasattr(est.kernel_, "nu") else ""
+        )
+    if getattr(est, "search_results_", None) is not None:
+        out["search"] = [
+            {k: v for k, v in row.items() if k != "val_error"}
+            for row in est.search_results_
+            if row["chosen"]
+        ]
     info = getattr(est, "agop_info_", None)
     if info is not None:
         out["chosen_round"] = info["chosen_round"]

@@ -114,8 +114,8 @@ def load(name: str, seed: int) -> tuple[np.ndarray, ...]:
         y = df[cols].to_numpy(np.float64)
         y = y[:, 0] if y.shape[1] == 1 else y
         X = df.drop(columns=cols).to_numpy(np.float64)
-    perm = np.random.default_rng(seed).permutation(len(X))
-    cut = int(0.8 * len(X))
+    perm = np.random.default_rng(seed).permutation(X.shape[0])
+    cut = int(0.8 * X.shape[0])
     return X[perm[:cut]], y[perm[:cut]], X[perm[cut:]], y[perm[cut:]]
 
 

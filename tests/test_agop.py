@@ -223,7 +223,7 @@ def test_agop_learns_the_relevant_direction():
     direction[[0, 3]] = [0.6, 0.8]
     X, y = _single_index(3000, 10, rng, direction)
     Xt, yt = _single_index(2000, 10, rng, direction)
-    iso = kp.NystromRegressor(random_state=0).fit(X, y)
+    iso = kp.NystromRegressor(search="none", random_state=0).fit(X, y)
     est = kp.NystromRegressor(kp.Gaussian("agop"), random_state=0).fit(X, y)
     info = est.agop_info_
     assert info["chosen_round"] >= 1
@@ -253,7 +253,7 @@ def test_agop_diagonal_selects_the_relevant_features():
         return X, np.sin(2 * X[:, 1]) + 0.5 * X[:, 4] ** 2 + 0.05 * rng.standard_normal(n)
 
     (X, y), (Xt, yt) = data(3000), data(2000)
-    iso = kp.NystromRegressor(random_state=0).fit(X, y)
+    iso = kp.NystromRegressor(search="none", random_state=0).fit(X, y)
     est = kp.NystromRegressor(kp.Gaussian("agop_diagonal"), random_state=0).fit(X, y)
     assert est.agop_info_["diagonal"] and est.agop_info_["chosen_round"] >= 1
     off = est.metric_ - np.diag(np.diag(est.metric_))
@@ -383,7 +383,7 @@ def test_plot_metric():
     assert len(axes) == 2
     assert [t.get_text() for t in axes[0].get_yticklabels()][-1] == "c"
     with pytest.raises(ValueError, match="sigma='agop'"):
-        plot_metric(kp.NystromRegressor().fit(X, X[:, 0]))
+        plot_metric(kp.NystromRegressor(search="none").fit(X, X[:, 0]))
     # 64 features: an 8 x 8 image of the relevances, the two pixels that matter brightest
     X = rng.uniform(0, 1, (600, 64))
     est = kp.NystromRegressor(kp.Gaussian("agop"), random_state=0).fit(

@@ -93,8 +93,8 @@ def test_raw_and_scaled_inputs_give_the_same_default_fit():
     X, y = _data()
     X = X * np.array([1e-3, 1.0, 50.0, 1e4]) + np.array([0.0, 5.0, -3.0, 1e5])
     s = feature_scales(X, np.random.default_rng(0))
-    a = kp.NystromRegressor(random_state=0).fit(X, y)
-    b = kp.NystromRegressor(random_state=0).fit(X / s, y)
+    a = kp.NystromRegressor(search="none", random_state=0).fit(X, y)
+    b = kp.NystromRegressor(search="none", random_state=0).fit(X / s, y)
     wa, wb = a.path_.info["width_search"][0], b.path_.info["width_search"][0]
     assert wa["factors"][:3] == wb["factors"][:3] == [0.0625, 0.25, 0.5]
     np.testing.assert_allclose(wa["val_error"][:3], wb["val_error"][:3], rtol=1e-6)
@@ -149,8 +149,9 @@ def test_a_numeric_width_is_in_the_units_of_x_unless_scale_is_true():
 def test_the_default_fit_is_the_fit_at_its_width_plus_the_search():
     X, y = _data()
     for Est in (kp.NystromRegressor, kp.RandomFeaturesRegressor, kp.NYTRORegressor):
-        a = Est(random_state=0).fit(X, y)
-        b = Est(kernel=a.kernel_, random_state=0).fit(X, y)
+        plain = {"search": "none"} if "search" in Est().get_params() else {}
+        a = Est(random_state=0, **plain).fit(X, y)
+        b = Est(kernel=a.kernel_, random_state=0, **plain).fit(X, y)
         # equal up to the summation order of the dense factorizations, whose BLAS threads
         # follow the cores other processes leave free when each fit starts: the
         # random-features fit differed by 2e-10 between a loaded and a quiet start
@@ -188,10 +189,12 @@ def test_refit_auto_refits_closed_forms_only():
 
 def test_bad_input_and_small_data():
     X, y = _data(n=40)
+    Xn = X.copy()
+    Xn[:, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        Xn = X.copy()
-        Xn[:, 1] = np.nan
-        kp.NystromRegressor().fit(Xn, y)
+        kp.NystromRegressor(missing_values="error").fit(Xn, y)
+    with pytest.warns(UserWarning, match="column '1' is missing in every row"):
+        kp.NystromRegressor(random_state=0).fit(Xn, y)
     with pytest.raises(ValueError, match="n_samples=1"):
         kp.NystromRegressor().fit(X[:1], y[:1])
     # a width search by k-fold on fewer rows than folds
@@ -215,7 +218,19 @@ def test_the_command_line_scales_by_default_and_can_turn_it_off(tmp_path):
     np.savetxt(path, np.column_stack([X * 100, y]), delimiter=",", header="a,b,c,d,y", comments="")
     for flag, per_feature in (([], True), (["--scale", "off"], False)):
         out = tmp_path / f"m{len(flag)}.kp"
-        argv = ["fit", str(path), "--target", "y", "--output", str(out), "--seed", "0", *flag]
+        argv = [
+            "fit",
+            str(path),
+            "--target",
+            "y",
+            "-o",
+            str(out),
+            "--seed",
+            "0",
+            "--search",
+            "none",
+        ]
+        argv += flag
         assert main(argv) == 0
         model = kp.load(out)
         assert bool(model.kernel_.per_feature) is per_feature
@@ -323,7 +338,8 @@ def test_the_tie_rule_pairs_the_screens_own_validation_losses(monkeypatch):
         return out
 
     monkeypatch.setattr(W, "row_losses", recording)
-    info = kp.NystromRegressor(random_state=0).fit(X, y).path_.info["width_search"][0]
+    plain = kp.NystromRegressor(search="none", random_state=0)
+    info = plain.fit(X, y).path_.info["width_search"][0]
     # the rows' squared losses of the model made of each screening fit average to the loss
     # its solver scored the hold-out with (to rounding: the wide widths' coefficients cancel)
     np.testing.assert_allclose(np.sort(seen), np.sort(info["val_loss"]), rtol=1e-6)
@@ -332,7 +348,7 @@ def test_the_tie_rule_pairs_the_screens_own_validation_losses(monkeypatch):
     assert info["tie"] == min(curve, key=curve.__getitem__)
     # noise alone: every width predicts about the mean, all tie, the narrowest is taken
     noise = np.random.default_rng(1).standard_normal(len(y))
-    info = kp.NystromRegressor(random_state=0).fit(X, noise).path_.info["width_search"][0]
+    info = plain.fit(X, noise).path_.info["width_search"][0]
     assert info["tie"] == min(info["factors"]) == info["screen_best"]
     assert info["factor"] == pytest.approx(info["tie"] * info["shift"], rel=1e-12)
 

@@ -92,8 +92,10 @@ def test_median_heuristic(rng):
     k = K.Gaussian(sigma="median").resolve(X)
     D = cdist(X, X)[np.triu_indices(300, 1)]
     assert k.sigma == pytest.approx(np.median(D))
-    with pytest.raises(ValueError, match="resolved"):
-        K.Gaussian(sigma="median")(X, X)
+    # called on data directly, "median" and "auto" (the classes' default) take X's median
+    np.testing.assert_array_equal(K.Gaussian(sigma="median")(X, X), k(X, X))
+    np.testing.assert_array_equal(K.Gaussian()(X, X), k(X, X))
+    assert K.Laplacian().sigma == K.Matern().sigma == K.Cauchy().sigma == "auto"
 
 
 @pytest.mark.parametrize(

@@ -310,7 +310,7 @@ def test_every_family_stays_within_its_budget(make, budget):
 
 @pytest.mark.parametrize("solver", ["cg", "direct"])
 def test_a_refused_number_of_centers_names_the_most_the_budget_fits(solver):
-    """Issue 45: n_centers beyond the budget is refused before any pass, naming the most
+    """n_centers beyond the budget is refused before any pass, naming the most
     centers it fits; that many fit, one more is refused again."""
     rng = np.random.default_rng(0)
     X = rng.standard_normal((6000, 5))
@@ -332,7 +332,7 @@ def test_a_refused_number_of_centers_names_the_most_the_budget_fits(solver):
 
 
 def test_the_default_number_of_centers_has_no_cap_and_is_refused_by_name():
-    """Issue 45: n_centers=None is sqrt(n) log(n) at every n (a cap of 5,000 held every n past
+    """n_centers=None is sqrt(n) log(n) at every n (a cap of 5,000 held every n past
     ~120,000 rows at one m); where the budget cannot hold that many, the fit is refused before
     any pass, naming the default's m, memory_budget and the most centers the budget fits
     (that this many fit is the test above's); exact KRLS and given centers are not called

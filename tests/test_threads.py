@@ -324,8 +324,9 @@ rng = np.random.default_rng(0)
 X = rng.standard_normal((3000, 10))
 y = np.sin(X[:, 0]) + X[:, 1] ** 2 / 2 + 0.1 * rng.standard_normal(3000)
 out = {}
-for name, est in [("holdout", kp.NystromRegressor(random_state=0)),
-                  ("3-fold", kp.NystromRegressor(cv=3, random_state=0))]:
+for name, est in [("holdout", kp.NystromRegressor(search="none", random_state=0)),
+                  ("3-fold", kp.NystromRegressor(search="none", cv=3, random_state=0)),
+                  ("search", kp.NystromRegressor(random_state=0))]:
     est.fit(X, y)
     params = {k: repr(v) for k, v in est.best_params_.items() if k != "penalty"}
     out[name] = {"params": params, "penalty": float(est.penalty_),
@@ -346,7 +347,8 @@ def test_one_core_and_two_choose_the_same_model():
     order, which CG stopped early amplifies (measured: 1.3e-6 with a hold-out, 3.3e-4 with
     3 folds; docs/design.md). Not fixed: the chosen point (width, iterations, the penalty's
     place on its grid) must be the same, and the predictions agree to a small fraction of
-    their spread."""
+    their spread. The search's choices (``search``) are discrete: at a near tie either side
+    may win, and the models agree to a few percent of the spread."""
     import json
     import os
     import subprocess
@@ -376,3 +378,8 @@ def test_one_core_and_two_choose_the_same_model():
         assert one[name]["penalty"] == pytest.approx(two[name]["penalty"], rel=0.02)
         a, b = np.asarray(one[name]["pred"]), np.asarray(two[name]["pred"])
         assert np.abs(a - b).max() < 1e-2 * a.std()
+    # the search's steps are chosen at near ties by rounding-level differences (the metric
+    # rounds start from an early-stopped CG model: 1.0e-2 against 0.98e-2 on the hold-out
+    # between rounds 2 and 3 here): another step may win, whose model is as good
+    a, b = np.asarray(one["search"]["pred"]), np.asarray(two["search"]["pred"])
+    assert np.sqrt(np.mean((a - b) ** 2)) < 0.05 * a.std()

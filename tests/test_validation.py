@@ -72,11 +72,16 @@ def test_bad_penalty_kinds(value):
     bad=st.sampled_from([np.nan, np.inf, -np.inf]),
 )
 def test_non_finite_X_is_rejected(Est, i, j, bad):
+    """Infinity always; NaN (a missing value, imputed by default) where
+    ``missing_values="error"``."""
     X, y = small_data()
     X[i, j] = bad
     y = y if Est in REGRESSORS else (y > 0).astype(int)
     with pytest.raises(ValueError, match="X"):
-        Est(Gaussian(1.0)).fit(X, y)
+        Est(Gaussian(1.0), missing_values="error").fit(X, y)
+    if np.isinf(bad):
+        with pytest.raises(ValueError, match="infinit"):
+            Est(Gaussian(1.0)).fit(X, y)
 
 
 @pytest.mark.parametrize("Est", REGRESSORS, ids=lambda e: e.__name__)

@@ -226,7 +226,7 @@ def cholesky_in_triangle(K: np.ndarray, triangle: str) -> None:
 #: From this order on ``_potrf`` factors by blocks of ``POTRF_BLOCK`` columns itself:
 #: OpenBLAS's threaded ?potrf (SciPy's 0.3.30, two threads) crashed this machine's process
 #: (SIGSEGV in dpotrf) on a 20,000 x 20,000 kernel matrix once torch or Numba was imported,
-#: a known class of OpenBLAS faults (its issues #352, #1413, #2562); the blocked form calls
+#: a known class of OpenBLAS faults (its bug reports 352, 1413, 2562); the blocked form calls
 #: ?potrf on 1,024-row blocks only and runs the rest as threaded GEMM and triangular
 #: solves, in the same time (29 s against 26-38 s there).
 POTRF_BLOCKED_MIN = 4096

@@ -115,8 +115,8 @@ def _fit(args: argparse.Namespace) -> int:
         columns = args.columns.split(",")
         if not all(columns):
             raise UserError(f"--columns: an empty column name in {args.columns!r}")
-    X, y = _read_data(args.data, args.target, args.target_file, columns, True, args.delimiter)
-    y = _labels(y)
+    frame = args.categorical is not None
+    X, y = _read_labelled(args, columns, frame)
     task = _task(y, args.task)
     y = _check_target(y, task)
     est = _estimator(args, task)
@@ -160,7 +160,10 @@ def _predict(args: argparse.Namespace) -> int:
     if not hasattr(model, args.method):
         raise UserError(f"--method: a {type(model).__name__} has no {args.method}")
     columns = _predict_columns(model) if _suffix(args.data) in TABLES else None
-    X, _ = _read_data(args.data, None, None, columns, False, args.delimiter)
+    encodes = getattr(model, "encoder_", None) is not None
+    X, _ = _read_data(
+        args.data, None, None, columns, False, args.delimiter, encodes, args.na_values
+    )
     if _suffix(args.output) == ".csv":
         classes = [str(c) for c in getattr(model, "classes_", [])]
         header = ["prediction"]
@@ -202,11 +205,29 @@ def _metrics(model: Any, X: Any, y: np.ndarray) -> dict[str, float]:
     }
 
 
+def _read_labelled(
+    args: argparse.Namespace, columns: list[str] | None, frame: bool
+) -> tuple[Any, Any]:
+    """(X, y) of ``fit``'s or ``evaluate``'s data file, the target as labels where it is text;
+    ``frame``: read a table with its text columns for a model that encodes them."""
+    X, y = _read_data(
+        args.data,
+        args.target,
+        args.target_file,
+        columns,
+        True,
+        args.delimiter,
+        frame,
+        args.na_values,
+    )
+    return X, _labels(y)
+
+
 def _evaluate(args: argparse.Namespace) -> int:
     model = _load_model(args.model)
     columns = _predict_columns(model) if _suffix(args.data) in TABLES else None
-    X, y = _read_data(args.data, args.target, args.target_file, columns, True, args.delimiter)
-    y = _labels(y)
+    encodes = getattr(model, "encoder_", None) is not None
+    X, y = _read_labelled(args, columns, encodes)
     if hasattr(model, "classes_"):
         unseen = sorted({str(v) for v in np.unique(y)} - {str(c) for c in model.classes_})
         if unseen:

@@ -71,9 +71,13 @@ def _read_data(
     columns: Sequence[str] | None,
     need_target: bool,
     delimiter: str | None = None,
+    frame: bool = False,
+    na_values: str | None = None,
 ) -> tuple[Any, Any]:
     """(X, y) of a data file; X stays on disk where the format allows (CSV is copied once
-    into a binary file, Parquet is read by row groups, ``.npy`` is mapped)."""
+    into a binary file, Parquet is read by row groups, ``.npy`` is mapped). ``frame`` (or
+    ``na_values``, comma-separated texts of missing values): a table is read into a pandas
+    frame with its text columns and missing values, for a model that encodes them."""
 
     _check_source(path, "data")
     suffix = _suffix(path)
@@ -83,7 +87,10 @@ def _read_data(
         in_file = target if target_file is None else None
         if need_target and in_file is None and target_file is None:
             raise UserError(f"{path}: name the target with --target COLUMN or --target-file")
-        X, y = read_table(path, target=in_file, columns=columns, delimiter=delimiter)
+        if frame or na_values is not None:
+            X, y = _read_frame(path, in_file, columns, delimiter, na_values)
+        else:
+            X, y = read_table(path, target=in_file, columns=columns, delimiter=delimiter)
     elif suffix in LIBSVM:
         if columns:
             raise UserError("--columns: a LIBSVM file has no column names")
@@ -114,6 +121,39 @@ def _read_data(
         raise UserError(f"{path}: no target: name it with --target or --target-file")
     if y is not None and not hasattr(y, "dtype"):
         y = np.asarray(y)
+    return X, y
+
+
+def _read_frame(
+    path: str,
+    target: str | None,
+    columns: Sequence[str] | None,
+    delimiter: str | None,
+    na_values: str | None,
+) -> tuple[Any, Any]:
+    """(X, y) of a table read into a pandas frame, its text columns kept and the texts
+    ``na_values`` names read as missing."""
+    import pandas as pd
+
+    suffix = _suffix(path)
+    try:
+        if suffix in TEXT_TABLES:
+            marks = None if na_values is None else [v for v in na_values.split(",") if v]
+            df = pd.read_csv(
+                path, sep=text_delimiter(suffix, delimiter), na_values=marks, skipinitialspace=True
+            )
+        else:
+            df = pd.read_parquet(path)
+    except (ValueError, OSError) as exc:
+        raise UserError(f"{path}: cannot read it as a table: {exc}") from None
+    names = [str(c) for c in df.columns]
+    for name in [*(columns or []), *([target] if target else [])]:
+        if name not in names:
+            raise UserError(f"no column {name!r} in {path} (columns: {names[:20]})")
+    y = None
+    if target is not None:
+        y = df.pop(target).to_numpy()
+    X = df[list(columns)] if columns else df
     return X, y
 
 

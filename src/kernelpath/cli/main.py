@@ -32,6 +32,16 @@ def _data_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", help="the target column (or .npz array)")
     p.add_argument("--target-file", help="the target in its own file (.npy, .csv or .tsv)")
     _delimiter_option(p)
+    _na_option(p)
+
+
+def _na_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--na-values",
+        help="the texts that mark a missing value in a table, comma-separated (e.g. '?,NA'); "
+        "the table is then read with its text columns and missing values kept for the "
+        "model to encode",
+    )
 
 
 def _delimiter_option(p: argparse.ArgumentParser) -> None:
@@ -65,19 +75,9 @@ def _output_options(
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="kernelpath",
-        description=DESCRIPTION,
-        epilog="'kernelpath COMMAND --help' describes each command's options.",
-        allow_abbrev=False,
-    )
-    parser.add_argument("--version", action="version", version=f"kernelpath {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
+def _fit_options(fit: argparse.ArgumentParser) -> None:
+    """The options of ``kernelpath fit`` beyond the data's: the model and its parameters."""
     helps = help_texts()
-    fit = _subparser(sub, "fit", "fit a model on a data file and write a model file")
-    _data_options(fit)
     fit.add_argument("--output", "-o", help="the model file (default: DATA's name with .kp)")
     fit.add_argument("--columns", help="feature columns, comma-separated (default: all)")
     fit.add_argument("--model", choices=list(MODELS), default="nystrom", help=helps["model"])
@@ -87,7 +87,18 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="auto: classification for text, boolean or at most 20 integer target values",
     )
-    fit.add_argument("--kernel", default="gaussian", help=helps["kernel"])
+    fit.add_argument("--kernel", default="auto", help=helps["kernel"])
+    fit.add_argument(
+        "--search",
+        choices=["none", "auto", "full"],
+        help="nystrom: how much the fit tries on its hold-out (the kernel family, a learned "
+        "metric, more centers); default auto, none for the plain Gaussian",
+    )
+    fit.add_argument(
+        "--categorical",
+        help="a table's categorical columns, comma-separated, or 'auto' for its text "
+        "columns; the table is then read with its text columns for the model to encode",
+    )
     fit.add_argument("--sigma", help=helps["sigma"])
     fit.add_argument(
         "--scale",
@@ -128,6 +139,21 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument(
         "--set", action="append", metavar="NAME=VALUE", help="any other parameter (repeatable)"
     )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kernelpath",
+        description=DESCRIPTION,
+        epilog="'kernelpath COMMAND --help' describes each command's options.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--version", action="version", version=f"kernelpath {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    fit = _subparser(sub, "fit", "fit a model on a data file and write a model file")
+    _data_options(fit)
+    _fit_options(fit)
     _output_options(fit)
     fit.set_defaults(func="_fit")
 
@@ -135,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     pred.add_argument("model", help=MODEL_HELP)
     pred.add_argument("data", help=DATA_HELP)
     _delimiter_option(pred)
+    _na_option(pred)
     pred.add_argument("--output", "-o", required=True, help=".csv, .npy, .h5 or .zarr")
     pred.add_argument(
         "--method",

@@ -93,6 +93,11 @@ def _estimator(args: argparse.Namespace, task: str) -> Any:
         value = getattr(args, opt)
         if value is not None:
             params[opt] = value
+    if getattr(args, "search", None) is not None:
+        params["search"] = args.search
+    if getattr(args, "categorical", None) is not None:
+        names = [c for c in args.categorical.split(",") if c]
+        params["categorical_features"] = "from_dtype" if names == ["auto"] else names
     if getattr(args, "scale", None) is not None:
         params["scale"] = {"auto": "auto", "on": True, "off": False}[args.scale]
     if getattr(args, "class_weight", None) is not None:

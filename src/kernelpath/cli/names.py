@@ -15,7 +15,7 @@ MODELS = {
     "eigenpro": "EigenPro",
 }
 #: ``kernels.kernel_names()``
-KERNELS = ("gaussian", "rbf", "laplacian", "matern", "cauchy", "polynomial", "linear")
+KERNELS = ("auto", "gaussian", "rbf", "laplacian", "matern", "cauchy", "polynomial", "linear")
 #: ``kernels.WIDTH_NAMES``
 WIDTHS = ("auto", "median", "ard", "agop", "agop_diagonal")
 #: ``cli.models.solver_choices()``: ``--solver`` per ``--model``, the default first
@@ -30,7 +30,8 @@ def help_texts() -> dict[str, str]:
     """The help of the options whose values come from the library."""
     solvers = "; ".join(f"{m}: {', '.join(s)}" for m, s in SOLVERS.items())
     return {
-        "kernel": f"the kernel: {', '.join(KERNELS)} (default: gaussian)",
+        "kernel": f"the kernel: {', '.join(KERNELS)} (default: auto, the Gaussian, whose "
+        "family nystrom's --search may change)",
         "sigma": "the width of a radial kernel: a number (in the units of the data, or of "
         f"the scaled features with --scale on), or {', '.join(map(repr, WIDTHS))} "
         "(default: auto, chosen by the fit)",

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from ._mixins import _ClassifierMixin, _RegressorMixin
+from ._mixins import _TABLE_PARAMS, _ClassifierMixin, _RegressorMixin, _with_params
 from .eigenpro import EigenProClassifier, EigenProRegressor
 from .krls import KRLSClassifier, KRLSRegressor
 from .nystrom import NystromClassifier, NystromRegressor, NYTROClassifier, NYTRORegressor
@@ -27,3 +27,22 @@ __all__ = [
     "_ClassifierMixin",
     "_RegressorMixin",
 ]
+
+#: The batch estimators: each fits a whole data set (the online learners are in ``online``).
+BATCH_ESTIMATORS: tuple[type, ...] = (
+    KRLSRegressor,
+    KRLSClassifier,
+    NystromRegressor,
+    NystromClassifier,
+    NYTRORegressor,
+    NYTROClassifier,
+    RandomFeaturesRegressor,
+    RandomFeaturesClassifier,
+    EigenProRegressor,
+    EigenProClassifier,
+    SGMRegressor,
+    SGMClassifier,
+)
+
+for _cls in BATCH_ESTIMATORS:
+    _with_params(_cls, _TABLE_PARAMS)

@@ -18,17 +18,18 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend as B
 from .._threads import fit_threads
-from .._validation import check_int, validate_X
+from .._validation import check_int, check_labels, check_numeric, validate_X
 from ..distributed import dask_predict
 from ..fitting import Family, NystromFamily, Selection, select
 from ..fitting.agop import metric_summary
 from ..fitting.family import FittedModel
 from ..fitting.problem import FitProblem
-from ..inputs import as_rows, host_sparse
+from ..inputs import as_rows, host_sparse, is_sparse
 from ..kernels import AGOP_NAMES
 from ..progress import verbose_reporter
+from ..tabular import TabularEncoder, as_frame, check_missing_values, is_frame, needs_encoding
 from ..workspace import Workspace
-from ._inputs import device_for, fit_problem
+from ._inputs import device_for, fit_problem, gathered
 
 __all__ = ["_KernelPathEstimator"]
 
@@ -40,6 +41,10 @@ _LEARNED_METRIC = (
     "feature_relevances_",
     "metric_components_",
     "metric_eigenvalues_",
+    "search_results_",
+    "encoded_feature_relevances_",
+    "conformal_residuals_",
+    "noise_variance_",
 )
 
 
@@ -79,15 +84,73 @@ class _KernelPathEstimator(BaseEstimator):
                 self.__dict__.pop(name, None)
             family = self._family
             params = self.get_params(deep=False)
+            X, params, encoded = self._encoded_fit(X, y, params)
             problem, settings, classes = fit_problem(
-                self, params, family, X, y, sample_weight, self._classifier
+                self, params, family, X, y, sample_weight, self._classifier, encoded
             )
             self.device_ = str(problem.device)
             if classes is not None:
                 self.classes_ = classes
             chosen = select(family, problem, settings, params)
             self._publish(problem, chosen)
+            if getattr(self, "encoder_", None) is not None:
+                self._publish_columns()
         return self
+
+    # --------------------------------------------------------------- tables
+    def _encoded_fit(self, X: Any, y: Any, params: dict[str, Any]) -> tuple[Any, dict, int]:
+        """(X to fit on, the parameters the fit uses, the bytes of an encoded copy): a
+        table with categorical columns or missing values encoded by a ``TabularEncoder``
+        kept as ``encoder_`` (its scaling replaces ``scale``, so the fit does not scale
+        again); other inputs as they are."""
+        self.__dict__.pop("encoder_", None)
+        cf = params.get("categorical_features", "from_dtype")
+        mv = check_missing_values(params.get("missing_values", "impute"))
+        if is_frame(X) and not type(X).__module__.startswith("pandas"):
+            X = as_frame(X)  # polars or pyarrow: their pandas frame
+        if not needs_encoding(X, cf, mv):
+            return X, params, 0
+        y = gathered(y)
+        if self._classifier:  # named refusals before the encoding reads the targets
+            check_labels(y)
+        else:
+            check_numeric(y, "y")
+        seed = params.get("random_state")
+        enc = TabularEncoder(
+            cf, mv, params.get("scale", "auto") is not False, seed if isinstance(seed, int) else 0
+        )
+        budget = Workspace.of(self.memory_budget, None).budget
+        Xe = enc.fit_transform(X, y, self._classifier, budget // 4)
+        self.encoder_ = enc
+        held = Xe.data.nbytes if is_sparse(Xe) else Xe.nbytes
+        return Xe, dict(params, scale=False), int(held)
+
+    def _publish_columns(self) -> None:
+        """The columns of the table as fitted (``n_features_in_``, ``feature_names_in_``),
+        and the learned relevances per column (their encoded features' sums)."""
+        enc = self.encoder_
+        relevances = getattr(self, "feature_relevances_", None)
+        if relevances is not None:
+            self.encoded_feature_relevances_ = relevances
+            self.feature_relevances_ = enc.column_sums(relevances)
+        self.n_features_in_ = len(enc.columns_)
+        if enc.named_:
+            self.feature_names_in_ = np.asarray(enc.columns_, dtype=object)
+        else:
+            self.__dict__.pop("feature_names_in_", None)
+
+    def _rows(self, X: Any) -> Any:
+        """Rows to predict or transform: validated, or encoded by ``encoder_``."""
+        enc = getattr(self, "encoder_", None)
+        if enc is None:
+            return validate_X(self, X, reset=False)
+        if B.is_tensor(X) or is_sparse(X) or B.is_dask(X):
+            raise TypeError(
+                "X: this model encodes its table's columns (categorical or missing values), "
+                f"so it predicts a DataFrame or an array, got {type(X).__name__}"
+            )
+        budget = Workspace.of(self.memory_budget, None).budget
+        return enc.transform(X, budget // 4)
 
     def _publish(self, problem: FitProblem, chosen: Selection) -> None:
         """Set the fitted attributes of the chosen model."""
@@ -106,6 +169,15 @@ class _KernelPathEstimator(BaseEstimator):
         self.intercept_ = inter[0] if problem.single_output else inter
         for name, value in attrs.items():
             setattr(self, name, value)
+        if self._family.grows_centers and getattr(self, "centers_", None) is not None:
+            self.n_centers_ = int(self.centers_.shape[0])
+        if chosen.search_info is not None:
+            self.search_results_ = [dict(row) for row in chosen.search_info]
+        self.n_fit_rows_ = int(chosen.model.rows)
+        if chosen.residuals is not None and not problem.classifier:
+            R = chosen.residuals * problem.y_scale  # in y's units
+            self.conformal_residuals_ = np.sort(np.abs(R), axis=0)
+            self.noise_variance_ = np.mean(R**2, axis=0)
         path = chosen.path.in_units(problem.y_scale)
         self.path_ = path
         if chosen.ard_info is not None:
@@ -176,8 +248,9 @@ class _KernelPathEstimator(BaseEstimator):
         divided by their widths, where round 0 was chosen).
         """
         check_is_fitted(self, "metric_")
-        Xv = B.to_numpy(validate_X(self, X, reset=False), np.float64)
-        return Xv @ self.kernel_.coordinate_matrix(self.n_features_in_)  # type: ignore[attr-defined]
+        Xv = self._rows(X)
+        Xv = Xv.toarray() if is_sparse(Xv) else B.to_numpy(Xv, np.float64)
+        return Xv @ self.kernel_.coordinate_matrix(Xv.shape[1])  # type: ignore[attr-defined]
 
     # --------------------------------------------------------------- predict
     def _predict_input(self, X: Any) -> Any:
@@ -186,7 +259,7 @@ class _KernelPathEstimator(BaseEstimator):
         unless ``device`` says otherwise)."""
         X = host_sparse(X)  # a torch sparse tensor: its rows as scipy CSR, on the host
         dev = B.resolve_device(device_for(self, X), {"X": X})
-        Xv = validate_X(self, X, reset=False)
+        Xv = self._rows(X)
         return as_rows(Xv).to(dev, B.dtype_of(Xv))
 
     def _decision(self, X: Any) -> Any:
@@ -201,7 +274,7 @@ class _KernelPathEstimator(BaseEstimator):
         """``method`` of a dask array, lazily, chunk by chunk on the workers (a dask array
         out, chunked like X's rows)."""
         check_is_fitted(self)
-        validate_X(self, X, reset=False)
+        self._rows(X)
         return dask_predict(self, X, method, None)
 
     def _on_host(self) -> bool:
@@ -216,5 +289,9 @@ class _KernelPathEstimator(BaseEstimator):
         tags = super().__sklearn_tags__()
         # sparse rows are computed with NumPy on the host: not with a torch device
         tags.input_tags.sparse = self._family.takes_sparse and self._on_host()
+        # missing values are imputed inside the model (``tabular``); text columns of a table are
+        # encoded too, but the ``categorical`` and ``string`` tags are left off as gradient
+        # boosting leaves them: they declare estimators that take only codes or only text
+        tags.input_tags.allow_nan = getattr(self, "missing_values", "impute") == "impute"
         tags.target_tags.required = True
         return tags

@@ -213,10 +213,12 @@ def fit_problem(
     y: Any,
     sample_weight: Any,
     classifier: bool,
+    encoded: int = 0,
 ) -> tuple[FitProblem, Any, np.ndarray | None]:
     """(the problem, the family's checked settings, the classes or None) of ``est.fit(X, y,
     sample_weight)`` with the estimator's ``params``: inputs checked first, then the
-    parameters, then the targets."""
+    parameters, then the targets. ``encoded``: bytes of an encoded copy of the user's table
+    X is (``tabular``), which the budget holds too."""
     given = X
     X, y, sample_weight, dev = check_fit_input(est, X, y, sample_weight, classifier)
     settings = family.settings(params)
@@ -248,7 +250,7 @@ def fit_problem(
         workspace,
         bool(single),
         estimator=name,
-        held=copied_bytes(given, X),  # a dtype or layout conversion counts in the budget
+        held=encoded + copied_bytes(given, X),  # a dtype or layout conversion counts too
         y_scale=y_scale,
     )
     return problem, settings, classes

@@ -13,11 +13,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend as B
 from ..calibration import log_probabilities
+from ._uncertainty import check_posterior, conformal_half_width, posterior_std
 
 _COMMON_DOC = """
-    kernel : str, Kernel or sequence of them, default="gaussian"
+    kernel : str, Kernel or sequence of them, default="gaussian" (Nyström: "auto")
         A Kernel instance (``kernelpath.Gaussian(sigma=2.0)``) or a name ("gaussian",
-        "laplacian", "matern", "cauchy" with ``sigma="auto"``; "polynomial", "linear").
+        "laplacian", "matern", "cauchy" with ``sigma="auto"``; "polynomial", "linear";
+        "auto", the Gaussian, whose family the Nyström estimators' ``search`` chooses).
         ``sigma="auto"`` has the fit choose the width: with the hold-out (the default) a
         1-D search over log sigma scored by Nyström KRLS's closed-form λ path on a
         subsample of at most 6,000 training rows, corrected for the number of rows
@@ -91,6 +93,16 @@ _ATTR_DOC = """
         Iterations of the chosen point (1 for closed forms).
     centers_ : ndarray of shape (m, n_features)
         Centers of the model (the training points for exact KRLS).
+    n_centers_ : int
+        m, the number of centers of the model (Nyström estimators).
+    encoder_ : TabularEncoder
+        The encoding of a table's categorical columns and missing values (only where X
+        had them, ``categorical_features``); ``feature_relevances_`` are then per column of
+        the table, ``encoded_feature_relevances_`` per encoded feature.
+    search_results_ : list of dict
+        What ``search`` tried, in order (Nyström estimators, ``search`` not "none"): each
+        with "step" ("family", "metric" or "centers"), what it tried ("kernel", "round",
+        "n_centers"), its "val_error" and whether it was "chosen".
     coef_ : ndarray of shape (m,) or (m, n_outputs)
         Coefficients: ``f(x) = sum_j k(x, centers_j) coef_j + intercept_``.
     intercept_ : float or ndarray of shape (n_outputs,)
@@ -122,21 +134,65 @@ class _RegressorMixin(RegressorMixin):
         tags.target_tags.multi_output = True
         return tags
 
-    def predict(self, X: Any) -> Any:
+    def predict(self, X: Any, return_std: bool = False) -> Any:
         """Predict targets.
 
         Parameters
         ----------
         X : array-like, sparse matrix or tensor of shape (n_samples, n_features)
+        return_std : bool, default=False
+            Also return the standard deviation of y at each row: the Gaussian-process
+            posterior's under the fitted λ, plus the noise the held-out residuals measure
+            (``estimators._uncertainty``: exact for KRLSRegressor, conditioned on the
+            centers for NystromRegressor; O(m^2) memory and O(m^3 + n m^2) time).
 
         Returns
         -------
         ndarray or tensor of shape (n_samples,) or (n_samples, n_outputs)
             Like X: a tensor on X's device for a tensor, else a NumPy array.
+        std : ndarray of shape (n_samples,) or (n_samples, n_outputs)
+            With ``return_std``.
         """
         if B.is_dask(X):
+            if return_std:
+                raise TypeError("return_std: give X in memory (a NumPy array or a frame)")
             return self._dask_predict(X, "predict")
-        return B.like_input(self._decision(X), X)
+        pred = B.like_input(self._decision(X), X)
+        if not return_std:
+            return pred
+        check_posterior(self)
+        return pred, posterior_std(self, X)
+
+    def predict_interval(self, X: Any, coverage: float = 0.9) -> np.ndarray:
+        """Prediction intervals with a coverage guarantee (split conformal prediction from
+        the residuals of the rows the fit held out, ``estimators._uncertainty``).
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or tensor of shape (n_samples, n_features)
+        coverage : float in (0, 1), default=0.9
+            The probability that the interval of a new row holds its y (at least this, at
+            most this plus 1 / (n_held_out + 1), for rows exchangeable with the held-out
+            ones).
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2), or (n_samples, 2, n_outputs)
+            [lower, upper] per row (and output).
+        """
+        check_is_fitted(self, "coef_")
+        residuals = getattr(self, "conformal_residuals_", None)
+        if residuals is None:
+            raise ValueError(
+                f"{type(self).__name__}: predict_interval needs the residuals of rows the "
+                "fit did not train on, and this fit held none out (cv='loo', 'gcv' or "
+                "validation_fraction=0): fit with cv='holdout' or an int k"
+            )
+        q = conformal_half_width(residuals, coverage)
+        pred = np.asarray(B.to_numpy(self.predict(X)), dtype=np.float64)
+        P = pred[:, None] if pred.ndim == 1 else pred
+        out = np.stack([P - q, P + q], axis=1)
+        return out[:, :, 0] if pred.ndim == 1 else out
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """R² of the predictions (scikit-learn's ``r2_score``; tensors accepted).
@@ -178,6 +234,30 @@ CLASS_WEIGHT_DOC = """    class_weight : dict, "balanced" or None, default=None
         "balanced": n_samples / (n_classes * count of the class). A dict may leave classes
         out (weight 1) but may not name a class that ``y`` does not hold.
 """
+
+CATEGORICAL_DOC = """    categorical_features : "from_dtype", None, names, indices or bool mask, \
+default="from_dtype"
+        The categorical columns of a table X (a pandas DataFrame, or a polars or pyarrow
+        table): "from_dtype", its text (object, string), category and boolean columns;
+        None, none (a text column is then refused); or the columns by name, by index, or
+        as a boolean mask. They are encoded inside the model (``kernelpath.tabular``):
+        one-hot up to 32 categories, else target encoding with cross fitting; a category
+        seen only at predict time has no column of its own. ``encoder_`` holds the
+        encoding; ``kernel_``'s widths are in its units.
+"""
+
+MISSING_DOC = """    missing_values : {"impute", "error"}, default="impute"
+        Missing values (NaN, None, pandas' NA) in a table or a float array: "impute" fills
+        a numeric column's with its training median and adds a missing indicator beside
+        it, and makes a categorical column's a category of its own; "error" refuses them,
+        naming the column. Sparse rows, tensors and row sources are taken as they are.
+"""
+
+#: The parameters every batch estimator adds after its family's (``estimators``).
+_TABLE_PARAMS = (
+    ("categorical_features", "from_dtype", CATEGORICAL_DOC),
+    ("missing_values", "impute", MISSING_DOC),
+)
 
 #: The parameters every batch classifier adds after its family's: (name, default, doc).
 _CLASSIFIER_PARAMS = (("loss", "square", LOSS_DOC), ("class_weight", None, CLASS_WEIGHT_DOC))

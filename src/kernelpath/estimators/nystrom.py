@@ -18,8 +18,9 @@ class _NystromBase(_KernelPathEstimator):
 
     def __init__(
         self,
-        kernel: Any = "gaussian",
+        kernel: Any = "auto",
         *,
+        search: str = "auto",
         penalty: Any = "auto",
         n_centers: int | None = None,
         centers: Any = "uniform",
@@ -109,6 +110,22 @@ _NYSTROM_PARAMS = (
 
     Parameters
     ----------
+    search : {"none", "auto", "full"}, default="auto"
+        How much the fit tries on its hold-out beyond the λ path and the screened width
+        (``fitting.choice``, ``fitting.growth``); each step starts from the model before
+        it, so the hold-out never scores the result worse than "none"'s. "none": the
+        kernel as given (``kernel="auto"``: the Gaussian), m as ``n_centers`` says.
+        "auto": ``kernel="auto"`` screens the widths of the Gaussian and Matérn 5/2
+        kernels on the same rows and keeps the Gaussian unless Matérn's per-row
+        validation losses are clearly lower (by more than one standard error); a radial
+        kernel whose width the fit chooses then gets learned-metric rounds
+        (``sigma="agop"``, the metric's diagonal past 256 features) where the training
+        part has at most 12,000 rows, stopping at the first round that does not pay; and
+        with ``n_centers=None`` and uniform centers m doubles from sqrt(n) log(n), at most
+        twice, while the validation error falls by more than 2% (and the memory budget
+        holds the fit). "full": also the Matérn 3/2 and Laplacian kernels, and the metric
+        rounds at every size with their own patience. Only the hold-out (``cv="holdout"``)
+        searches. ``search_results_`` lists what was tried and what was chosen.
     penalty : float, sequence of floats or "auto", default="auto"
         λ in (1/n) sum_i (y_i - f(x_i))^2 + λ ||f||^2. A sequence is a path (the direct
         solver gets all of it from one eigendecomposition; CG runs the values side by side,

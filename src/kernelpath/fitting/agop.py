@@ -78,12 +78,19 @@ class AgopRounds:
     """How a fit runs its rounds: ``width(kernel)`` is the kernel at its chosen width (and
     the width search's report), ``search(kernel)`` the hold-out search of that one kernel,
     ``losses(fit)`` the chosen point's loss on each hold-out row and ``weights`` the
-    weights that score those rows (None: alike)."""
+    weights that score those rows (None: alike); ``patience``, ``diagonal`` and
+    ``max_rounds`` as the fields say."""
 
     width: Callable[[_RadialKernel], tuple[Kernel, dict[str, Any]]]
     search: Callable[[Kernel], SearchResult]
     losses: Callable[[CandidateFit], np.ndarray]
     weights: np.ndarray | None = None
+    #: Rounds in a row without a better hold-out score that end the rounds.
+    patience: int = PATIENCE
+    #: The metric's diagonal only (None: as the kernel's ``sigma`` says).
+    diagonal: bool | None = None
+    #: The most rounds after round 0.
+    max_rounds: int = MAX_ROUNDS
 
 
 def clearly_lower(new: np.ndarray, best: np.ndarray, w: np.ndarray | None) -> bool:
@@ -198,14 +205,14 @@ def learn_metric(
         "chosen_round": 0,
         "n_rows": int(min(len(train), AGOP_ROWS)),
         "feature_scales": None if scales is None else [float(v) for v in scales],
-        "diagonal": base.sigma == "agop_diagonal",
+        "diagonal": (base.sigma == "agop_diagonal" if rounds.diagonal is None else rounds.diagonal),
     }
     if int(problem.X.shape[1]) < 2:  # one feature: a metric is one width, round 0 has it
         note("AGOP: one feature, whose metric is its width: no rounds")
         info["stopped"] = "one feature"
         return start, info
     misses = 0
-    for t in range(1, MAX_ROUNDS + 1):
+    for t in range(1, rounds.max_rounds + 1):
         rows = train
         if len(rows) > AGOP_ROWS:
             rows = np.sort(rng.choice(train, AGOP_ROWS, replace=False))
@@ -232,7 +239,7 @@ def learn_metric(
             best, best_round, best_losses, misses = result, t, losses, 0
         else:
             misses += 1
-            if misses >= PATIENCE:
+            if misses >= rounds.patience:
                 break
     info["chosen_round"] = best_round
     return best, info

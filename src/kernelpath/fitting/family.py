@@ -117,6 +117,8 @@ class Family:
     #: Whether the model is a kernel expansion over centers, f = K(., centers) coef (its
     #: gradients give ``sigma="agop"`` its metric, ``agop.model_gradient_outer``).
     expands_centers = False
+    #: Whether a default fit may grow its number of centers (``fitting.growth``).
+    grows_centers = False
 
     # ------------------------------------------------------------------ settings
     def settings(self, params: Mapping[str, Any]) -> FitSettings:
@@ -193,6 +195,10 @@ class Family:
         if self.size_path(settings):
             return f"a path over {self.size_param}"
         return f"solver/filter {method!r}"
+
+    def draws_default_centers(self, settings: FitSettings) -> bool:
+        """Whether the fit draws the default number of centers (``n_centers=None``)."""
+        return False
 
     def drawn_centers(self, settings: FitSettings, n_rows: int) -> int | None:
         """The number of centers a fit on ``n_rows`` rows draws (None: the family draws

@@ -222,11 +222,6 @@ class _KernelModel(Family):
         (None where the fit decides: a path over m, a strategy that sizes its dictionary)."""
         raise NotImplementedError
 
-    def draws_default_centers(self, settings: FitSettings) -> bool:
-        """Whether the fit draws ``default_n_centers`` centers (``n_centers=None``): what a
-        refusal names as the default's m."""
-        return False
-
     def check_memory(self, problem: FitProblem, plan: Any, settings: FitSettings) -> None:
         """The budget check of ``solve`` on the plan's largest fits with the centers they
         will draw, before the width screen (it refused only after the screen's fits: 2-3.6

@@ -67,6 +67,7 @@ class NystromFamily(_KernelModel):
     direct_spectrum = "auto"
 
     takes_dask = True
+    grows_centers = True
     _solvers: tuple[str, ...] = ("direct", "cg")
 
     def method(self, params: Mapping[str, Any]) -> str:
@@ -141,7 +142,9 @@ class NystromFamily(_KernelModel):
         if chooses_size(centers):
             return None
         nc = settings.size
-        return default_n_centers(n_rows) if nc is None else int(nc)
+        if nc is not None:
+            return int(nc)
+        return min(n_rows, int(round(default_n_centers(n_rows) * settings.center_growth)))
 
     def draws_default_centers(self, settings: FitSettings) -> bool:
         return settings.size is None and self.drawn_centers(settings, 1) is not None
@@ -180,7 +183,10 @@ class NystromFamily(_KernelModel):
         self, Xtr: Any, kernel: Kernel, settings: FitSettings, budget: int
     ) -> tuple[CenterSelection, np.ndarray | None]:
         strategy = settings.options.centers
-        m, grid = check_n_centers(settings.size, Xtr.shape[0], strategy)
+        size = settings.size
+        if size is None and settings.center_growth != 1.0:  # the default m, grown
+            size = self.drawn_centers(settings, Xtr.shape[0])
+        m, grid = check_n_centers(size, Xtr.shape[0], strategy)
         if grid is not None and isinstance(self, NYTROFamily):
             raise ValueError(
                 "n_centers as a path ('auto' or a sequence) needs the Nyström closed form: "
@@ -333,7 +339,7 @@ class NystromFamily(_KernelModel):
         taken = rows[sel.indices]
         strategy = settings.options.centers
         uniform = strategy is None or (isinstance(strategy, str) and strategy == "uniform")
-        extra = default_n_centers(problem.n) - len(taken)
+        extra = (self.drawn_centers(settings, problem.n) or 0) - len(taken)
         if not uniform or extra <= 0:
             return replace(sel, indices=taken)
         free = np.setdiff1d(np.arange(problem.n), taken)

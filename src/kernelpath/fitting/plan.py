@@ -19,9 +19,11 @@ from ..progress import note
 from ..selection import check_cv, cv_folds, holdout_split
 from .choice import KernelChoice, choose_kernels
 from .family import Family, candidate_scores
+from .growth import grow_centers, grows_centers
 from .memory import held_bytes
-from .problem import CandidateFit, FitProblem, FitSettings
+from .problem import CandidateFit, FitProblem, FitSettings, spawned
 from .search import Screening, SearchResult, fold_search, holdout_search, smoother_search
+from .widths import paired_difference
 
 __all__ = ["SelectionPlan", "Selection", "make_plan", "select"]
 
@@ -29,7 +31,8 @@ __all__ = ["SelectionPlan", "Selection", "make_plan", "select"]
 @dataclass
 class Selection:
     """What a fit produced: the path, the fit the model is made of and its coefficients,
-    the rows used to train and to validate, and the ARD report."""
+    the rows used to train and to validate, the reports of what was learned and searched,
+    and (regression) the chosen point's residuals on the rows it did not see."""
 
     path: Path
     model: CandidateFit
@@ -41,6 +44,8 @@ class Selection:
     width_info: list[dict[str, Any]] | None = field(default=None)
     calibration: dict[str, Any] | None = field(default=None)
     agop_info: dict[str, Any] | None = field(default=None)
+    search_info: list[dict[str, Any]] | None = field(default=None)
+    residuals: np.ndarray | None = field(default=None)
 
 
 def _refit(settings: FitSettings, problem: FitProblem, family: Family, method: str) -> bool:
@@ -222,23 +227,38 @@ def select(
         return family.solve(problem, k, rows, val, s)
 
     agop_info = None
+    searched = [{"step": "family", **row} for row in choice.family_info or []]
     if plan.cv == "holdout":
         screening = Screening(family.screen, family.screen_floor)
 
-        def search(kernels: list[Kernel], pinned: int = 0) -> SearchResult:
+        def search(
+            kernels: list[Kernel], s: FitSettings = settings, pinned: int = 0
+        ) -> SearchResult:
             return holdout_search(
-                kernels, settings, plan.train, plan.validation, fit_one, screening, pinned
+                kernels, s, plan.train, plan.validation, fit_one, screening, pinned
             )
 
-        result = search(plan.kernels, plan.pinned)
+        result = search(plan.kernels, settings, plan.pinned)
         result, agop_info = choice.after_search(result, search, settings)
+        if grows_centers(family, settings, choice.search, plan.validation is not None):
+
+            def rescreen(k: Kernel, s: FitSettings) -> Kernel:
+                return choice.rescreen(k, s, spawned(settings.rng))
+
+            result, grown = grow_centers(family, problem, plan, settings, result, search, rescreen)
+            searched.extend({"step": "centers", **row} for row in grown)
     elif plan.folds is None:
         result = smoother_search(plan.kernels, settings, problem.n, plan.cv, fit_one)
     else:
         result = fold_search(plan.kernels, settings, plan.folds, fit_one, family.path_penalties)
-    calibration = None
-    if problem.classifier:  # before a refit: the scores of rows the model did not see
-        calibration = probability_map(family, problem, plan, result)
+    scores = held_out_scores(family, problem, plan, result)  # before a refit
+    if scores is not None and plan.cv == "holdout":
+        _warn_if_constant(problem, plan.train, scores)
+    calibration, residuals = None, None
+    if problem.classifier:
+        calibration = probability_map(family, problem, plan, result, scores)
+    elif scores is not None:  # what the intervals are made of (``predict_interval``)
+        residuals = problem.Y[scores[1]] - scores[0]
     if plan.refit:  # beside what the search holds (its paths, the chosen point's centers)
         held = replace(problem, held=problem.held + held_bytes(result, problem.X))
         model, coef = family.refit(held, result.best)
@@ -261,46 +281,114 @@ def select(
         choice.width_info,
         calibration,
         agop_info,
+        _search_info(searched, agop_info, choice.search),
+        residuals,
     )
 
 
-def probability_map(
+def _search_info(
+    searched: list[dict[str, Any]], agop_info: dict[str, Any] | None, search: str
+) -> list[dict[str, Any]] | None:
+    """What the ``search`` level tried, in order (the estimators' ``search_results_``):
+    the families, the metric rounds, the numbers of centers; None with ``search="none"``."""
+    if search == "none":
+        return None
+    rounds = []
+    if agop_info is not None:
+        chosen = agop_info.get("chosen_round", 0)
+        for r in agop_info.get("rounds", []):
+            if "val_error" in r:
+                rounds.append(
+                    {
+                        "step": "metric",
+                        "round": r["round"],
+                        "val_error": float(r["val_error"]),
+                        "chosen": r["round"] == chosen,
+                    }
+                )
+    families = [row for row in searched if row["step"] == "family"]
+    return families + rounds + [row for row in searched if row["step"] == "centers"]
+
+
+def held_out_scores(
     family: Family, problem: FitProblem, plan: SelectionPlan, result: SearchResult
-) -> dict[str, Any] | None:
-    """How the model's probabilities are made (``kernelpath.calibration``): natively
-    ({"method": "logistic"}) for the logistic loss; else the calibration map fit on the
-    hold-out scores of the chosen point (k-fold: its out-of-fold scores); None without
-    held-out rows (leave-one-out, GCV, no split)."""
-    if family.native_probabilities(result.best.settings):
-        return {"method": "logistic"}
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(scores, rows): the chosen point's scores f(X[rows]) on the rows it did not see,
+    (len(rows), k): the hold-out, or with k-fold every fold's out-of-fold rows; None
+    without held-out rows (leave-one-out, GCV, no split)."""
     if plan.cv == "holdout":
         if plan.validation is None or len(plan.validation) == 0:
             return None
         best = result.best
-        parts = [
-            (
-                candidate_scores(family, problem, best, best.path.coef(), plan.validation),
-                plan.validation,
-            )
-        ]
-    elif result.folds is not None:
-        index = result.best.path.best_index
-        parts = []
-        for cand, va in result.folds:
-            try:
-                coef = cand.path.coef(index)
-            except IndexError:  # a point this fold did not reach
-                continue
-            parts.append((candidate_scores(family, problem, cand, coef, va), va))
-        if not parts:
-            return None
-    else:
+        val = plan.validation
+        return candidate_scores(family, problem, best, best.path.coef(), val), val
+    if result.folds is None:
         return None
-    F = np.vstack([f for f, _ in parts])
-    rows = np.concatenate([r for _, r in parts])
+    index = result.best.path.best_index
+    parts = []
+    for cand, va in result.folds:
+        try:
+            coef = cand.path.coef(index)
+        except IndexError:  # a point this fold did not reach
+            continue
+        parts.append((candidate_scores(family, problem, cand, coef, va), va))
+    if not parts:
+        return None
+    return np.vstack([f for f, _ in parts]), np.concatenate([r for _, r in parts])
+
+
+def probability_map(
+    family: Family,
+    problem: FitProblem,
+    plan: SelectionPlan,
+    result: SearchResult,
+    scores: tuple[np.ndarray, np.ndarray] | None,
+) -> dict[str, Any] | None:
+    """How the model's probabilities are made (``kernelpath.calibration``): natively
+    ({"method": "logistic"}) for the logistic loss; else the calibration map fit on the
+    held-out ``scores`` of the chosen point (``held_out_scores``); None without them."""
+    if family.native_probabilities(result.best.settings):
+        return {"method": "logistic"}
+    if scores is None:
+        return None
+    F, rows = scores
     Y = problem.Y[rows]
     y = np.argmax(Y, axis=1) if Y.shape[1] > 1 else (Y[:, 0] > 0).astype(np.int64)
     w = problem.scoring_weights(rows)
     out = fit_calibration(F if F.shape[1] > 1 else F[:, 0], y, w)
     out["source"] = "hold-out" if plan.cv == "holdout" else "out-of-fold"
     return out
+
+
+def _warn_if_constant(problem: FitProblem, train: np.ndarray, scores: tuple) -> None:
+    """Warn where the chosen model scores the validation rows no better than a constant
+    does (the training mean, or the most frequent class): its per-row losses (squared
+    errors, or errors of the class) not lower than the constant's by more than one
+    standard error of their paired differences. Naming what to try."""
+    F, val = scores
+    Yt, Yv = problem.Y[train], problem.Y[val]
+    if problem.classifier:
+        multi = Yt.shape[1] > 1
+        truth = np.argmax(Yv, axis=1) if multi else (Yv[:, 0] > 0).astype(int)
+        pred = np.argmax(F, axis=1) if multi else (F[:, 0] >= 0).astype(int)
+        majority = np.argmax(np.bincount(np.argmax(Yt, axis=1) if multi else Yt[:, 0] > 0))
+        model, constant = (pred != truth) * 1.0, (truth != majority) * 1.0
+        what = "the most frequent class"
+    else:
+        model = np.sum((F - Yv) ** 2, axis=1)
+        constant = np.sum((np.average(Yt, axis=0) - Yv) ** 2, axis=1)
+        what = "the mean of y"
+    w = problem.scoring_weights(val)
+    mean, se = paired_difference(model, constant, w)
+    if mean < -se or not np.any(constant > 0):
+        return
+    err, base = np.average(model, weights=w), np.average(constant, weights=w)
+    warnings.warn(
+        f"the chosen model predicts the validation rows no better than {what} does "
+        f"(validation loss {err:.3g} against {base:.3g}): the kernel's width may not "
+        "fit the scale of X (leave sigma at 'auto', the default, or give one near the median "
+        "distance between rows), or y may hardly depend on X; try scale='auto', more "
+        "centers (n_centers), or another kernel",
+        UserWarning,
+        stacklevel=3,
+    )

@@ -179,6 +179,9 @@ class FitSettings:
     feature_seed : int or None
         The seed of the candidate's feature map, drawn at its first fit and kept for the
         others (screening rounds, refit).
+    center_growth : float
+        The multiple of the default number of centers (``n_centers=None``) the candidate
+        draws (``fitting.growth``); 1: sqrt(n) log(n).
     """
 
     penalty: Any
@@ -192,6 +195,7 @@ class FitSettings:
     size: Any = None
     n_iter: int | None = None
     feature_seed: int | None = None
+    center_growth: float = 1.0
 
     def seed(self) -> int:
         """The feature seed: the kept one, or a new draw from ``rng``."""

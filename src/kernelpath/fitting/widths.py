@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels import Kernel, _RadialKernel, median_distance
+from ..kernels import Kernel, NarrowWidthError, _RadialKernel, median_distance
 from ..progress import quiet, report
 from .family import Family, candidate_scores
 from .kernel_models import KernelOptions, default_n_centers
@@ -223,6 +223,7 @@ def choose_width(
     settings: FitSettings,
     scales: np.ndarray | None,
     rng: np.random.Generator,
+    compare: list[tuple[np.ndarray, np.ndarray | None, float]] | None = None,
 ) -> tuple[Kernel, dict[str, Any]]:
     """(``kernel`` at the chosen width, the search's report).
 
@@ -237,6 +238,11 @@ def choose_width(
         The feature scales folded into the widths (None: the inputs as they are).
     rng : numpy.random.Generator
         The search's own generator (spawned from the fit's).
+    compare : list or None
+        Receives (the per-row validation losses of the best scored width, those rows'
+        scoring weights, its validation error), on the rows the tie rule pairs: screens of
+        several kernels with generators of one seed score the same rows, and are compared
+        by them.
     """
     med = median_distance(problem.X, rng, scales, kernel._L)
     n_tr = len(train)
@@ -264,7 +270,7 @@ def choose_width(
     ties = family.shifts_width
     # the rows the tie rule predicts: at most TIE_ROWS of the validation rows
     paired = val
-    if ties and len(val) > TIE_ROWS:
+    if (ties or compare is not None) and len(val) > TIE_ROWS:
         paired = np.sort(rng.choice(val, TIE_ROWS, replace=False))
     losses: dict[float, np.ndarray] = {}
 
@@ -278,13 +284,20 @@ def choose_width(
             base = replace(base, options=replace(base.options, max_iter=min(cap, SCREEN_MAX_ITER)))
     screen = family if own else _SCREEN
 
+    narrow: list[NarrowWidthError] = []
+
     def score(factor: float) -> tuple[float, float]:
         if factor not in scores:
             s = replace(base, rng=np.random.default_rng(seed))  # the same centers every width
             with quiet():  # the screen reports its widths, not their fits' steps
-                cand = screen.solve(problem, at(factor), sub, val, s)
+                try:
+                    cand = screen.solve(problem, at(factor), sub, val, s)
+                except NarrowWidthError as exc:  # too narrow for the data's precision: out
+                    narrow.append(exc)
+                    scores[factor] = (np.inf, np.inf)
+                    return scores[factor]
                 scores[factor] = cand.score()
-                if ties:
+                if ties or compare is not None:
                     losses[factor] = row_losses(screen, problem, cand, paired)
             best = min(v[0] for v in scores.values())
             report("width screen", len(scores), None, factor=float(factor), best_val=best)
@@ -292,6 +305,10 @@ def choose_width(
 
     _search(score, scores)
     top = min(scores, key=lambda f: scores[f])
+    if narrow and not np.isfinite(scores[top][0]):
+        raise narrow[-1]  # every width screened is too narrow for the data
+    if compare is not None:
+        compare.append((losses[top], problem.scoring_weights(paired), scores[top][0]))
     # paired with the weights the validation scores them with
     tie = narrowest_tie(losses, top, problem.scoring_weights(paired)) if ties else top
     best = tie if tie < top else _vertex(scores, top)

@@ -46,10 +46,12 @@ from .base import (
     width_units_limit,
 )
 from .dot import MAX_DEGREE, Linear, Polynomial
-from .radial import Cauchy, Gaussian, Laplacian, Matern, _RadialKernel
+from .matern import Matern
+from .radial import Cauchy, Gaussian, Laplacian, NarrowWidthError, _RadialKernel
 
 __all__ = [
     "Kernel",
+    "NarrowWidthError",
     "Gaussian",
     "Laplacian",
     "Matern",
@@ -74,6 +76,7 @@ __all__ = [
 ]
 
 _BY_NAME: dict[str, type[Kernel]] = {
+    "auto": Gaussian,
     "gaussian": Gaussian,
     "rbf": Gaussian,
     "laplacian": Laplacian,
@@ -93,7 +96,9 @@ def make_kernel(kernel: Any, width: str = "median") -> Kernel:
     """Turn a kernel argument (a Kernel or a name) into a Kernel instance.
 
     Names: "gaussian" (alias "rbf"), "laplacian", "matern", "cauchy" (these four with
-    ``sigma=width``: "median" here, "auto" in an estimator's fit), "polynomial", "linear".
+    ``sigma=width``: "median" here, "auto" in an estimator's fit), "polynomial", "linear";
+    "auto" is the Gaussian here (the estimators with a ``search`` parameter choose the
+    family on their hold-out, ``fitting.choice``).
     """
     if isinstance(kernel, Kernel):
         return kernel

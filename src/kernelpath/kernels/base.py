@@ -187,7 +187,12 @@ class Kernel:
             raise ValueError(
                 f"X and Z must have as many features (columns), got {X.shape[1]} and {Z.shape[1]}"
             )
-        return self.block(X, Z)
+        return self.on_data(X).block(X, Z)
+
+    def on_data(self, X: Any) -> Kernel:
+        """The kernel a direct call computes on rows X: itself, or where a width is to be
+        chosen by a fit, the one it takes from X (radial kernels: the median distance)."""
+        return self
 
     def block(
         self,

@@ -26,6 +26,10 @@ from .base import (
 )
 
 
+class NarrowWidthError(ValueError):
+    """A width too narrow for the magnitude of the data (``_RadialKernel.check_data``)."""
+
+
 class _RadialKernel(Kernel):
     """k(x, z) = phi(||x - z||^2) with a bandwidth ``sigma``: a number, one positive width per
     feature (1-D array), "median", "auto" (a grid of widths searched by a fit), "ard" (one
@@ -58,7 +62,7 @@ class _RadialKernel(Kernel):
     #: (the metric, ``_metric_axes`` of it): found once per metric, not stored in files.
     _axes: Any = None
 
-    def __init__(self, sigma: float | str = 1.0, metric: Any = None) -> None:
+    def __init__(self, sigma: float | str = "auto", metric: Any = None) -> None:
         self.sigma = sigma
         self.metric = metric
         self._check()
@@ -247,13 +251,18 @@ class _RadialKernel(Kernel):
             return
         j = int(np.argmax(m / w))
         which = f" (feature {j})" if self.per_feature else ""
-        raise ValueError(
+        raise NarrowWidthError(
             f"sigma: a width of {w[j]:.3g}{which} is too narrow for the values of {name} (up "
             f"to {m[j]:.3g}): the rounding of squared distances computed from norms, "
             f"measured in widths, exceeds 1 (||x / sigma|| up to {norm:.3g}, at most "
             f"{lim:.3g} in {np.dtype(dtype).name}); give sigma >= {w[j] * norm / lim:.3g} "
             f"(widths up to {SIGMA_MAX:g}), or center the data"
         )
+
+    def on_data(self, X: Any) -> Kernel:
+        if isinstance(self.sigma, str) and self.sigma in ("auto", "median"):
+            return self.data_width(median_distance(X, 0, None, self._L))
+        return self
 
     def one_width(self) -> float | None:
         if self.per_feature or isinstance(self.sigma, str):
@@ -590,11 +599,13 @@ class Gaussian(_RadialKernel):
 
     Parameters
     ----------
-    sigma : float, array of shape (n_features,) or str, default=1.0
+    sigma : float, array of shape (n_features,) or str, default="auto"
         Bandwidth: a number; one length scale per feature (an array: ``||x - z||^2``
         becomes ``sum_l (x_l - z_l)^2 / sigma_l^2``); "median", the median pairwise distance
-        of the training inputs; "auto", a fit searches the widths ``AUTO_WIDTH_FACTORS`` x
-        that median (with its other parameters); "ard", a fit learns one width per feature
+        of the training inputs; "auto" (the default), a fit chooses the width as the
+        estimators' default kernel does (the width screen on its hold-out, in the units of
+        the scaled inputs; called on data directly, the kernel takes the median distance
+        of X); "ard", a fit learns one width per feature
         (``kernelpath.learn_widths``); "agop", a fit learns a metric from its predictor's
         average gradient outer product (Recursive Feature Machine rounds,
         ``kernelpath.fitting.agop``); "agop_diagonal", the same metric's diagonal only.
@@ -622,7 +633,7 @@ class Laplacian(_RadialKernel):
 
     Parameters
     ----------
-    sigma : float, array of shape (n_features,) or str, default=1.0
+    sigma : float, array of shape (n_features,) or str, default="auto"
         Bandwidth, as for ``Gaussian``.
     metric : array of shape (n_features, r) or None, default=None
         As for ``Gaussian``.
@@ -647,7 +658,7 @@ class Cauchy(_RadialKernel):
 
     Parameters
     ----------
-    sigma : float, array of shape (n_features,) or str, default=1.0
+    sigma : float, array of shape (n_features,) or str, default="auto"
         Bandwidth, as for ``Gaussian``.
     metric : array of shape (n_features, r) or None, default=None
         As for ``Gaussian``.
@@ -666,72 +677,3 @@ class Cauchy(_RadialKernel):
         R2 *= R2
         R2 *= 2.0
         return R2
-
-
-class Matern(_RadialKernel):
-    """Matern kernel with smoothness ``nu`` in {0.5, 1.5, 2.5}; ``r = ||x - z|| / sigma``.
-
-    - nu = 0.5: ``exp(-r)`` (the Laplacian kernel);
-    - nu = 1.5: ``(1 + sqrt(3) r) exp(-sqrt(3) r)``;
-    - nu = 2.5: ``(1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r)``.
-
-    Parameters
-    ----------
-    sigma : float, array of shape (n_features,) or str, default=1.0
-        Bandwidth, as for ``Gaussian``.
-    nu : {0.5, 1.5, 2.5}, default=1.5
-        Smoothness.
-    metric : array of shape (n_features, r) or None, default=None
-        As for ``Gaussian``.
-    """
-
-    _uses_distance = True
-
-    def __init__(self, sigma: float | str = 1.0, nu: float = 1.5, metric: Any = None) -> None:
-        self.nu = nu
-        super().__init__(sigma, metric)
-
-    def _check(self) -> None:
-        super()._check()
-        if self.nu not in (0.5, 1.5, 2.5):
-            raise ValueError(f"nu must be one of 0.5, 1.5, 2.5, got {self.nu!r}")
-
-    def _transform(self, D, base2):
-        B.sqrt_(D)
-        if self.nu == 0.5:
-            D *= -(_LOG2E if base2 else 1.0) / self._sigma()
-            return B.exp2_(D) if base2 else B.exp_(D)
-        c = (3.0 if self.nu == 1.5 else 5.0) ** 0.5 / self._sigma()
-        D *= c  # D = c * ||x - z||
-        poly = 1.0 + D
-        if self.nu == 2.5:
-            poly += D * D / 3.0
-        D *= -(_LOG2E if base2 else 1.0)
-        if base2:
-            B.exp2_(D)
-        else:
-            B.exp_(D)
-        D *= poly
-        return D
-
-    def width_factor(self, R2: np.ndarray) -> np.ndarray:
-        if self.nu == 0.5:
-            return _exp_over_r(R2)
-        np.sqrt(R2, out=R2)
-        if self.nu == 1.5:  # phi = (1 + a r) e^(-a r), a^2 = 3: Q = 3 e^(-a r)
-            R2 *= -(3.0**0.5)
-            np.exp(R2, out=R2)
-            R2 *= 3.0
-            return R2
-        a = 5.0**0.5  # phi = (1 + a r + a^2 r^2 / 3) e^(-a r): Q = (5 / 3)(1 + a r) e^(-a r)
-        R2 *= a
-        poly = 1.0 + R2
-        R2 *= -1.0
-        np.exp(R2, out=R2)
-        R2 *= poly
-        R2 *= 5.0 / 3.0
-        return R2
-
-
-#: The highest polynomial degree: (gamma <x, z> + coef0)^degree stays finite for bases up to
-#: about 1,200 at degree 100 (and for none above 1 at degree 10^6).

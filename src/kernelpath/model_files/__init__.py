@@ -477,6 +477,9 @@ def _check_consistent(model: Any) -> None:
     coefficients one row per center (or per feature of the map) and a finite sum of
     magnitudes (a prediction is at most that sum times the kernel's largest value)."""
     d = getattr(model, "n_features_in_", None)
+    encoder = getattr(model, "encoder_", None)
+    if encoder is not None:  # the centers have the encoded features
+        d = _check_encoder(encoder, d)
     centers = getattr(model, "centers_", None)
     coef = getattr(model, "coef_", None)
     if B.is_tensor(coef):
@@ -508,6 +511,22 @@ def _check_consistent(model: Any) -> None:
             )
 
 
+def _check_encoder(enc: Any, d: Any) -> int:
+    """A table encoder's lists and arrays agree with each other and with the model's
+    ``n_features_in_`` columns: the number of features it makes."""
+    n_cols = len(enc.columns_)
+    lists = (enc.kinds_, enc.fill_, enc.indicator_, enc.categories_, enc.encodings_)
+    if n_cols != d or any(len(v) != n_cols for v in lists):
+        raise ModelFileError(f"encoder_ does not describe the model's {d} columns")
+    out = len(enc.feature_roles_)
+    arrays = (enc.offsets_, enc.spreads_, enc.feature_columns_)
+    if any(np.shape(a) != (out,) for a in arrays) or len(enc.feature_names_out_) != out:
+        raise ModelFileError("encoder_'s features disagree in number")
+    if not (np.all(np.isfinite(enc.offsets_)) and np.all(np.abs(enc.spreads_) > 0)):
+        raise ModelFileError("encoder_ holds a scaling that is not finite")
+    return out
+
+
 #: The prediction methods a loaded model is probed with, where it has them.
 _PROBED = ("predict", "predict_proba", "decision_function", "transform")
 
@@ -524,7 +543,7 @@ def _check_predictions(model: Any) -> None:
         raise ModelFileError(f"n_features_in_ is not a number of features: {d!r}")
     probe = np.zeros((1, int(d)))
     centers = getattr(model, "centers_", None)
-    if centers is not None:
+    if centers is not None and getattr(model, "encoder_", None) is None:
         first = dense_block(centers[:3])
         probe = np.vstack([probe, np.asarray(B.to_numpy(first), dtype=np.float64)])
     with warnings.catch_warnings():

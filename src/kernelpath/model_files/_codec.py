@@ -23,20 +23,7 @@ from sklearn.preprocessing import (
 from .. import _backend as B
 from .._backend import Device
 from ..centers import CenterSelection, LeverageCenters, SqueakCenters, UniformCenters
-from ..estimators import (
-    EigenProClassifier,
-    EigenProRegressor,
-    KRLSClassifier,
-    KRLSRegressor,
-    NystromClassifier,
-    NystromRegressor,
-    NYTROClassifier,
-    NYTRORegressor,
-    RandomFeaturesClassifier,
-    RandomFeaturesRegressor,
-    SGMClassifier,
-    SGMRegressor,
-)
+from ..estimators import BATCH_ESTIMATORS
 from ..features import NystromFeatures, RandomFourierFeatures
 from ..inputs import is_sparse
 from ..kernels import Cauchy, Gaussian, Kernel, Laplacian, Linear, Matern, Polynomial
@@ -48,6 +35,7 @@ from ..online import (
     as_feature_map,
 )
 from ..path import Path
+from ..tabular import TabularEncoder
 
 #: The layout of the header; a file of another format version is refused.
 FORMAT_VERSION = 1
@@ -94,18 +82,7 @@ _PUBLIC_CLASSES: tuple[type, ...] = (
     Polynomial,
     Linear,
     Path,
-    KRLSRegressor,
-    KRLSClassifier,
-    NystromRegressor,
-    NystromClassifier,
-    NYTRORegressor,
-    NYTROClassifier,
-    RandomFeaturesRegressor,
-    RandomFeaturesClassifier,
-    EigenProRegressor,
-    EigenProClassifier,
-    SGMRegressor,
-    SGMClassifier,
+    *BATCH_ESTIMATORS,
     RandomFourierFeatures,
     NystromFeatures,
     RecursiveRLS,
@@ -115,6 +92,7 @@ _PUBLIC_CLASSES: tuple[type, ...] = (
     UniformCenters,
     LeverageCenters,
     SqueakCenters,
+    TabularEncoder,
 )
 
 
@@ -170,7 +148,9 @@ _OLD_CACHES = ("_coef", "_W")
 #: file as it was fitted (``scale``: files written before it existed had unscaled inputs;
 #: ``class_weight``: none; ``stopping_threshold``: the stopping rule's default; a random
 #: Fourier map's ``center``: none, its phases as drawn; ``factor_layout`` and
-#: ``preconditioner_rank``: the budget's layout and the default rank).
+#: ``preconditioner_rank``: the budget's layout and the default rank; ``search``: none, the
+#: model as fitted before the search; ``categorical_features`` and ``missing_values``: their
+#: defaults, which leave numeric arrays as they are).
 _ADDED_PARAMS: dict[str, Any] = {
     "scale": False,
     "center": None,
@@ -179,6 +159,9 @@ _ADDED_PARAMS: dict[str, Any] = {
     "stopping_threshold": None,
     "factor_layout": "auto",
     "preconditioner_rank": None,
+    "search": "none",
+    "categorical_features": "from_dtype",
+    "missing_values": "impute",
 }
 #: Attributes rebuilt after loading from what was stored (the map of the online learners'
 #: ``features``).
