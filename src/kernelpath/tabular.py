@@ -15,8 +15,8 @@ a DataFrame or array encoded inside the fitted model (``TabularEncoder``), so th
   code is learned without it), standardized. A category seen only at predict time has no
   column (one-hot: zeros, at equal distance from every known category; target encoding:
   the training mean).
-- ``missing_values="error"`` refuses missing values naming the column, as the estimators
-  did before they took them.
+- ``missing_values="error"`` refuses missing values naming the column, for users who want
+  every value given.
 
 The fitted state is plain lists, numbers and arrays, so model files keep it (no pickle).
 """

@@ -155,7 +155,11 @@ def _read_parquet(
     for c in feats:
         t = schema.field(c).type
         if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
-            raise ValueError(f"columns: feature column {c!r} of {path} is not numeric ({t})")
+            raise ValueError(
+                f"columns: feature column {c!r} of {path} is not numeric ({t}); the "
+                "estimators encode text columns of a pandas frame (the command line: "
+                "--categorical auto)"
+            )
     X = ParquetSource(path, feats, "X")
     X.feature_names = list(feats)
     y = None
@@ -209,7 +213,11 @@ def _read_csv(
     for c in feats:
         if types[c] is None:
             t = read_types[c]
-            raise ValueError(f"columns: feature column {c!r} of {path} is not numeric ({t})")
+            raise ValueError(
+                f"columns: feature column {c!r} of {path} is not numeric ({t}); the "
+                "estimators encode text columns of a pandas frame (the command line: "
+                "--categorical auto)"
+            )
     numeric_target = target is not None and types[target] == pa.float64()
     convert = pcsv.ConvertOptions(
         column_types={c: t for c, t in types.items() if t is not None},

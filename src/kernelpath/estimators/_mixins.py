@@ -22,7 +22,7 @@ _COMMON_DOC = """
         "auto", the Gaussian, whose family the Nyström estimators' ``search`` chooses).
         ``sigma="auto"`` has the fit choose the width: with the hold-out (the default) a
         1-D search over log sigma scored by Nyström KRLS's closed-form λ path on a
-        subsample of at most 6,000 training rows, corrected for the number of rows
+        subsample of at most 4,000 training rows, corrected for the number of rows
         (``fitting.widths``), then one fit at that width; with k-fold, LOO or GCV the 11
         widths ``kernels.AUTO_WIDTH_FACTORS`` x the median distance, each fit in full.
         Without a validation split (``validation_fraction=0``) a name takes the median

@@ -91,6 +91,9 @@ class AgopRounds:
     diagonal: bool | None = None
     #: The most rounds after round 0.
     max_rounds: int = MAX_ROUNDS
+    #: Past ``max_rounds``, the rounds go on (up to ``MAX_ROUNDS``) while each accepted round
+    #: lowered the best hold-out error by at least this fraction (0: never past it).
+    extend_gain: float = 0.0
 
 
 def clearly_lower(new: np.ndarray, best: np.ndarray, w: np.ndarray | None) -> bool:
@@ -211,8 +214,10 @@ def learn_metric(
         note("AGOP: one feature, whose metric is its width: no rounds")
         info["stopped"] = "one feature"
         return start, info
-    misses = 0
-    for t in range(1, rounds.max_rounds + 1):
+    misses, gain = 0, 0.0
+    for t in range(1, max(rounds.max_rounds, MAX_ROUNDS if rounds.extend_gain > 0 else 0) + 1):
+        if t > rounds.max_rounds and (misses or gain < rounds.extend_gain):
+            break
         rows = train
         if len(rows) > AGOP_ROWS:
             rows = np.sort(rng.choice(train, AGOP_ROWS, replace=False))
@@ -236,6 +241,8 @@ def learn_metric(
             f"({'best so far' if better else 'not better'}; rank {L.shape[1]})"
         )
         if better:
+            before = best.best.score()[0]
+            gain = 1.0 - result.best.score()[0] / before if before > 0 else 0.0
             best, best_round, best_losses, misses = result, t, losses, 0
         else:
             misses += 1
