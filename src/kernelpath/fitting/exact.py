@@ -176,5 +176,4 @@ class ExactFamily(_KernelModel):
             return self.newton_refit(problem, cand)
         carry = best.get("n_iter") if opts.method in ("nu", "landweber") else None
         fixed = replace(cand.settings, penalty=float(best.get("penalty", 0.0)), n_iter=carry)
-        again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
-        return again, again.path.coef()
+        return self.refit_with(problem, cand, fixed)

@@ -45,7 +45,7 @@ from .memory import (
     row_copy_bytes,
     vector_bytes,
 )
-from .problem import CandidateFit, FitProblem, FitSettings
+from .problem import CandidateFit, FitProblem, FitSettings, SolveRequest
 
 __all__ = [
     "KernelOptions",
@@ -175,14 +175,8 @@ class _KernelModel(Family):
         """The centers of a fit on ``Xtr`` and, for a path over m, the m values."""
         raise NotImplementedError
 
-    def solve(
-        self,
-        problem: FitProblem,
-        kernel: Kernel,
-        rows: np.ndarray,
-        val_rows: np.ndarray | None,
-        settings: FitSettings,
-    ) -> CandidateFit:
+    def solve(self, request: SolveRequest) -> CandidateFit:
+        problem, kernel, rows, val_rows, settings = request
         Ytr, wt, intercept = problem.targets(rows)
         Xtr, Xva, copies = fit_rows(problem, rows, val_rows)
         n_va = 0 if Xva is None else Xva.shape[0]

@@ -54,7 +54,7 @@ from .memory import (
     MIN_OPERATOR_BYTES,
     SOLVER_SHARE,
 )
-from .problem import CandidateFit, FitProblem, FitSettings
+from .problem import CandidateFit, FitProblem, FitSettings, SolveRequest
 
 __all__ = ["NystromFamily", "NYTROFamily"]
 
@@ -362,7 +362,6 @@ class NystromFamily(_KernelModel):
         if opts.loss != "square":
             return self.newton_refit(problem, cand)
         best = path.best_params
-        every = np.arange(problem.n)
         # the default m: the chosen point's centers, grown; a given m: drawn again
         sel = opts.centers if settings.size is not None else self.refit_centers(problem, cand)
         if "n_centers" in best:
@@ -372,8 +371,7 @@ class NystromFamily(_KernelModel):
                 size=int(best["n_centers"]),
                 options=replace(opts, method="direct"),
             )
-            again = self.solve(problem, cand.kernel, every, None, fixed)
-            return again, again.path.coef()
+            return self.refit_with(problem, cand, fixed)
         if opts.method == "cg":
             p, t = path.best_index
             reached = int(np.isfinite(path.train_error[p]).sum())
@@ -384,7 +382,7 @@ class NystromFamily(_KernelModel):
                 n_iter=None if done else t + 1,
                 options=replace(opts, centers=sel),
             )
-            again = self.solve(problem, cand.kernel, every, None, fixed)
+            again = self.solve(SolveRequest.every_row(problem, cand.kernel, fixed))
             last = int(np.isfinite(again.path.train_error[p]).sum()) - 1
             return again, again.path.coef((p, last if done else min(t, last)))
         carry = best.get("n_iter") if opts.method in ("gd", "nu") else None
@@ -394,8 +392,7 @@ class NystromFamily(_KernelModel):
             n_iter=carry,
             options=replace(opts, centers=sel),
         )
-        again = self.solve(problem, cand.kernel, every, None, fixed)
-        return again, again.path.coef()
+        return self.refit_with(problem, cand, fixed)
 
 
 class NYTROFamily(NystromFamily):
