@@ -42,6 +42,7 @@ from .family import (
 from .kernel_models import (
     AUTO_GRID_SIZE,
     SCREEN_CENTER_RATIO,
+    FitShape,
     KernelOptions,
     PathRequest,
     _grid_or_none,
@@ -205,15 +206,7 @@ class NystromFamily(_KernelModel):
             grid = grid[grid <= M] if (grid <= M).any() else np.array([M])
         return sel, grid
 
-    def solver_memory(
-        self,
-        problem: FitProblem,
-        settings: FitSettings,
-        m: int,
-        n_val: int,
-        grid: np.ndarray | None,
-        aside: int,
-    ) -> int:
+    def solver_memory(self, problem: FitProblem, settings: FitSettings, shape: FitShape) -> int:
         """The solver's own memory: the (m, λ) path's, the direct path's, gradient
         descent's, or CG's, with one Cholesky factor per anchor when that takes at most
         ``memory.SOLVER_SHARE`` of what the copies and n-sized vectors leave of the budget
@@ -221,6 +214,7 @@ class NystromFamily(_KernelModel):
         data's precision, else in float32 under float64 data, else one float32 compact
         buffer beyond the share where the budget holds it beside the operators' streamed
         blocks (``solver_room``), else the low-rank preconditioner: ``krylov.cg_layout``)."""
+        m, _, n_val, grid, aside = shape
         pen = _grid_or_none(settings.penalty)
         k, method = problem.n_outputs, settings.options.method
         if settings.options.loss != "square":
