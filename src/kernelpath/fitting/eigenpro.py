@@ -14,7 +14,6 @@ from .._validation import check_choice, check_float, check_int
 from ..centers import CenterSelection
 from ..features import RandomFourierFeatures, check_rff_kernel
 from ..inputs import rows_in_memory, take_rows
-from ..kernels import Kernel
 from ..operators import Operator
 from ..solvers.eigenpro import (
     PAPER_SUBSAMPLE_SIZE,
@@ -43,7 +42,7 @@ from .memory import (
     refuse_largest,
     row_copy_bytes,
 )
-from .problem import CandidateFit, FitProblem, FitSettings
+from .problem import CandidateFit, FitProblem, FitSettings, SolveRequest
 from .random_features import rff_decision
 
 __all__ = ["EigenProFamily", "default_subsample_size", "BATCH_MEMORY_FRACTION"]
@@ -167,14 +166,8 @@ class EigenProFamily(Family):
             for n, n_va in main_fits(problem, plan)
         )
 
-    def solve(
-        self,
-        problem: FitProblem,
-        kernel: Kernel,
-        rows: np.ndarray,
-        val_rows: np.ndarray | None,
-        settings: FitSettings,
-    ) -> CandidateFit:
+    def solve(self, request: SolveRequest) -> CandidateFit:
+        problem, kernel, rows, val_rows, settings = request
         opts: EigenProOptions = settings.options
         rng = settings.rng
         Xtr, Xva, copies = fit_rows(problem, rows, val_rows)
@@ -274,8 +267,7 @@ class EigenProFamily(Family):
         """Run again on all the data for the chosen number of epochs (their regularization)."""
         epochs = int(cand.path.best_params["n_epochs"])
         fixed = replace(cand.settings, n_iter=epochs)
-        again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
-        return again, again.path.coef((epochs - 1,))
+        return self.refit_with(problem, cand, fixed, (epochs - 1,))
 
     def model(self, cand: CandidateFit, coef: np.ndarray) -> dict[str, Any]:
         return {

@@ -18,7 +18,14 @@ from ..solvers import exact_path
 from ..solvers.newton import newton_memory
 from ..solvers.spectral import ITERATION_FILTERS
 from .family import FitCost, check_loss
-from .kernel_models import KernelOptions, PathRequest, _grid_or_none, _KernelModel, _smoother
+from .kernel_models import (
+    FitShape,
+    KernelOptions,
+    PathRequest,
+    _grid_or_none,
+    _KernelModel,
+    _smoother,
+)
 from .problem import CandidateFit, FitProblem, FitSettings
 
 __all__ = ["ExactFamily"]
@@ -117,18 +124,11 @@ class ExactFamily(_KernelModel):
             )
         return FitCost(seconds, 8 * matrices * big * big, tuple(sizes), advice)
 
-    def solver_memory(
-        self,
-        problem: FitProblem,
-        settings: FitSettings,
-        m: int,
-        n_val: int,
-        grid: np.ndarray | None,
-        aside: int,
-    ) -> int:
+    def solver_memory(self, problem: FitProblem, settings: FitSettings, shape: FitShape) -> int:
         """The eigendecomposition of K (n x n: its vectors and workspace,
         ``EXACT_MATRICES``; K itself is held in the operator's share, ``operator_floor``)
         and the coefficients and validation predictions of the path."""
+        m, n_val = shape.m, shape.n_val
         P = 20 if isinstance(settings.penalty, str) else int(np.size(settings.penalty))
         k = problem.n_outputs
         if settings.options.loss != "square":  # K's factor, Phi = K R, Newton's matrices
@@ -136,9 +136,10 @@ class ExactFamily(_KernelModel):
         matrices = EXACT_MATRICES + (settings.cv_mode == "loo")
         return 8 * (matrices * m * m + 3 * (m + n_val) * max(P, 20) * k)
 
-    def operator_floor(self, m: int, n_tr: int, n_val: int) -> int:
+    def operator_floor(self, shape: FitShape) -> int:
         """The training operator makes K whole (n x n) in its share of the budget."""
-        return int(np.ceil(8 * m * m * (n_tr + n_val) / n_tr))
+        m = shape.m
+        return int(np.ceil(8 * m * m * (shape.n + shape.n_val) / shape.n))
 
     def path(self, req: PathRequest, settings: FitSettings) -> Path:
         opts: KernelOptions = settings.options
@@ -176,5 +177,4 @@ class ExactFamily(_KernelModel):
             return self.newton_refit(problem, cand)
         carry = best.get("n_iter") if opts.method in ("nu", "landweber") else None
         fixed = replace(cand.settings, penalty=float(best.get("penalty", 0.0)), n_iter=carry)
-        again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
-        return again, again.path.coef()
+        return self.refit_with(problem, cand, fixed)

@@ -19,7 +19,7 @@ from ..solvers._common import Validation
 from ..solvers.losses import LOSSES
 from ..workspace import Workspace
 from .memory import MIN_OPERATOR_BYTES
-from .problem import CandidateFit, FitProblem, FitSettings
+from .problem import CandidateFit, FitProblem, FitSettings, SolveRequest
 
 __all__ = [
     "Family",
@@ -232,16 +232,9 @@ class Family:
         before its largest step; None where the family has no cost model."""
         return None
 
-    def solve(
-        self,
-        problem: FitProblem,
-        kernel: Kernel,
-        rows: np.ndarray,
-        val_rows: np.ndarray | None,
-        settings: FitSettings,
-    ) -> CandidateFit:
-        """The path of ``kernel`` fit on ``rows``, scored on ``val_rows`` (or in closed
-        form, ``settings.cv_mode``)."""
+    def solve(self, request: SolveRequest) -> CandidateFit:
+        """The path of ``request.kernel`` fit on its rows, scored on its validation rows
+        (or in closed form, ``settings.cv_mode``)."""
         raise NotImplementedError
 
     def refit(self, problem: FitProblem, cand: CandidateFit) -> tuple[CandidateFit, np.ndarray]:
@@ -249,8 +242,19 @@ class Family:
         Default: the closed form at the chosen penalty."""
         best = cand.path.best_params
         fixed = replace(cand.settings, penalty=float(best.get("penalty", 0.0)))
-        again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
-        return again, again.path.coef()
+        return self.refit_with(problem, cand, fixed)
+
+    def refit_with(
+        self,
+        problem: FitProblem,
+        cand: CandidateFit,
+        settings: FitSettings,
+        index: tuple[int, ...] | None = None,
+    ) -> tuple[CandidateFit, np.ndarray]:
+        """(``cand``'s kernel fit again on all the rows with ``settings``, the coefficients
+        at ``index`` of that fit's path; None: its best point): what every refit ends in."""
+        again = self.solve(SolveRequest.every_row(problem, cand.kernel, settings))
+        return again, again.path.coef(index)
 
     def newton_refit(
         self, problem: FitProblem, cand: CandidateFit
@@ -263,8 +267,7 @@ class Family:
         fixed = replace(
             cand.settings, penalty=np.asarray(path.params["penalty"][: p + 1]), n_iter=None
         )
-        again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
-        return again, again.path.coef((p,))
+        return self.refit_with(problem, cand, fixed, (p,))
 
     def path_penalties(self, path: Path) -> np.ndarray:
         """The λ grid of a path (its own λ at the largest size for a path over sizes):

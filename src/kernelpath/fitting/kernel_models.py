@@ -9,7 +9,7 @@ import functools
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -45,11 +45,12 @@ from .memory import (
     row_copy_bytes,
     vector_bytes,
 )
-from .problem import CandidateFit, FitProblem, FitSettings
+from .problem import CandidateFit, FitProblem, FitSettings, SolveRequest
 
 __all__ = [
     "KernelOptions",
     "PathRequest",
+    "FitShape",
     "default_n_centers",
     "center_decision",
     "check_n_centers",
@@ -139,6 +140,19 @@ class PathRequest:
     memory_limit: int | None = None
 
 
+class FitShape(NamedTuple):
+    """The sizes a kernel-expansion fit's memory depends on: ``m`` centers (``grid``: the
+    m values of a path over m), ``n`` training and ``n_val`` validation rows, and
+    ``aside``, the bytes of the budget set aside already (the fit's copies and n-sized
+    vectors)."""
+
+    m: int
+    n: int
+    n_val: int
+    grid: np.ndarray | None
+    aside: int
+
+
 class _KernelModel(Family):
     """A kernel expansion f(x) = sum_j k(x, c_j) coef_j + intercept on centers."""
 
@@ -175,14 +189,8 @@ class _KernelModel(Family):
         """The centers of a fit on ``Xtr`` and, for a path over m, the m values."""
         raise NotImplementedError
 
-    def solve(
-        self,
-        problem: FitProblem,
-        kernel: Kernel,
-        rows: np.ndarray,
-        val_rows: np.ndarray | None,
-        settings: FitSettings,
-    ) -> CandidateFit:
+    def solve(self, request: SolveRequest) -> CandidateFit:
+        problem, kernel, rows, val_rows, settings = request
         Ytr, wt, intercept = problem.targets(rows)
         Xtr, Xva, copies = fit_rows(problem, rows, val_rows)
         n_va = 0 if Xva is None else Xva.shape[0]
@@ -192,13 +200,8 @@ class _KernelModel(Family):
         free = max(problem.budget - problem.held - copies - vectors, MIN_OPERATOR_BYTES)
         sel, grid = self.centers(Xtr, kernel, settings, free)
         copies += copied_bytes(Xtr, sel.points)
-        m = sel.points.shape[0]
-        aside = copies + vectors
-        solver = self.solver_memory(problem, settings, m, n_va, grid, aside)
-        how = self.describe(settings, settings.options.method)
-        what = f"{problem.estimator} with {m} centers ({how})"
-        floor = self.operator_floor(m, len(rows), n_va)
-        budget = operator_budget(problem, copies, len(rows) + n_va, solver, what, floor)
+        shape = FitShape(sel.points.shape[0], len(rows), n_va, grid, copies + vectors)
+        budget, solver = self._operator_budget(problem, settings, shape, copies)
         op, vop = kernel_operators(kernel, Xtr, Xva, sel.points, problem.workspace.share(budget))
         del Xtr, Xva
         val = validation(problem, vop, val_rows, intercept)
@@ -213,9 +216,22 @@ class _KernelModel(Family):
             kernel, path, intercept, settings, len(rows), centers=sel, row_indices=rows
         )
 
-    def operator_floor(self, m: int, n_tr: int, n_val: int) -> int:
+    def operator_floor(self, shape: FitShape) -> int:
         """The least the fit's operators may be given (``memory.operator_budget``)."""
         return MIN_OPERATOR_BYTES
+
+    def _operator_budget(
+        self, problem: FitProblem, settings: FitSettings, shape: FitShape, copies: int
+    ) -> tuple[int, int]:
+        """(the operators' budget, the solver's bytes) of a fit of ``shape`` whose copies
+        of rows and centers take ``copies`` bytes (``memory.operator_budget``: refused,
+        naming what to lower, where the budget cannot hold it)."""
+        solver = self.solver_memory(problem, settings, shape)
+        how = self.describe(settings, settings.options.method)
+        what = f"{problem.estimator} with {shape.m} centers ({how})"
+        n_rows = shape.n + shape.n_val
+        floor = self.operator_floor(shape)
+        return operator_budget(problem, copies, n_rows, solver, what, floor), solver
 
     def planned_centers(self, settings: FitSettings, n_rows: int) -> int | None:
         """How many centers a fit on ``n_rows`` rows will have, known before it draws them
@@ -232,11 +248,7 @@ class _KernelModel(Family):
         def check(n: int, n_va: int, m: int) -> None:
             copies = row_copy_bytes(problem, n, n_va) + rows.center_bytes(m)  # rows, centers
             aside = copies + vector_bytes(problem, n + n_va)
-            solver = self.solver_memory(problem, settings, m, n_va, None, aside)
-            how = self.describe(settings, settings.options.method)
-            what = f"{problem.estimator} with {m} centers ({how})"
-            floor = self.operator_floor(m, n, n_va)
-            operator_budget(problem, copies, n + n_va, solver, what, floor)
+            self._operator_budget(problem, settings, FitShape(m, n, n_va, None, aside), copies)
 
         def largest(n: int, n_va: int, m: int) -> int:
             """The most centers (at most m) whose fit this budget takes; 0: none."""
@@ -275,18 +287,8 @@ class _KernelModel(Family):
             if m is not None
         )
 
-    def solver_memory(
-        self,
-        problem: FitProblem,
-        settings: FitSettings,
-        m: int,
-        n_val: int,
-        grid: np.ndarray | None,
-        aside: int,
-    ) -> int:
-        """Bytes the solver holds beside its operators for ``m`` centers (``grid``: the m
-        values of a path over m) and ``n_val`` validation rows, with ``aside`` bytes of the
-        budget set aside already (the fit's copies and n-sized vectors)."""
+    def solver_memory(self, problem: FitProblem, settings: FitSettings, shape: FitShape) -> int:
+        """Bytes the solver holds beside its operators in a fit of ``shape``."""
         raise NotImplementedError
 
     def path(self, req: PathRequest, settings: FitSettings) -> Path:

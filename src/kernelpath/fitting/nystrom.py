@@ -42,6 +42,7 @@ from .family import (
 from .kernel_models import (
     AUTO_GRID_SIZE,
     SCREEN_CENTER_RATIO,
+    FitShape,
     KernelOptions,
     PathRequest,
     _grid_or_none,
@@ -54,7 +55,7 @@ from .memory import (
     MIN_OPERATOR_BYTES,
     SOLVER_SHARE,
 )
-from .problem import CandidateFit, FitProblem, FitSettings
+from .problem import CandidateFit, FitProblem, FitSettings, SolveRequest
 
 __all__ = ["NystromFamily", "NYTROFamily"]
 
@@ -205,15 +206,7 @@ class NystromFamily(_KernelModel):
             grid = grid[grid <= M] if (grid <= M).any() else np.array([M])
         return sel, grid
 
-    def solver_memory(
-        self,
-        problem: FitProblem,
-        settings: FitSettings,
-        m: int,
-        n_val: int,
-        grid: np.ndarray | None,
-        aside: int,
-    ) -> int:
+    def solver_memory(self, problem: FitProblem, settings: FitSettings, shape: FitShape) -> int:
         """The solver's own memory: the (m, λ) path's, the direct path's, gradient
         descent's, or CG's, with one Cholesky factor per anchor when that takes at most
         ``memory.SOLVER_SHARE`` of what the copies and n-sized vectors leave of the budget
@@ -221,6 +214,7 @@ class NystromFamily(_KernelModel):
         data's precision, else in float32 under float64 data, else one float32 compact
         buffer beyond the share where the budget holds it beside the operators' streamed
         blocks (``solver_room``), else the low-rank preconditioner: ``krylov.cg_layout``)."""
+        m, _, n_val, grid, aside = shape
         pen = _grid_or_none(settings.penalty)
         k, method = problem.n_outputs, settings.options.method
         if settings.options.loss != "square":
@@ -362,7 +356,6 @@ class NystromFamily(_KernelModel):
         if opts.loss != "square":
             return self.newton_refit(problem, cand)
         best = path.best_params
-        every = np.arange(problem.n)
         # the default m: the chosen point's centers, grown; a given m: drawn again
         sel = opts.centers if settings.size is not None else self.refit_centers(problem, cand)
         if "n_centers" in best:
@@ -372,8 +365,7 @@ class NystromFamily(_KernelModel):
                 size=int(best["n_centers"]),
                 options=replace(opts, method="direct"),
             )
-            again = self.solve(problem, cand.kernel, every, None, fixed)
-            return again, again.path.coef()
+            return self.refit_with(problem, cand, fixed)
         if opts.method == "cg":
             p, t = path.best_index
             reached = int(np.isfinite(path.train_error[p]).sum())
@@ -384,7 +376,7 @@ class NystromFamily(_KernelModel):
                 n_iter=None if done else t + 1,
                 options=replace(opts, centers=sel),
             )
-            again = self.solve(problem, cand.kernel, every, None, fixed)
+            again = self.solve(SolveRequest.every_row(problem, cand.kernel, fixed))
             last = int(np.isfinite(again.path.train_error[p]).sum()) - 1
             return again, again.path.coef((p, last if done else min(t, last)))
         carry = best.get("n_iter") if opts.method in ("gd", "nu") else None
@@ -394,8 +386,7 @@ class NystromFamily(_KernelModel):
             n_iter=carry,
             options=replace(opts, centers=sel),
         )
-        again = self.solve(problem, cand.kernel, every, None, fixed)
-        return again, again.path.coef()
+        return self.refit_with(problem, cand, fixed)
 
 
 class NYTROFamily(NystromFamily):

@@ -21,7 +21,7 @@ from .choice import KernelChoice, choose_kernels
 from .family import Family, candidate_scores
 from .growth import grow_centers, grows_centers
 from .memory import held_bytes
-from .problem import CandidateFit, FitProblem, FitSettings, spawned
+from .problem import CandidateFit, FitProblem, FitSettings, SolveRequest, spawned
 from .search import Screening, SearchResult, fold_search, holdout_search, smoother_search
 from .widths import paired_difference
 
@@ -224,7 +224,7 @@ def select(
     def fit_one(
         k: Kernel, rows: np.ndarray, val: np.ndarray | None, s: FitSettings
     ) -> CandidateFit:
-        return family.solve(problem, k, rows, val, s)
+        return family.solve(SolveRequest(problem, k, rows, val, s))
 
     agop_info = None
     searched = [{"step": "family", **row} for row in choice.family_info or []]

@@ -4,7 +4,7 @@ what a candidate fit produces. Nothing here is estimator state."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -15,7 +15,15 @@ from ..kernels import Kernel
 from ..path import Path
 from ..workspace import Workspace
 
-__all__ = ["FitProblem", "FitSettings", "CandidateFit", "spawned", "target_scale", "TARGET_RANGE"]
+__all__ = [
+    "FitProblem",
+    "FitSettings",
+    "SolveRequest",
+    "CandidateFit",
+    "spawned",
+    "target_scale",
+    "TARGET_RANGE",
+]
 
 #: Targets whose spread (the largest |y - mean|) lies in [2^-TARGET_RANGE, 2^TARGET_RANGE]
 #: are fitted as given; others divided by the power of two nearest their spread, so that
@@ -202,6 +210,24 @@ class FitSettings:
         if self.feature_seed is not None:
             return self.feature_seed
         return int(self.rng.integers(2**63))
+
+
+class SolveRequest(NamedTuple):
+    """One path a family is asked to fit (``Family.solve``): ``kernel`` on the problem's
+    ``rows``, scored on ``val_rows`` (None: no hold-out, the path scored in closed form,
+    ``settings.cv_mode``, or not at all), with ``settings``. A tuple, so that a family
+    unpacks it in one line."""
+
+    problem: FitProblem
+    kernel: Kernel
+    rows: np.ndarray
+    val_rows: np.ndarray | None
+    settings: FitSettings
+
+    @classmethod
+    def every_row(cls, problem: FitProblem, kernel: Kernel, settings: FitSettings) -> SolveRequest:
+        """A fit on all the problem's rows with no hold-out (a refit)."""
+        return cls(problem, kernel, np.arange(problem.n), None, settings)
 
 
 @dataclass

@@ -14,7 +14,6 @@ from .. import _backend as B
 from .._validation import check_size
 from ..features import RandomFourierFeatures, check_rff_kernel
 from ..inputs import as_rows, rows_in_memory
-from ..kernels import Kernel
 from ..solvers._loo import SmootherCV
 from ..solvers.newton import newton_memory, newton_path
 from ..solvers.random_features import (
@@ -28,7 +27,7 @@ from ..workspace import Workspace
 from .family import Family, FittedModel, check_loss, newton_intercept, validation
 from .kernel_models import AUTO_GRID_SIZE, newton_options
 from .memory import fit_rows, main_fits, operator_budget, refuse_largest, row_copy_bytes
-from .problem import CandidateFit, FitProblem, FitSettings
+from .problem import CandidateFit, FitProblem, FitSettings, SolveRequest
 
 __all__ = ["RandomFeaturesFamily", "AUTO_MAX_FEATURES", "rff_decision"]
 
@@ -121,14 +120,8 @@ class RandomFeaturesFamily(Family):
             for n, n_va in main_fits(problem, plan)
         )
 
-    def solve(
-        self,
-        problem: FitProblem,
-        kernel: Kernel,
-        rows: np.ndarray,
-        val_rows: np.ndarray | None,
-        settings: FitSettings,
-    ) -> CandidateFit:
+    def solve(self, request: SolveRequest) -> CandidateFit:
+        problem, kernel, rows, val_rows, settings = request
         check_rff_kernel(kernel)
         orthogonal = settings.options.orthogonal
         if not isinstance(orthogonal, (bool, np.bool_)):
@@ -210,8 +203,7 @@ class RandomFeaturesFamily(Family):
             # one D: the map's (a k-fold path, averaged over the folds, keeps no coefficients)
             size=int(best.get("n_features", cand.features.frequencies_.shape[0])),
         )
-        again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
-        return again, again.path.coef()
+        return self.refit_with(problem, cand, fixed)
 
     def model(self, cand: CandidateFit, coef: np.ndarray) -> dict[str, Any]:
         coef, intercept = newton_intercept(cand, coef)

@@ -20,7 +20,7 @@ from ..solvers.sgm import AVERAGING, SGMRun, sgm_memory, sgm_path
 from ..workspace import Workspace
 from .family import Family, FittedModel, validation
 from .memory import fit_rows, operator_budget
-from .problem import CandidateFit, FitProblem, FitSettings
+from .problem import CandidateFit, FitProblem, FitSettings, SolveRequest
 
 __all__ = ["SGMFamily", "CACHE_FRACTION", "STEP_GRID"]
 
@@ -131,14 +131,8 @@ class SGMFamily(Family):
             Xtr
         )
 
-    def solve(
-        self,
-        problem: FitProblem,
-        kernel: Kernel,
-        rows: np.ndarray,
-        val_rows: np.ndarray | None,
-        settings: FitSettings,
-    ) -> CandidateFit:
+    def solve(self, request: SolveRequest) -> CandidateFit:
+        problem, kernel, rows, val_rows, settings = request
         opts: SGMOptions = settings.options
         Xtr, Xva, copies = fit_rows(problem, rows, val_rows)
         n = Xtr.shape[0]
@@ -207,8 +201,7 @@ class SGMFamily(Family):
             opts = replace(opts, decay=float(best["decay"]))
         passes = int(best["n_passes"])
         fixed = replace(cand.settings, options=opts, n_iter=passes)
-        again = self.solve(problem, cand.kernel, np.arange(problem.n), None, fixed)
-        return again, again.path.coef((0, passes - 1))
+        return self.refit_with(problem, cand, fixed, (0, passes - 1))
 
     def model(self, cand: CandidateFit, coef: np.ndarray) -> dict[str, Any]:
         opts: SGMOptions = cand.settings.options

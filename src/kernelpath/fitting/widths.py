@@ -27,7 +27,7 @@ from ..progress import quiet, report
 from .family import Family, candidate_scores
 from .kernel_models import KernelOptions, default_n_centers
 from .nystrom import NystromFamily
-from .problem import CandidateFit, FitProblem, FitSettings, spawned
+from .problem import CandidateFit, FitProblem, FitSettings, SolveRequest, spawned
 
 __all__ = [
     "SCREEN_ROWS",
@@ -291,7 +291,7 @@ def choose_width(
             s = replace(base, rng=np.random.default_rng(seed))  # the same centers every width
             with quiet():  # the screen reports its widths, not their fits' steps
                 try:
-                    cand = screen.solve(problem, at(factor), sub, val, s)
+                    cand = screen.solve(SolveRequest(problem, at(factor), sub, val, s))
                 except NarrowWidthError as exc:  # too narrow for the data's precision: out
                     narrow.append(exc)
                     scores[factor] = (np.inf, np.inf)

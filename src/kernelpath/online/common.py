@@ -135,8 +135,11 @@ UNCALIBRATED = {
 
 class StreamClassifier:
     """What the online classifiers share: ``fit`` is a fresh ``partial_fit``, the checks of
-    a batch, labels from scores, accuracy. A subclass sets ``_fitted_attr`` (the attribute
-    that exists once it has started) and defines ``_start`` and ``_class_index``."""
+    a batch and its feature rows, labels from scores, accuracy. A subclass sets
+    ``_fitted_attr`` (the attribute that exists once it has started) and defines ``_start``
+    (which sets the feature map ``_map``), ``_class_index`` and ``_learn_labelled``."""
+
+    _map: FeatureMap
 
     def __sklearn_tags__(self) -> Any:
         from sklearn.utils import ClassifierTags
@@ -173,7 +176,40 @@ class StreamClassifier:
         for name in (self._fitted_attr, "classes_"):
             if hasattr(self, name):
                 delattr(self, name)
-        return self.partial_fit(X, y, classes)  # type: ignore[attr-defined]
+        return self.partial_fit(X, y, classes)
+
+    @one_blas_thread
+    def partial_fit(self, X: Any, y: Any, classes: Any = None) -> Any:
+        """Learn from one sample (1-D x) or a batch, one sample after another; unseen labels
+        are added as new classes.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_features,) or (n_samples, n_features)
+        y : label or array-like of shape (n_samples,)
+        classes : array-like or None
+            Labels to declare now (in this order), seen or not.
+
+        Returns
+        -------
+        self
+        """
+        X2, labels = self._labelled_batch(X, y, classes)
+        self._learn_labelled(self._features(X2), labels)
+        return self
+
+    def _learn_labelled(self, Z: np.ndarray, labels: np.ndarray) -> None:
+        """Learn the feature rows Z (float64) of a checked batch with their ``labels``."""
+        raise NotImplementedError
+
+    def _features(self, X2: np.ndarray) -> np.ndarray:
+        """The feature rows of the checked rows X2, in float64."""
+        return np.asarray(self._map(X2), dtype=np.float64)
+
+    def _features_to_score(self, X: Any) -> np.ndarray:
+        """The feature rows of the rows X to score: the learner fitted, X's width checked."""
+        check_is_fitted(self)
+        return self._features(self._check_width(_rows(X)))
 
     #: What the learner does itself in place of ``class_weight="balanced"`` (for messages).
     _balanced_by = ""

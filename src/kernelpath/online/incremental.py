@@ -8,13 +8,12 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 from sklearn.base import BaseEstimator
-from sklearn.utils.validation import check_is_fitted
 
 from .. import _backend as B
 from .._threads import one_blas_thread
 from .._validation import check_choice, check_float, check_int, keep_params
 from ..cholesky import cholesky_update
-from .common import StreamClassifier, _rows, as_feature_map, fitted_features
+from .common import StreamClassifier, as_feature_map, fitted_features
 
 __all__ = ["IncrementalRLSClassifier", "SELECTION_RULES"]
 
@@ -164,24 +163,9 @@ class IncrementalRLSClassifier(StreamClassifier, BaseEstimator):
         g = np.where(counts > 0, k / np.maximum(counts, 1.0), 1.0)
         return g**alpha
 
-    @one_blas_thread
-    def partial_fit(self, X: Any, y: Any, classes: Any = None) -> IncrementalRLSClassifier:
-        """Learn from one sample (1-D x) or a batch, one sample at a time; unseen labels are
-        added as new classes.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_features,) or (n_samples, n_features)
-        y : label or array-like of shape (n_samples,)
-        classes : array-like or None
-            Labels to declare now (in this order), seen or not.
-
-        Returns
-        -------
-        self
-        """
-        X2, labels = self._labelled_batch(X, y, classes)
-        Z = np.asarray(self._map(X2), dtype=np.float64)
+    def _learn_labelled(self, Z: np.ndarray, labels: np.ndarray) -> None:
+        """One sample at a time: every ``validation_every``-th is scored by the model of the
+        samples before it (a vote for a (λ, α)) instead of learned."""
         every = self.validation_every
         for z, label in zip(Z, labels, strict=True):
             t = self._class_index(label)
@@ -195,7 +179,6 @@ class IncrementalRLSClassifier(StreamClassifier, BaseEstimator):
             self.cross_[:, t] += c * z
             self.class_counts_[t] += 1
             self._W_cache.clear()
-        return self
 
     def _validate(self, z: np.ndarray, t: int) -> None:
         if self.class_counts_.sum() == 0:
@@ -248,14 +231,12 @@ class IncrementalRLSClassifier(StreamClassifier, BaseEstimator):
             A candidate λ and any α in [0, 1] instead of the chosen ones (to compare
             codings on the same model).
         """
-        check_is_fitted(self)
-        X2 = self._check_width(_rows(X))
+        Z = self._features_to_score(X)
         lam = self.penalty_ if penalty is None else float(penalty)
         hit = np.flatnonzero(np.isclose(self._lams, lam))
         if hit.size == 0:
             raise ValueError(f"penalty must be one of the candidates {self._lams.tolist()}")
         a = self.alpha_ if alpha is None else check_float(alpha, "alpha", 0.0, 1.0)
-        Z = np.asarray(self._map(X2), dtype=np.float64)
         return B.like_input((Z @ self._weights(int(hit[0]))) * self._gamma(a), X)
 
     @one_blas_thread

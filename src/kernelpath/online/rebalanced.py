@@ -16,7 +16,6 @@ from .common import (
     HELDOUT_CHUNKS,
     HELDOUT_EVERY,
     StreamClassifier,
-    _rows,
     as_feature_map,
     fitted_features,
 )
@@ -92,23 +91,8 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
         self.class_counts_ = np.append(self.class_counts_, 0)
         return len(self.classes_) - 1
 
-    @one_blas_thread
-    def partial_fit(self, X: Any, y: Any, classes: Any = None) -> RebalancedRLSClassifier:
-        """Add samples (1-D x or a batch); unseen labels are new classes.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_features,) or (n_samples, n_features)
-        y : label or array-like of shape (n_samples,)
-        classes : array-like or None
-            Labels to declare now (in this order), seen or not.
-
-        Returns
-        -------
-        self
-        """
-        X2, labels = self._labelled_batch(X, y, classes)
-        Z = np.asarray(self._map(X2), dtype=np.float64)
+    def _learn_labelled(self, Z: np.ndarray, labels: np.ndarray) -> None:
+        """Add the samples to the per-class sums, a chunk at a time."""
         idx = np.array([self._class_index(label) for label in labels], dtype=np.int64)
         # prequential hold-out for the probabilities: every HELDOUT_EVERY-th sample is scored
         # by the model of the samples before it (a batch in at most HELDOUT_CHUNKS pieces),
@@ -120,7 +104,6 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
                 for i, row in zip(test, Z[test] @ self.coef_, strict=True):
                     self._remember(int(idx[i]), row[None, :])
             self._learn(Z[chunk], idx[chunk])
-        return self
 
     def _learn(self, Z: np.ndarray, idx: np.ndarray) -> None:
         """Add the feature rows Z of classes ``idx`` to the per-class sums."""
@@ -169,10 +152,7 @@ class RebalancedRLSClassifier(StreamClassifier, BaseEstimator):
         -------
         ndarray or tensor of shape (n_samples, n_classes)
         """
-        check_is_fitted(self)
-        X2 = self._check_width(_rows(X))
-        Z = np.asarray(self._map(X2), dtype=np.float64)
-        return B.like_input(Z @ self.coef_, X)
+        return B.like_input(self._features_to_score(X) @ self.coef_, X)
 
     @one_blas_thread
     def predict(self, X: Any) -> np.ndarray:

@@ -154,6 +154,41 @@ def _rank_one_factor(H: np.ndarray, atol: float) -> tuple[np.ndarray, np.ndarray
     return np.asarray(kept, dtype=np.int64), R[:r, :r]
 
 
+def gram_train_errors(
+    U: np.ndarray, G: np.ndarray, b: np.ndarray, ywy: np.ndarray, wsum: float, k: int
+) -> np.ndarray:
+    """||y - Ψ u||_W^2 / (sum w k) = (y'Wy - 2 u'b + u'Gu) / (sum w k) for columns of U
+    grouped as (D, points, k)."""
+    D = len(G)
+    flat = U.reshape(D, -1)
+    ub = np.einsum("dpk,dk->pk", U, b)
+    ugu = np.einsum("dc,dc->c", G @ flat, flat).reshape(U.shape[1], k)
+    return np.maximum((ywy[None, :] - 2 * ub + ugu).sum(axis=1) / (wsum * k), 0.0)
+
+
+def prefix_points(
+    G: np.ndarray,
+    K: np.ndarray,
+    b: np.ndarray,
+    grid: np.ndarray,
+    shifts: np.ndarray,
+    method: str,
+    ywy: np.ndarray,
+    wsum: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``prefix_solutions`` at every shift of ``shifts``: the solutions (M, g, P, k), the
+    columns each shift's factor kept (P,), and the training errors (g, P) from G, b, the
+    targets' y'Wy per output (``ywy``) and the weights' sum (``gram_train_errors``)."""
+    M, k = b.shape
+    g, P = len(grid), len(shifts)
+    X = np.zeros((M, g, P, k))
+    n_kept = np.zeros(P, dtype=np.int64)
+    for p, shift in enumerate(shifts):
+        X[:, :, p, :], n_kept[p] = prefix_solutions(G, K, b, grid, shift, method)
+    train = gram_train_errors(X.reshape(M, g * P, k), G, b, ywy, wsum, k).reshape(g, P)
+    return X, n_kept, train
+
+
 def prefix_solutions(
     G: np.ndarray, K: np.ndarray, b: np.ndarray, grid: np.ndarray, shift: float, method: str
 ) -> tuple[np.ndarray, int]:
@@ -242,17 +277,9 @@ def incremental_nystrom_path(
     else:
         lam = np.asarray(penalties, dtype=float)
     P, g = len(lam), len(grid)
-    alphas = np.zeros((M, g, P, k))
-    n_kept = np.zeros(P, dtype=np.int64)
-    for p, lam_p in enumerate(lam):
-        alphas[:, :, p, :], n_kept[p] = prefix_solutions(G, K, b, grid, lam_p * n, method)
-    # training error from G and b: ||y - K_nm α||_W^2 = y'Wy - 2 α'b + α'Gα
-    flat = alphas.reshape(M, g * P * k)
     ywy = (w[:, None] * Y * Y).sum(axis=0)  # (k,)
-    ab = np.einsum("mgpk,mk->gpk", alphas, b)
-    aga = np.einsum("mc,mc->c", G @ flat, flat).reshape(g, P, k)
-    train = (ywy[None, None, :] - 2 * ab + aga).sum(axis=2) / (w.sum() * k)
-    train = np.maximum(train, 0.0)
+    # training error from G and b: ||y - K_nm α||_W^2 = y'Wy - 2 α'b + α'Gα
+    alphas, n_kept, train = prefix_points(G, K, b, grid, lam * n, method, ywy, float(w.sum()))
     val_err = val_loss = None
     if validation is not None:  # one m of the grid at a time: n_val x P k predictions
         val_err, val_loss = np.empty((g, P)), np.empty((g, P))

@@ -39,7 +39,7 @@ from ..selection import penalty_grid
 from ..workspace import Workspace
 from ._common import Validation, as_2d, closed_form_path, weights_or_ones
 from ._loo import SmootherCV, eigen_smoother_scores
-from .incremental import prefix_solutions
+from .incremental import gram_train_errors, prefix_points
 
 __all__ = [
     "FeatureOperator",
@@ -120,18 +120,6 @@ def feature_moments(
     return workspace.feature_moments(transform, X, n_features, as_2d(Y), weights)
 
 
-def _train_errors(
-    U: np.ndarray, G: np.ndarray, b: np.ndarray, ywy: np.ndarray, wsum: float, k: int
-) -> np.ndarray:
-    """||y - Ψ u||_W^2 / (sum w k) = (y'Wy - 2 u'b + u'Gu) / (sum w k) for columns of U
-    grouped as (D, points, k)."""
-    D = len(G)
-    flat = U.reshape(D, -1)
-    ub = np.einsum("dpk,dk->pk", U, b)
-    ugu = np.einsum("dc,dc->c", G @ flat, flat).reshape(U.shape[1], k)
-    return np.maximum((ywy[None, :] - 2 * ub + ugu).sum(axis=1) / (wsum * k), 0.0)
-
-
 def rf_penalty_path(
     G: np.ndarray,
     b: np.ndarray,
@@ -177,7 +165,7 @@ def rf_penalty_path(
     filt = spectral_filter("tikhonov", s, lam)  # (P, D): λ = 0 is the pseudo-inverse
     Wts = np.einsum("dj,pj,jk->dpk", V, filt, c)  # (D, P, k) normalized weights
     ywy = (w[:, None] * Y2 * Y2).sum(axis=0)
-    train = _train_errors(Wts / np.sqrt(D), G, b, ywy, float(w.sum()), k)
+    train = gram_train_errors(Wts / np.sqrt(D), G, b, ywy, float(w.sum()), k)
     scores = None
     if cv is not None:
         if cv.mode == "loo" and features is None:
@@ -246,14 +234,9 @@ def rf_feature_path(
         lam = np.asarray(penalties, dtype=float)
     mus = lam * n * Dmax
     P, g = len(mus), len(grid)
-    U = np.zeros((Dmax, g, P, k))  # unnormalized coefficients u
-    eye = np.eye(Dmax)
-    n_kept = np.zeros(P, dtype=np.int64)
-    for p, mu in enumerate(mus):
-        U[:, :, p, :], n_kept[p] = prefix_solutions(G, eye, b, grid, mu, method)
     ywy = (w[:, None] * Y2 * Y2).sum(axis=0)
-    train = _train_errors(U.reshape(Dmax, g * P, k), G, b, ywy, float(w.sum()), k)
-    train = train.reshape(g, P)
+    # U: the unnormalized coefficients u
+    U, n_kept, train = prefix_points(G, np.eye(Dmax), b, grid, mus, method, ywy, float(w.sum()))
     val_err = val_loss = None
     if validation is not None:
         F = validation.op.matvec(U.reshape(Dmax, g * P * k).astype(dtype, copy=False))
