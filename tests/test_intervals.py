@@ -99,19 +99,49 @@ def test_krls_std_is_the_exact_gaussian_process_posterior():
     np.testing.assert_allclose(mean, est.predict(Xt))
 
 
+def _nystrom_shape(est, Z):
+    C, k, lam = est.centers_, est.kernel_, est.penalty_
+    m = C.shape[0]
+    K = _gaussian_gram(k, C, C)
+    Kx = _gaussian_gram(k, Z, C)
+    return 1.0 - np.einsum("ij,ji->i", Kx, np.linalg.solve(K + m * lam * np.eye(m), Kx.T))
+
+
 def test_nystrom_std_conditions_on_the_centers():
     X, y = _data(2000, 0)
     Xt, _ = _data(40, 1)
     est = kp.NystromRegressor(search="none", solver="direct", random_state=0).fit(X, y)
     _, std = est.predict(Xt, return_std=True)
-    C, k, lam = est.centers_, est.kernel_, est.penalty_
-    m, n = C.shape[0], est.n_fit_rows_
-    K = _gaussian_gram(k, C, C)
-    Kx = _gaussian_gram(k, Xt, C)
-    var_f = 1.0 - np.einsum("ij,ji->i", Kx, np.linalg.solve(K + m * lam * np.eye(m), Kx.T))
-    sigma2 = est.noise_variance_[0]
-    expected = np.sqrt(sigma2 / (n * lam) * np.clip(var_f, 0, None) + sigma2)
-    np.testing.assert_allclose(std, expected, rtol=1e-6)
+    var_f = np.clip(_nystrom_shape(est, Xt), 0, None)
+    s2, sigma2 = est.signal_variance_[0], est.noise_variance_[0]
+    np.testing.assert_allclose(std, np.sqrt(s2 * var_f + sigma2), rtol=1e-6)
+
+
+def test_the_two_variances_are_the_likelihoods_best_on_the_held_out_rows():
+    from scipy.optimize import minimize
+
+    X, y = _data(1500, 3, noise=0.2)
+    y = y + 0.8 * np.abs(X[:, 0]) ** 3 * np.random.default_rng(4).normal(size=len(y))
+    est = kp.NystromRegressor(search="none", solver="direct", refit=False, random_state=0)
+    est.fit(X, y)
+    val = est.validation_indices_
+    r2 = (y[val] - est.predict(X[val])) ** 2
+    v = np.clip(_nystrom_shape(est, X[val]), 0, None)
+
+    def nll(p):
+        var = np.exp(p[0]) * v + np.exp(p[1])
+        return np.mean(np.log(var) + r2 / var)
+
+    best = min(
+        (minimize(nll, start, method="L-BFGS-B") for start in ([0.0, -2.0], [3.0, -4.0], [-3, 0])),
+        key=lambda res: res.fun,
+    )
+    ours = nll(np.log([est.signal_variance_[0], est.noise_variance_[0]]))
+    floor = 0.05 * est.noise_variance_[0] / np.median(v)
+    if est.signal_variance_[0] > floor * (1 + 1e-6):
+        assert ours <= best.fun + 1e-4
+    else:  # the floor holds s^2 where the likelihood would take it lower
+        assert np.exp(best.x[0]) <= floor * 1.05
 
 
 def test_the_std_interval_covers_new_rows():

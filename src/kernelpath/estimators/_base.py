@@ -30,6 +30,7 @@ from ..progress import verbose_reporter
 from ..tabular import TabularEncoder, as_frame, check_missing_values, is_frame, needs_encoding
 from ..workspace import Workspace
 from ._inputs import device_for, fit_problem, gathered
+from ._uncertainty import calibrate_posterior
 
 __all__ = ["_KernelPathEstimator"]
 
@@ -45,6 +46,7 @@ _LEARNED_METRIC = (
     "encoded_feature_relevances_",
     "conformal_residuals_",
     "noise_variance_",
+    "signal_variance_",
 )
 
 
@@ -198,6 +200,13 @@ class _KernelPathEstimator(BaseEstimator):
         best = self.best_params_
         self.penalty_ = float(best.get("penalty", 0.0))
         self.n_iter_ = int(best["n_iter"]) if "n_iter" in best else 1
+        if chosen.residuals is not None and chosen.residual_rows is not None:
+            R = chosen.residuals * problem.y_scale
+            fitted = calibrate_posterior(
+                self, problem.X, chosen.residual_rows, R, len(chosen.train)
+            )
+            if fitted is not None:
+                self.signal_variance_, self.noise_variance_ = fitted
         self._warn_if_rounding(path)
 
     #: the share of the solution's norm in unresolved directions that makes it rounding

@@ -103,6 +103,14 @@ _ATTR_DOC = """
         What ``search`` tried, in order (Nyström estimators, ``search`` not "none"): each
         with "step" ("family", "metric" or "centers"), what it tried ("kernel", "round",
         "n_centers"), its "val_error" and whether it was "chosen".
+    conformal_residuals_ : ndarray of shape (n_held_out, n_outputs)
+        Regression: the sorted absolute residuals of the chosen point on the rows it did
+        not train on, which ``predict_interval`` takes its quantiles from.
+    noise_variance_, signal_variance_ : ndarray of shape (n_outputs,)
+        Regression: sigma^2 and s^2 of ``predict(X, return_std=True)``, fitted to those
+        residuals (``signal_variance_`` only where the model has the posterior).
+    n_fit_rows_ : int
+        The rows the final model was fitted on.
     coef_ : ndarray of shape (m,) or (m, n_outputs)
         Coefficients: ``f(x) = sum_j k(x, centers_j) coef_j + intercept_``.
     intercept_ : float or ndarray of shape (n_outputs,)

@@ -46,6 +46,7 @@ class Selection:
     agop_info: dict[str, Any] | None = field(default=None)
     search_info: list[dict[str, Any]] | None = field(default=None)
     residuals: np.ndarray | None = field(default=None)
+    residual_rows: np.ndarray | None = field(default=None)
 
 
 def _refit(settings: FitSettings, problem: FitProblem, family: Family, method: str) -> bool:
@@ -254,11 +255,11 @@ def select(
     scores = held_out_scores(family, problem, plan, result)  # before a refit
     if scores is not None and plan.cv == "holdout":
         _warn_if_constant(problem, plan.train, scores)
-    calibration, residuals = None, None
+    calibration, residuals, residual_rows = None, None, None
     if problem.classifier:
         calibration = probability_map(family, problem, plan, result, scores)
     elif scores is not None:  # what the intervals are made of (``predict_interval``)
-        residuals = problem.Y[scores[1]] - scores[0]
+        residuals, residual_rows = problem.Y[scores[1]] - scores[0], scores[1]
     if plan.refit:  # beside what the search holds (its paths, the chosen point's centers)
         held = replace(problem, held=problem.held + held_bytes(result, problem.X))
         model, coef = family.refit(held, result.best)
@@ -283,6 +284,7 @@ def select(
         agop_info,
         _search_info(searched, agop_info, choice.search),
         residuals,
+        residual_rows,
     )
 
 
