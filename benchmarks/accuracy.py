@@ -1,6 +1,6 @@
 """Accuracy on every shared set and MNIST: kernelpath's default against the learned widths
 (``sigma="ard"``), the learned metric (``sigma="agop"``), gradient boosting and
-scikit-learn's Nystroem + ridge at the same m (issue 44).
+scikit-learn's Nystroem + ridge at the same m: what the default search and its options buy.
 
     python benchmarks/accuracy.py run [--sets a,b] [--seeds 0,1,2] [--methods m1,m2]
                                       [--timeout 1800] [--force]
@@ -218,6 +218,7 @@ def _hgb_interval(name: str, seed: int, Xtr: Any, ytr: Any, Xte: Any, yte: Any) 
     from sklearn.ensemble import HistGradientBoostingRegressor
 
     Y, Yt = np.reshape(ytr, (len(ytr), -1)), np.reshape(yte, (len(yte), -1))
+    Xtr, Xte = (X.toarray() if hasattr(X, "toarray") else X for X in (Xtr, Xte))
     covered, widths = [], []
     t = time.perf_counter()
     for k in range(Y.shape[1]):
@@ -336,15 +337,16 @@ def summary(res: dict[str, Any]) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for key, r in res["runs"].items():
         name, _, method = key.split("/")
-        if "test_error" not in r:
-            out.setdefault(name, {})[method] = {"missing": next(iter(r))}
-            continue
         cell = out.setdefault(name, {}).setdefault(method, {"errors": [], "times": []})
+        if "test_error" not in r:
+            cell.setdefault("missing", next(iter(r)))
+            continue
         cell["errors"].append(r["test_error"])
         cell["times"].append(r["fit_s"])
     for methods in out.values():
         for cell in methods.values():
-            if "errors" in cell:
+            if cell["errors"]:
+                cell.pop("missing", None)
                 cell["test_error"] = float(np.mean(cell["errors"]))
                 cell["fit_s"] = float(np.median(cell["times"]))
                 cell["seeds"] = len(cell["errors"])
@@ -398,6 +400,80 @@ def table(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _mean_of(res: dict[str, Any], name: str, method: str, key: str) -> float | None:
+    """The mean of ``key`` over the seeds of ``name``/``method`` (None: never measured)."""
+    vals = [
+        r[key]
+        for k, r in res["runs"].items()
+        if k.split("/")[0] == name and k.split("/")[2] == method and key in r
+    ]
+    return float(np.mean(vals)) if vals else None
+
+
+def _mean_width(res: dict[str, Any], name: str, method: str) -> float | None:
+    """The mean interval width of ``name``/``method`` over its seeds and outputs."""
+    vals = [
+        float(np.mean(r["interval_width"]))
+        for k, r in res["runs"].items()
+        if k.split("/")[0] == name and k.split("/")[2] == method and "interval_width" in r
+    ]
+    return float(np.mean(vals)) if vals else None
+
+
+def defaults_table(res: dict[str, Any]) -> str:
+    """The default (``search="auto"``) against ``search="none"`` and gradient boosting: test
+    error and median fit seconds over the seeds, the targets' tests, and the intervals'
+    test coverage at 0.9 (conformal, 1.645 sigma and boosting's quantile interval)."""
+    s = summary(res)
+    lines = [
+        '| set | default | search="none" | gradient boosting | time ratio | within 3% '
+        "(0.3 pt) of boosting | conformal 0.9 | 1.645 sigma | boosting quantiles | width: "
+        "conformal / boosting's |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    within = measured = 0
+    for name in SETS:
+        row = s.get(name, {})
+        d, n, h = (row.get(m, {}) for m in ("default", "search_none", "hgb"))
+        if "test_error" not in d:
+            continue
+        cls = name in CLASSIFICATION
+
+        def cell(c: dict[str, Any], cls: bool = cls) -> str:
+            if "test_error" not in c:
+                return "—"
+            e = c["test_error"]
+            return (f"{e:.2f}%" if cls else f"{e:.4g}") + f" ({c['fit_s']:.1f} s)"
+
+        ratio = f"{d['fit_s'] / n['fit_s']:.1f}x" if "fit_s" in n else "—"
+        ok = "—"
+        if "test_error" in h:
+            good = _within(cls, d["test_error"], h["test_error"])
+            ok = "yes" if good else "no"
+            if name in SETS[:15]:
+                measured += 1
+                within += good
+        cov = [
+            _mean_of(res, name, m, k)
+            for m, k in (
+                ("default", "interval_coverage"),
+                ("default", "std_coverage"),
+                ("hgb_interval", "interval_coverage"),
+            )
+        ]
+        covs = " | ".join("—" if c is None else f"{c:.3f}" for c in cov)
+        widths = [_mean_width(res, name, m) for m in ("default", "hgb_interval")]
+        covs += " | " + (
+            "—" if None in widths else f"{widths[0] / widths[1]:.2f}"  # type: ignore[operator]
+        )
+        lines.append(f"| {name} | {cell(d)} | {cell(n)} | {cell(h)} | {ratio} | {ok} | {covs} |")
+    lines.append(
+        f"\nThe default within 3% (0.3 points) of gradient boosting: {within} of {measured} "
+        "shared sets."
+    )
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -412,6 +488,7 @@ def main() -> int:
     w.add_argument("seed", type=int)
     w.add_argument("method")
     sub.add_parser("table")
+    sub.add_parser("defaults", help="the default against search='none' and boosting")
     a = ap.parse_args()
     if a.cmd == "worker":
         print(json.dumps(worker(a.name, a.seed, a.method)))
@@ -424,6 +501,8 @@ def main() -> int:
             ap.error(f"unknown sets or methods: {bad}")
         seeds = [int(v) for v in a.seeds.split(",")]
         run(sets, seeds, a.methods.split(","), a.timeout, a.force)
+    elif a.cmd == "defaults":
+        print(defaults_table(_results()))
     else:
         print(table(_results()))
     return 0

@@ -2,9 +2,9 @@
 scikit-learn's ``HistGradientBoostingRegressor`` with its defaults, on the shared regression
 sets.
 
-    python benchmarks/ard.py [--rounds 3] [--sets cpusmall,kin8nm,...]
-    python benchmarks/ard.py objective [--sets ...]      # the choice of the objective
-    python benchmarks/ard.py table                       # the README table from the JSON
+    python benchmarks/run.py ard run [--rounds 3] [--sets cpusmall,kin8nm,...]
+    python benchmarks/run.py ard objective [--sets ...]   # the choice of the objective
+    python benchmarks/run.py ard table                    # the table, from results/ard.json
 
 Every set: a random 80/20 train/test split (seed 0), features standardized on the training
 part, targets as they are (the first target where a set has two). kernelpath:
@@ -24,18 +24,14 @@ Writes ``results/ard.json`` (``results/ard_objective.json``).
 
 from __future__ import annotations
 
-import argparse
-import json
-import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
+import fresh as h
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-DATA = HERE.parent.parent / "shared" / "data"
+DATA = h.SHARED / "data"
 #: name -> (file under ../shared/data, target column, separator)
 SETS: dict[str, tuple[str, Any, str]] = {
     "cpusmall": ("cpusmall/cpu_small.csv", -1, ","),
@@ -117,19 +113,9 @@ def fit_one(name: str, method: str, cv: Any = "holdout", seed: int = 0) -> dict[
     return out
 
 
-def run_fresh(name: str, method: str, seed: int) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, __file__, "worker", name, method, str(seed)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def table() -> str:
     """The README's table from ``results/ard.json``."""
-    results = json.loads((HERE / "results" / "ard.json").read_text())
+    results = h.load("ard")
     head = (
         '| set (train rows, features) | `"auto"` RMSE | `"ard"` RMSE | ard vs auto '
         "| learned kept | HGB RMSE | ard vs HGB | ard fit / auto fit |\n"
@@ -153,43 +139,24 @@ def table() -> str:
     return "\n".join(rows)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument(
-        "mode", nargs="?", default="compare", choices=["compare", "objective", "worker", "table"]
-    )
-    ap.add_argument("args", nargs="*")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--sets", default=",".join(SETS))
-    a = ap.parse_args()
-    if a.mode == "worker":
-        print(json.dumps(fit_one(a.args[0], a.args[1], seed=int(a.args[2]))))
-        return 0
-    if a.mode == "table":
-        print(table())
-        return 0
-    sets = [s for s in a.sets.split(",") if s]
-    if a.mode == "objective":
-        rows = []
-        for name in sets:
-            for cv in ("holdout", 3):
-                r = fit_one(name, "ard", cv)
-                r["cv"] = cv
-                rows.append(r)
-                print(json.dumps(r), flush=True)
-        (HERE / "results" / "ard_objective.json").write_text(json.dumps(rows, indent=2) + "\n")
-        return 0
-    out_path = HERE / "results" / "ard.json"
-    results: dict[str, Any] = json.loads(out_path.read_text()) if out_path.exists() else {}
-    for name in sets:
-        runs: dict[str, list[dict[str, Any]]] = {m: [] for m in METHODS}
-        for r in range(a.rounds):
-            for m in METHODS:
-                runs[m].append(run_fresh(name, m, r))
-                print(json.dumps(runs[m][-1]), flush=True)
+def objective(sets: str = ",".join(SETS)) -> list[dict[str, Any]]:
+    """ARD's objective: the hold-out (``cv="holdout"``) against the 3-fold mean, in this
+    process; writes results/ard_objective.json."""
+    rows = []
+    for name in h.names(sets):
+        for cv in ("holdout", 3):
+            rows.append({**fit_one(name, "ard", cv), "cv": cv})
+    h.save("ard_objective", rows)
+    return rows
+
+
+def run(rounds: int = 3, sets: str = ",".join(SETS)) -> str:
+    """Each set: the three methods alternating in fresh processes for ``rounds`` rounds."""
+    for name in h.names(sets):
+        runs = h.rounds({m: _job(name, m) for m in METHODS}, rounds)
         med = {m: float(np.median([r["fit_s"] for r in runs[m]])) for m in METHODS}
         rmse = {m: float(np.mean([r["test_rmse"] for r in runs[m]])) for m in METHODS}
-        results[name] = {
+        entry = {
             "development_set": name in DEVELOPMENT,
             "train_shape": list(load(name)[0].shape),
             "fit_s": med,
@@ -201,9 +168,13 @@ def main() -> int:
             "widths": runs["ard"][-1].get("widths"),
             "runs": runs,
         }
-        out_path.write_text(json.dumps(results, indent=2) + "\n")
-    return 0
+        h.record("ard", name, entry)
+    return table()
+
+
+def _job(name: str, method: str) -> Any:
+    return lambda seed: h.call("ard", "fit_one", name=name, method=method, seed=seed)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(h.cli(__doc__, {"run": run, "objective": objective, "table": table}))

@@ -1,4 +1,14 @@
-"""Benchmarks of center selection and of the (m, λ) path (``run.py --suite centers``).
+"""Center selection and the incremental (m, λ) path: leverage scores against uniform draws,
+the effective dimension, the path's cost, and the center strategies per number of centers.
+
+    python benchmarks/run.py centers run [--quick]    # leverage, deff, mpath: results/centers.json
+    python benchmarks/run.py centers strategies [--sets mnist,ijcnn1,protein] [--sizes 500,2000]
+        [--seeds 0,1,2] [--centers uniform,approximate-leverage,rpcholesky]
+    python benchmarks/run.py centers table              # the tables, from the results
+    python benchmarks/run.py centers strategies-table
+
+``run`` measures the three parts below in one fresh process; ``strategies`` fits every
+configuration in its own fresh process.
 
 leverage
     The leverage-score experiment of El Alaoui & Mahoney: 1-D regression on [0, 1] with 95%
@@ -19,14 +29,31 @@ mpath
     solver: K_nm, G, one eigendecomposition for all λ) and (b) refitting batch Nyström at 20
     values of m. Target: the whole path costs at most 2x the single batch fit at M. Plot: the
     validation error over the grid (thesis Fig. 4.1).
+strategies
+    Each set's default estimator with ``n_centers=m``, one ``centers`` strategy (uniform,
+    El Alaoui & Mahoney's two-pass approximate leverage scores, randomly pivoted Cholesky)
+    and ``random_state`` = the seed (it draws the centers, the width screen's rows and the
+    hold-out), the strategies alternating within each seed's round: MNIST with
+    ``NystromClassifier(scale=False)`` on its official split, ijcnn1 with
+    ``NystromClassifier()`` on its official split, protein with ``NystromRegressor()`` on a
+    fixed 80/20 split. Results accumulate in ``results/rpcholesky.json``.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
+import fresh as h
 import numpy as np
+
+#: the strategies per number of centers, in the table's column order
+STRATEGIES = ("uniform", "approximate-leverage", "rpcholesky")
+
+
+def load(name: str, quick: bool) -> tuple[np.ndarray, ...]:
+    return h.shared_split(name, 3000 if quick else None)
 
 
 def _plt() -> Any:
@@ -59,7 +86,7 @@ def _am_target(X: np.ndarray) -> np.ndarray:
     return np.sin(8 * X[:, 0]) + 0.5 * np.cos(20 * X[:, 0])
 
 
-def bench_leverage(quick: bool, results_dir: Any) -> dict[str, Any]:
+def bench_leverage(quick: bool) -> dict[str, Any]:
     from kernelpath import Gaussian, leverage_scores
     from kernelpath.centers import select_centers
     from kernelpath.operators import KernelOperator
@@ -138,7 +165,7 @@ def bench_leverage(quick: bool, results_dir: Any) -> dict[str, Any]:
         axes[1].set_ylabel("risk / exact KRLS risk")
         axes[1].legend()
         fig.tight_layout()
-        fig.savefig(results_dir / "leverage_scores.png", dpi=110)
+        fig.savefig(h.RESULTS / "leverage_scores.png", dpi=110)
         plt.close(fig)
     return {
         "problem": {"n": n, "sigma": 0.03, "penalty": lam, "seeds": seeds, "max_centers": M},
@@ -154,7 +181,7 @@ def bench_leverage(quick: bool, results_dir: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- d_eff table
-def bench_deff(quick: bool, load: Any) -> dict[str, Any]:
+def bench_deff(quick: bool) -> dict[str, Any]:
     from kernelpath import Gaussian, leverage_scores
     from kernelpath.kernels import median_distance
 
@@ -192,7 +219,7 @@ def bench_deff(quick: bool, load: Any) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- (m, λ) path
-def bench_mpath(quick: bool, load: Any, results_dir: Any) -> dict[str, Any]:
+def bench_mpath(quick: bool) -> dict[str, Any]:
     from kernelpath import Gaussian
     from kernelpath.centers import select_centers
     from kernelpath.kernels import median_distance
@@ -264,7 +291,7 @@ def bench_mpath(quick: bool, load: Any, results_dir: Any) -> dict[str, Any]:
         ax.set_title("cpusmall: validation RMSE (log10) over (m, λ)")
         fig.colorbar(im, ax=ax)
         fig.tight_layout()
-        fig.savefig(results_dir / "m_lambda_path.png", dpi=110)
+        fig.savefig(h.RESULTS / "m_lambda_path.png", dpi=110)
         plt.close(fig)
     return {
         "problem": {
@@ -286,14 +313,157 @@ def bench_mpath(quick: bool, load: Any, results_dir: Any) -> dict[str, Any]:
     }
 
 
-def suite_centers(quick: bool, load: Any, results_dir: Any) -> dict[str, Any]:
+def suite(quick: bool = False) -> dict[str, Any]:
+    """The three parts in this process (deff and mpath need ../shared/data)."""
     from kernelpath.datasets import shared_data_dir
 
-    res: dict[str, Any] = {"leverage": bench_leverage(quick, results_dir)}
+    res: dict[str, Any] = {"leverage": bench_leverage(quick)}
     if shared_data_dir() is not None:
-        res["mpath"] = bench_mpath(quick, load, results_dir)
-        print("mpath", {k: v for k, v in res["mpath"].items() if k != "problem"})
-        res["deff"] = bench_deff(quick, load)
-    else:
-        print("deff and mpath skipped: ../shared/data is absent")
+        res["mpath"] = bench_mpath(quick)
+        res["deff"] = bench_deff(quick)
     return res
+
+
+def run(quick: bool = False) -> str:
+    """leverage, deff and mpath in one fresh process (``--quick``: small sizes)."""
+    return table(h.suite("centers", "centers", quick))
+
+
+def table(name: str = "centers") -> str:
+    """Centers needed within 10% of the exact risk, d_eff against d_max, and the path's cost."""
+    d = h.load(name)["result"]
+    lev, out = d["leverage"], []
+    p = lev["problem"]
+    out.append(
+        f"Centers needed to come within 10% of the exact KRLS risk (the 1-D design of El Alaoui "
+        f"& Mahoney, n = {p['n']}, d_eff = {lev['d_eff']:.0f}, d_max = {lev['d_max']:.0f}, mean "
+        f"of {p['seeds']} seeds):\n"
+    )
+    cells = []
+    for strategy, c in lev["curves"].items():
+        ratio = lev["m_ratio_to_uniform"][strategy]
+        cells.append([strategy, c["m_within_10pct"], "—" if ratio is None else f"{ratio:.2f}"])
+    out.append(h.markdown(["strategy", "m within 10%", "ratio to uniform"], cells))
+    if "deff" in d:
+        out.append("\nEffective dimension against maximal degrees of freedom (exact):\n")
+        cells = [
+            [
+                f"{data} (n = {res['n']:,})",
+                f"{r['penalty']:.0e}",
+                f"{r['d_eff']:.0f}",
+                f"{r['d_max']:.0f}",
+                f"{r['d_eff_approx']:.0f}",
+                f"{100 * r['approx_within_2x']:.0f}%",
+            ]
+            for data, res in d["deff"].items()
+            for r in res["rows"]
+        ]
+        header = ["data set", "λ", "d_eff", "d_max", "d_eff approx.", "approx. within 2×"]
+        out.append(h.markdown(header, cells))
+    if "mpath" in d:
+        m, q = d["mpath"], d["mpath"]["problem"]
+        out.append(
+            f"\n(m, λ) path on cpusmall (n = {q['n_train']:,}, M = {q['max_centers']}, "
+            f"{q['n_penalties']} λ × {q['n_m_values']} m): the whole path {m['path_s']:.2f} s = "
+            f"{m['ratio_path_to_batch']:.2f}× one batch Nyström fit at M ({m['batch_at_M_s']:.2f} "
+            f"s, every λ); refitting batch Nyström at 20 values of m: {m['refit_20_m_s']:.2f} s. "
+            f"Chosen m = {m['best']['n_centers']}, test RMSE {m['best']['test_rmse']:.3f} (batch "
+            f"at M: {m['batch_at_M_best']['test_rmse']:.3f})."
+        )
+    return "\n".join(out)
+
+
+def strategy_fit(name: str, centers: str, m: int, seed: int) -> dict[str, Any]:
+    """One default fit with ``n_centers=m`` and ``centers``: its test score and seconds."""
+    import kernelpath as kp
+    from kernelpath.datasets import load_shared
+
+    d = load_shared(name)
+    if "X_train" not in d:  # one table: 80% to fit, 20% to test, the same split each run
+        perm = np.random.default_rng(0).permutation(len(d["y"]))
+        tr, te = np.split(perm, [int(0.8 * len(perm))])
+        d = {
+            "X_train": d["X"][tr],
+            "y_train": d["y"][tr],
+            "X_test": d["X"][te],
+            "y_test": d["y"][te],
+        }
+    classify = name in ("ijcnn1", "mnist")
+    kw: dict[str, Any] = {"scale": False} if name == "mnist" else {}
+    Est = kp.NystromClassifier if classify else kp.NystromRegressor
+    est = Est(n_centers=m, centers=centers, random_state=seed, **kw)
+    t = time.perf_counter()
+    est.fit(d["X_train"], d["y_train"])
+    seconds = time.perf_counter() - t
+    pred = est.predict(d["X_test"])
+    score = float(100 * np.mean(pred != d["y_test"])) if classify else h.rmse(pred, d["y_test"])
+    return {"score": score, "fit_s": seconds, "measure": "error %" if classify else "RMSE"}
+
+
+def strategies(
+    sets: str = "mnist,ijcnn1,protein",
+    sizes: str = "500,2000",
+    seeds: str = "0,1,2",
+    centers: str = ",".join(STRATEGIES),
+) -> str:
+    """Every (set, m, strategy, seed) in a fresh process; a cell run again replaces its seeds."""
+    chosen = h.names(centers)
+    bad = [c for c in chosen if c not in STRATEGIES]
+    if bad:
+        raise SystemExit(f"unknown strategies {bad}; known: {list(STRATEGIES)}")
+    res = h.load("rpcholesky", {"sets": {}})
+    for name in h.names(sets):
+        for m in map(int, h.names(sizes)):
+            cells = {c: {"seeds": [], "scores": [], "fit_s": []} for c in chosen}
+            for seed in map(int, h.names(seeds)):  # the strategies alternate within a seed
+                for c in chosen:
+                    r = h.call("centers", "strategy_fit", name=name, centers=c, m=m, seed=seed)
+                    cell = cells[c]
+                    cell["seeds"].append(seed)
+                    cell["scores"].append(r["score"])
+                    cell["fit_s"].append(r["fit_s"])
+                    cell["measure"] = r["measure"]
+                    res["sets"].setdefault(name, {}).setdefault(str(m), {})[c] = cell
+                    res["date"] = time.strftime("%Y-%m-%d %H:%M")
+                    res["machine"] = h.machine()
+                    h.save("rpcholesky", res)
+    return strategies_table()
+
+
+def _cell(c: dict[str, Any] | None) -> tuple[str, str]:
+    if c is None:
+        return "—", "—"
+    s = np.asarray(c["scores"])
+    spread = f" ({s.min():.4g}–{s.max():.4g})" if len(s) > 1 else ""
+    return f"{s.mean():.4g}{spread}", f"{np.median(c['fit_s']):.1f}"
+
+
+def strategies_table() -> str:
+    """Mean test score over the seeds (range) per strategy, and the median fit times."""
+    res = h.load("rpcholesky")
+    rows = []
+    for name, by_m in res["sets"].items():
+        for m, r in sorted(by_m.items(), key=lambda kv: int(kv[0])):
+            cells = [_cell(r.get(s)) for s in STRATEGIES]
+            measure = next(iter(r.values()))["measure"]
+            times = " / ".join(c[1] for c in cells)
+            rows.append([f"{name} ({measure})", f"{int(m):,}", *(c[0] for c in cells), times])
+    header = ["set", "m", "uniform", "leverage (approximate)", "rpcholesky"]
+    header.append("fit s: uniform / leverage / rpcholesky")
+    seeds = sorted(
+        {
+            len(c["seeds"])
+            for by_m in res["sets"].values()
+            for r in by_m.values()
+            for c in r.values()
+        }
+    )
+    count = "/".join(map(str, seeds))
+    note = f"Mean over {count} seeds a cell (range), and the median fit in seconds."
+    return note + "\n\n" + h.markdown(header, rows, "lrrrrl")
+
+
+if __name__ == "__main__":
+    commands = {"run": run, "table": table, "strategies": strategies}
+    commands["strategies-table"] = strategies_table
+    sys.exit(h.cli(__doc__, commands))

@@ -1,14 +1,14 @@
-"""Classification losses and probabilities (issue 26): the logistic loss against the square
-loss and scikit-learn, the λ path against one solve, and calibration.
+"""Classification losses and probabilities: the logistic loss against the square loss,
+scikit-learn and FALKON, the λ path against one solve, and calibration.
 
-    python benchmarks/classification.py run [--sets ijcnn1,adult,usps] [--seeds 0,1,2]
-                                            [--methods ...] [--m 1000]
-    python benchmarks/classification.py table
+    python benchmarks/run.py classification run [--sets ijcnn1,adult,usps] [--seeds 0,1,2]
+                                                [--methods ...] [--m 1000] [--falkon PYTHON]
+    python benchmarks/run.py classification table
 
-Every fit runs in a fresh process (``fit``, the worker), the methods alternating within a
-seed. Data: the official train/test files of ../shared/data; the same m and Gaussian width
-for every method (``WIDTHS``: ijcnn1 0.5, adult 6.6 as NYTRO's Table 1, USPS 10, about 0.65
-of its median distance), inputs as on disk (``scale=False``). Methods:
+Every fit runs in a fresh process, the methods alternating within a seed. Data: the
+official train/test files of ../shared/data; the same m and Gaussian width for every
+method (``WIDTHS``: ijcnn1 0.5, adult 6.6 as NYTRO's Table 1, USPS 10, about 0.65 of its
+median distance), inputs as on disk (``scale=False``). Methods:
 
 - ``square``, ``logistic``, ``squared_hinge``: ``NystromClassifier(loss=..., n_centers=m)``
   with its defaults (CG, the λ path on the 20% hold-out, probabilities: the logistic's own,
@@ -24,7 +24,7 @@ of its median distance), inputs as on disk (``scale=False``). Methods:
   on all the training rows, its penalties our ``logistic`` path's down to the λ it chose
   (times 2: FALKON's objective is mean loss + penalty / 2 ||f||^2), 3 CG steps each, then
   3 more steps of 8 at the last (its documentation's rule of thumb); no intercept (FALKON's
-  model has none). The worker runs in FALKON's venv on the data dumped as .npy.
+  model has none). Its fit runs in FALKON's venv on the data dumped as .npy.
 
 Each fit reports fit seconds, test error, test log-loss and the top-label expected
 calibration error (15 equal-width bins, ``kernelpath.calibration.calibration_error``).
@@ -33,18 +33,14 @@ Writes ``results/classification.json``.
 
 from __future__ import annotations
 
-import argparse
-import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import fresh as h
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-OUT = HERE / "results" / "classification.json"
 WIDTHS = {"ijcnn1": 0.5, "adult": 6.6, "usps": 10.0}
 METHODS = (
     "square",
@@ -175,12 +171,19 @@ def falkon_row(name: str, m: int, seed: int, penalties: list[float], python: str
         if not (DUMP / name / f"{k}.npy").exists():
             np.save(DUMP / name / f"{k}.npy", np.ascontiguousarray(d[k], dtype=np.float64))
     out = DUMP / f"{name}-falkon-scores.npy"
-    cmd = [python, __file__, "falkon-fit", name, str(m), str(seed), str(out)]
-    res = subprocess.run(cmd + [repr(p) for p in penalties], capture_output=True, text=True)
-    row: dict[str, Any] = {"set": name, "method": "falkon", "seed": seed, "m": m}
-    if res.returncode != 0:
-        return {**row, "failed": res.stderr[-2000:]}
-    row.update(json.loads(res.stdout.strip().splitlines()[-1]))
+    res = h.call(
+        "classification",
+        "fit_falkon",
+        fresh={"python": python, "tolerate": True},
+        name=name,
+        m=m,
+        seed=seed,
+        penalties=penalties,
+        out=str(out),
+    )
+    row: dict[str, Any] = {"set": name, "method": "falkon", "seed": seed, "m": m, **res}
+    if "failed" in res:
+        return row
     f = np.load(out)
     classes = np.unique(d["y_train"])
     y = (d["y_test"] == classes[-1]).astype(int)
@@ -193,26 +196,20 @@ def falkon_row(name: str, m: int, seed: int, penalties: list[float], python: str
     return row
 
 
-def _worker(name: str, method: str, m: int, seed: int, penalty: float | None) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "fit", name, method, str(m), str(seed)]
-    if penalty is not None:
-        cmd.append(repr(penalty))
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        return {"set": name, "method": method, "seed": seed, "failed": res.stderr[-2000:]}
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
 def run(
-    sets: list[str], seeds: list[int], methods: list[str], m: int, falkon: str | None = None
-) -> None:
-    rows: list[dict[str, Any]] = []
-    if OUT.exists():
-        rows = json.loads(OUT.read_text())["fits"]
-    for seed in seeds:
-        for name in sets:
+    sets: str = "ijcnn1,adult,usps",
+    seeds: str = "0,1,2",
+    methods: str = ",".join(METHODS),
+    m: int = 1000,
+    falkon: str | None = None,
+) -> str:
+    """Each seed and set: the methods in turn, each fit in a fresh process; a fit run again
+    replaces its row of results/classification.json."""
+    rows: list[dict[str, Any]] = h.load("classification", {"fits": []})["fits"]
+    for seed in map(int, h.names(seeds)):
+        for name in h.names(sets):
             chosen, path = None, None
-            for method in methods:
+            for method in h.names(methods):
                 if method == "logistic-one" and chosen is None:
                     continue
                 if method == "falkon":
@@ -221,26 +218,27 @@ def run(
                     row = falkon_row(name, m, seed, path, falkon)
                 else:
                     one = chosen if method == "logistic-one" else None
-                    row = _worker(name, method, m, seed, one)
+                    args = {"name": name, "method": method, "m": m, "seed": seed, "penalty": one}
+                    row = h.call("classification", "fit", fresh={"tolerate": True}, **args)
+                    row = {"set": name, "method": method, "seed": seed, **row}
                 if method == "logistic" and "penalty" in row:
                     chosen, path = row["penalty"], row["path"]
-                print(json.dumps(row), flush=True)
+                print(name, method, seed, row.get("fit_s"), row.get("error"), flush=True)
                 rows = [
                     r
                     for r in rows
                     if (r["set"], r["method"], r["seed"], r.get("m")) != (name, method, seed, m)
                 ]
                 rows.append(row)
-                OUT.write_text(json.dumps({"fits": rows}, indent=1))
+                h.save("classification", {"fits": rows, "machine": h.machine()})
+    return table()
 
 
 def table() -> str:
-    rows = json.loads(OUT.read_text())["fits"]
+    """Per set, method and m: the median fit, and the mean test error, log-loss and ECE."""
+    rows = h.load("classification")["fits"]
     keys = sorted({(r["set"], r["method"], r.get("m")) for r in rows if "failed" not in r})
-    lines = [
-        "| set | method | m | fits | fit s (median) | test error | log-loss | ECE |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
+    cells = []
     for s, meth, m in keys:
         rs = [r for r in rows if (r["set"], r["method"], r.get("m")) == (s, meth, m)]
         rs = [r for r in rs if "failed" not in r]
@@ -248,46 +246,12 @@ def table() -> str:
         err = float(np.mean([r["error"] for r in rs]))
         ll = float(np.mean([r["log_loss"] for r in rs]))
         e = float(np.mean([r["ece"] for r in rs]))
-        lines.append(
-            f"| {s} | {meth} | {m} | {len(rs)} | {med:.1f} | {100 * err:.2f}% | {ll:.4f} | "
-            f"{e:.4f} |"
+        cells.append(
+            [s, meth, m, len(rs), f"{med:.1f}", f"{100 * err:.2f}%", f"{ll:.4f}", f"{e:.4f}"]
         )
-    return "\n".join(lines)
-
-
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("--sets", default="ijcnn1,adult,usps")
-    r.add_argument("--seeds", default="0,1,2")
-    r.add_argument("--methods", default=",".join(METHODS))
-    r.add_argument("--m", type=int, default=1000)
-    r.add_argument("--falkon", help="the python of FALKON's venv (method falkon)")
-    ff = sub.add_parser("falkon-fit")
-    ff.add_argument("name")
-    ff.add_argument("m", type=int)
-    ff.add_argument("seed", type=int)
-    ff.add_argument("out")
-    ff.add_argument("penalties", nargs="+", type=float)
-    f = sub.add_parser("fit")
-    f.add_argument("name")
-    f.add_argument("method")
-    f.add_argument("m", type=int)
-    f.add_argument("seed", type=int)
-    f.add_argument("penalty", nargs="?", type=float)
-    sub.add_parser("table")
-    a = p.parse_args()
-    if a.cmd == "fit":
-        print(json.dumps(fit(a.name, a.method, a.m, a.seed, a.penalty)))
-    elif a.cmd == "falkon-fit":
-        print(json.dumps(fit_falkon(a.name, a.m, a.seed, a.penalties, a.out)))
-    elif a.cmd == "run":
-        seeds = [int(s) for s in a.seeds.split(",")]
-        run(a.sets.split(","), seeds, a.methods.split(","), a.m, a.falkon)
-    else:
-        print(table())
+    header = ["set", "method", "m", "fits", "fit s (median)", "test error", "log-loss", "ECE"]
+    return h.markdown(header, cells, "llrrrrrr")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(h.cli(__doc__, {"run": run, "table": table}))

@@ -1,6 +1,6 @@
-"""The defaults against the best width: accuracy out of the box (issue 24).
+"""The defaults against the best width: how close each family's default comes to its oracle.
 
-    python benchmarks/defaults.py accuracy [--sets a,b] [--seeds 0,1,2] [--old SRC]
+    python benchmarks/defaults.py accuracy [--sets a,b] [--seeds 0,1,2]
                                            [--solvers cg,direct] [--oracle-solvers cg,direct]
     python benchmarks/defaults.py cost [--sets a,b] [--rounds 3] [--cost-solvers cg,rf]
     python benchmarks/defaults.py refit [--sets a,b] [--seeds 0,1,2]
@@ -20,11 +20,9 @@ most ``KRLS_MAX_ROWS`` training rows: its O(n^3) path), ``RandomFeaturesRegresso
 - ``oracle``: ``kernel=Gaussian(w), scale=False`` on the standardized features for 15
   widths w log-spaced over 1/16-8 x their median distance (λ on the same hold-out, the same
   m, solver and refit as the default); the best test error of the 15;
-- ``today``: the default of the code before this change (the median heuristic on raw
-  features, no refit), run from ``--old`` (a source tree: ``git worktree add /tmp/kp_old
-  4ae1f31``; ``PYTHONPATH=/tmp/kp_old/src``);
-- ``auto_old``: ``kernel=Gaussian("auto")`` with the code before this change (``--old``): its
-  grid of widths, each fit in full;
+- ``today``, ``auto_old`` (recorded results, no longer run): the median heuristic on the raw
+  features without refit, and ``kernel=Gaussian("auto")`` fitting each of its grid of widths in
+  full; the width screen replaced both (the tables' "median heuristic" and "grid" columns);
 - ``ard``: ``kernel=Gaussian("ard")``, per-feature widths learned on the scaled inputs;
 - ``hgb``: scikit-learn's ``HistGradientBoostingRegressor`` / ``Classifier`` with defaults.
 
@@ -43,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -77,7 +74,7 @@ CLASSIFICATION = ("ijcnn1", "adult", "usps")
 OFFICIAL_SPLIT = CLASSIFICATION
 ORACLE_FACTORS = 2.0 ** np.linspace(-4, 3, 15)
 SOLVERS = ("cg", "direct")
-#: methods run by the code before issue 24 (``--old``)
+#: methods whose results are recorded but no longer run (the docstring's ``today``, ``auto_old``)
 OLD_METHODS = ("today", "auto_old")
 #: the other families, by the name ``--solvers`` gives them
 FAMILIES = ("krls", "rf", "nytro")
@@ -336,8 +333,8 @@ def choices_table(res: dict[str, Any]) -> str:
     s = summary(res)
     cols = [
         ("default_cg", "default"),
-        ("today_cg", "median heuristic, raw (before issue 24)"),
-        ("auto_old_cg", '"auto" before issue 24'),
+        ("today_cg", "median heuristic, raw"),
+        ("auto_old_cg", '"auto" grid, each width fit in full'),
         ("ard_cg", '"ard"'),
         ("hgb", "HGB"),
     ]
@@ -378,7 +375,7 @@ def family_table(res: dict[str, Any]) -> str:
             if d is None:
                 continue
             vs = _vs(cls, d, o) if o is not None else "—"
-            t = e.get(f"today_{fam}")  # the family's default before issue 24
+            t = e.get(f"today_{fam}")  # the family's median-heuristic default (recorded)
             vt = "—" if t is None else _vs(cls, d, t)
             fit = f.get(f"default_{fam}")
             unit = " (error %)" if cls else ""
@@ -401,7 +398,6 @@ def main() -> int:
     ap.add_argument("--methods", default="default,scaled,oracle,hgb")
     ap.add_argument("--solvers", default="cg,direct", help="cg, direct, krls, rf, nytro")
     ap.add_argument("--oracle-solvers", default="cg,direct")
-    ap.add_argument("--old", default=None, help="source tree of the code before the change")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cost-solvers", default="cg", help="cg, direct, krls, rf, nytro")
     a = ap.parse_args()
@@ -443,17 +439,11 @@ def main() -> int:
             for seed in seeds:
                 key = f"{name}/{seed}"
                 wanted = a.methods.split(",")
-                old_code = [m for m in wanted if m in OLD_METHODS]
-                new_code = ",".join(m for m in wanted if m not in OLD_METHODS)
+                run_now = ",".join(m for m in wanted if m not in OLD_METHODS)
                 r: dict[str, Any] = {}
-                if new_code:
-                    args = [name, str(seed), new_code, a.oracle_solvers, a.solvers]
+                if run_now:
+                    args = [name, str(seed), run_now, a.oracle_solvers, a.solvers]
                     r = _worker(["accuracy", *args])
-                if a.old and old_code:
-                    env = dict(os.environ, PYTHONPATH=a.old)
-                    args = [name, str(seed), ",".join(old_code), a.oracle_solvers, a.solvers]
-                    old = _worker(["accuracy", *args], env)
-                    r.update({k: v for k, v in old.items() if k.startswith(OLD_METHODS)})
                 merged = dict(res["accuracy"].get(key, {}), **r)
                 res["accuracy"][key] = merged
                 _save(res)

@@ -3,35 +3,26 @@
 fit announces (``ExactFamily.cost``: ``EXACT_SECONDS_PER_N3`` n^3 per eigendecomposition,
 K and ``EXACT_MATRICES`` n x n matrices at the peak).
 
-    python benchmarks/krls_cost.py run [--sizes 2000,4000,6000,8000] [--runs 3]
-    python benchmarks/krls_cost.py table
+    python benchmarks/run.py krls_cost run [--sizes 2000,4000,6000,8000] [--runs 3]
+    python benchmarks/run.py krls_cost table
 
-Data: the foundation benchmark's problem P with d = 8 (``benchmarks/fresh.py``). Results
-go to ``benchmarks/results/krls_cost.json``; the constant is the median over the sizes of
-measured seconds / (sum of the decompositions' n^3).
+Data: problem P with d = 8 (x ~ N(0, I_8), y = sin<w, x> + 0.1 eps). Each size's fits run
+in fresh processes, the median kept. Results go to ``results/krls_cost.json``; the constant
+is the median over the sizes of measured seconds / (sum of the decompositions' n^3).
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import subprocess
 import sys
-import time
-from pathlib import Path
+from typing import Any
 
+import fresh as h
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-OUT = HERE / "results" / "krls_cost.json"
 
-
-def worker(n: int) -> dict[str, float]:
+def fit_one(n: int) -> dict[str, Any]:
     """One default fit of n rows in this process: seconds, peak MB above the start, and
     the fit's own estimate."""
-    sys.path.insert(0, str(HERE))
-    from fresh import PeakMemory
-
     from kernelpath import KRLSRegressor
     from kernelpath.fitting.exact import EXACT_MATRICES, EXACT_SECONDS_PER_N3
 
@@ -40,85 +31,54 @@ def worker(n: int) -> dict[str, float]:
     w /= np.linalg.norm(w)
     X = rng.standard_normal((n, 8))
     y = np.sin(X @ w) + 0.1 * rng.standard_normal(n)
-    est = KRLSRegressor(random_state=0)
-    with PeakMemory() as peak:
-        t0 = time.perf_counter()
-        est.fit(X, y)
-        seconds = time.perf_counter() - t0
-    n_tr = len(est.train_indices_)
-    sizes = [n_tr] + ([n] if len(est.coef_) == n else [])
+    est, seconds, peak = h.timed(lambda: KRLSRegressor(random_state=0).fit(X, y))
+    sizes = [len(est.train_indices_)] + ([n] if len(est.coef_) == n else [])
+    cubes = sum(float(s) ** 3 for s in sizes)
     return {
         "n": n,
         "fit_s": seconds,
-        "peak_mb": peak.mb,
+        "peak_mb": peak,
         "sizes": sizes,
-        "estimate_s": EXACT_SECONDS_PER_N3 * sum(float(s) ** 3 for s in sizes),
+        "estimate_s": EXACT_SECONDS_PER_N3 * cubes,
         "estimate_mb": 8 * (1 + EXACT_MATRICES) * max(sizes) ** 2 / 1e6,
-        "seconds_per_n3": seconds / sum(float(s) ** 3 for s in sizes),
+        "seconds_per_n3": seconds / cubes,
     }
 
 
-def run(sizes: list[int], runs: int) -> None:
+def run(sizes: str = "2000,4000,6000,8000", runs: int = 3) -> str:
+    """Each size ``runs`` times in fresh processes; the median fit of each size."""
     rows = []
-    for n in sizes:
-        got = []
-        for _ in range(runs):
-            out = subprocess.run(
-                [sys.executable, __file__, "worker", str(n)],
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            got.append(json.loads(out.stdout.strip().splitlines()[-1]))
-            print(json.dumps(got[-1]), flush=True)
-        med = sorted(got, key=lambda r: r["fit_s"])[len(got) // 2]
-        rows.append(med)
+    for n in map(int, h.names(sizes)):
+        got = h.rounds({str(n): lambda _, n=n: h.call("krls_cost", "fit_one", n=n)}, runs)[str(n)]
+        rows.append(h.median_round(got, "fit_s"))
     constant = float(np.median([r["seconds_per_n3"] for r in rows]))
-    OUT.write_text(
-        json.dumps({"runs": runs, "seconds_per_n3": constant, "fits": rows}, indent=2) + "\n"
-    )
-    print(table())
+    doc = {"runs": runs, "seconds_per_n3": constant, "fits": rows, "machine": h.machine()}
+    h.save("krls_cost", doc)
+    return table()
 
 
 def table() -> str:
+    """Measured time and memory against the library's estimates."""
     from kernelpath.fitting.exact import EXACT_SECONDS_PER_N3
 
-    res = json.loads(OUT.read_text())
-    lines = [
-        "| n | fit (s) | estimate (s) | peak memory (MB) | estimate (MB) |",
-        "|---:|---:|---:|---:|---:|",
+    res = h.load("krls_cost")
+    cells = [
+        [
+            f"{r['n']:,}",
+            f"{r['fit_s']:.1f}",
+            f"{EXACT_SECONDS_PER_N3 * sum(float(s) ** 3 for s in r['sizes']):.1f}",
+            f"{r['peak_mb']:.0f}",
+            f"{r['estimate_mb']:.0f}",
+        ]
+        for r in res["fits"]
     ]
-    for r in res["fits"]:
-        lines.append(
-            f"| {r['n']:,} | {r['fit_s']:.1f} "
-            f"| {EXACT_SECONDS_PER_N3 * sum(float(s) ** 3 for s in r['sizes']):.1f} "
-            f"| {r['peak_mb']:.0f} "
-            f"| {r['estimate_mb']:.0f} |"
-        )
-    lines.append("")
-    lines.append(
-        f"Median of {res['runs']} fresh processes per n; measured seconds per n^3 "
+    header = ["n", "fit (s)", "estimate (s)", "peak memory (MB)", "estimate (MB)"]
+    return h.markdown(header, cells, "rrrrr") + (
+        f"\n\nMedian of {res['runs']} fresh processes per n; measured seconds per n^3 "
         f"{res['seconds_per_n3']:.3g}; the estimates use the library's "
         f"`EXACT_SECONDS_PER_N3` = {EXACT_SECONDS_PER_N3:.3g}."
     )
-    return "\n".join(lines)
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("mode", choices=["run", "worker", "table"])
-    ap.add_argument("n", nargs="?", type=int)
-    ap.add_argument("--sizes", default="2000,4000,6000,8000")
-    ap.add_argument("--runs", type=int, default=3)
-    a = ap.parse_args()
-    if a.mode == "worker":
-        print(json.dumps(worker(a.n)))
-    elif a.mode == "run":
-        run([int(s) for s in a.sizes.split(",")], a.runs)
-    else:
-        print(table())
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(h.cli(__doc__, {"run": run, "table": table}))

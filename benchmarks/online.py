@@ -1,4 +1,8 @@
-"""Benchmarks of the online learners (``run.py --suite online``).
+"""The online learners: RecursiveRLS's updates per second, and recoding under class
+imbalance.
+
+    python benchmarks/run.py online run [--quick]     # results/online.json, one fresh process
+    python benchmarks/run.py online table
 
 throughput
     Per-sample ``RecursiveRLS.partial_fit`` with D = 500 random Fourier features of 6-D
@@ -17,9 +21,11 @@ recoding
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
+import fresh as h
 import numpy as np
 
 
@@ -162,5 +168,44 @@ def bench_recoding(quick: bool) -> dict[str, Any]:
     return out
 
 
-def suite_online(quick: bool) -> dict[str, Any]:
+def suite(quick: bool = False) -> dict[str, Any]:
     return {"throughput": bench_throughput(quick), "recoding": bench_recoding(quick)}
+
+
+def run(quick: bool = False) -> str:
+    """Both parts in one fresh process (``--quick``: fewer updates and seeds)."""
+    return table(h.suite("online", "online", quick))
+
+
+def table(name: str = "online") -> str:
+    """Updates per second, and the minority class's accuracy at the start of its stream."""
+    d = h.load(name)["result"]
+    t = d["throughput"]
+    tensors = t.get("partial_fit_per_s_tensors")
+    out = [
+        f"RecursiveRLS, D = {t['n_features']} random features, one sample per call: "
+        f"{t['partial_fit_per_s']:.0f} updates/s"
+        + (f", {tensors:.0f} with torch-CPU tensor inputs" if tensors else "")
+        + f" (the rank-one Cholesky update alone: {t['cholesky_update_per_s']:.0f}/s; Numba: "
+        f"{t['numba']}).",
+        "\nRecoding under class imbalance (thesis §7.6.1 protocol; accuracy after each of the "
+        "minority class's first 5 examples, mean over seeds):\n",
+    ]
+    codings = {"0": "α = 0 (plain RLS)", "selected": "selected α", "1": "α = 1 (full recoding)"}
+    cells = [
+        [
+            f"{data} ({res['seeds']} seeds)",
+            label,
+            f"{100 * res['summary_first_5'][key]['minority_acc']:.1f}%",
+            f"{100 * res['summary_first_5'][key]['overall_acc']:.1f}%",
+        ]
+        for data, res in d["recoding"].items()
+        for key, label in codings.items()
+    ]
+    header = ["data set", "coding", "minority accuracy", "overall accuracy"]
+    out.append(h.markdown(header, cells, "llrr"))
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(h.cli(__doc__, {"run": run, "table": table}))

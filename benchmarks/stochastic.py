@@ -1,4 +1,12 @@
-"""Benchmarks of random features and EigenPro (``run.py --suite stochastic``).
+"""Random features, EigenPro and stochastic gradient: epochs to the optimal error against
+plain kernel SGD, random features against Nyström, SGM and SIGM against LinearSVC.
+
+    python benchmarks/run.py stochastic run [--quick]     # eigenpro, rf: results/stochastic.json
+    python benchmarks/run.py stochastic sgm [--quick]     # results/sgm.json
+    python benchmarks/run.py stochastic table
+    python benchmarks/run.py stochastic sgm-table
+
+Each command measures in one fresh process.
 
 eigenpro
     Epochs to reach the optimal classification error, EigenPro against plain kernel SGD with
@@ -14,7 +22,7 @@ rf
     features need features), λ chosen on a
     20% hold-out at every size, mean of 3 seeds; and the time of RF-KRLS's (D, λ) path
     against refitting RF-KRLS at each D of its grid.
-sgm (its own suite: ``run.py --suite sgm``)
+sgm
     SGM (one pass) and SIGM (up to 20 passes, early stopping on a 20% hold-out) with the
     hinge loss on adult and ijcnn1 (thesis Table 6.2's shape): 1000 random Fourier features
     (Gaussian, σ = median distance), constant (θ = 0) and decaying (θ = 1/2) steps, and SIGM
@@ -24,10 +32,16 @@ sgm (its own suite: ``run.py --suite sgm``)
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
+import fresh as h
 import numpy as np
+
+
+def load(name: str, quick: bool) -> tuple[np.ndarray, ...]:
+    return h.shared_split(name, 3000 if quick else None)
 
 
 def _digits() -> tuple[np.ndarray, ...]:
@@ -166,7 +180,7 @@ def bench_eigenpro(quick: bool) -> dict[str, Any]:
     return out
 
 
-def bench_rf(quick: bool, load: Any) -> dict[str, Any]:
+def bench_rf(quick: bool) -> dict[str, Any]:
     from kernelpath import Gaussian, NystromRegressor, RandomFeaturesRegressor
     from kernelpath.kernels import median_distance
 
@@ -230,7 +244,7 @@ def bench_rf(quick: bool, load: Any) -> dict[str, Any]:
     }
 
 
-def bench_sgm(quick: bool, load: Any) -> dict[str, Any]:
+def bench_sgm(quick: bool = False) -> dict[str, Any]:
     from sklearn.svm import LinearSVC
 
     from kernelpath import Gaussian, SGMClassifier
@@ -295,11 +309,111 @@ def bench_sgm(quick: bool, load: Any) -> dict[str, Any]:
     return out
 
 
-def suite_stochastic(quick: bool, load: Any) -> dict[str, Any]:
+def suite(quick: bool = False) -> dict[str, Any]:
+    """eigenpro, and rf where ../shared/data is present, in this process."""
     from kernelpath.datasets import shared_data_dir
 
     res: dict[str, Any] = {"eigenpro": bench_eigenpro(quick)}
     if shared_data_dir() is not None:
-        res["rf"] = bench_rf(quick, load)
-        print("rf d path", res["rf"]["d_path"])
+        res["rf"] = bench_rf(quick)
     return res
+
+
+def run(quick: bool = False) -> str:
+    """eigenpro and rf in one fresh process (``--quick``: small sizes)."""
+    return table(h.suite("stochastic", "stochastic", quick))
+
+
+def sgm(quick: bool = False) -> str:
+    """SGM and SIGM against LinearSVC in one fresh process (needs ../shared/data)."""
+    from kernelpath.datasets import shared_data_dir
+
+    if shared_data_dir() is None:
+        return "skipped: ../shared/data is absent"
+    return sgm_table(h.suite("stochastic", "sgm", quick, "bench_sgm"))
+
+
+def table(name: str = "stochastic") -> str:
+    """Epochs to the optimal error, EigenPro against SGD; random features against Nyström."""
+    d = h.load(name)["result"]
+    out = [
+        "Epochs to reach the optimal (kernel interpolation) test error within two test points, "
+        "EigenPro against plain kernel SGD with the same batch size:\n"
+    ]
+    cells = []
+    for data, res in d["eigenpro"].items():
+        for r in res["rows"]:
+            ep, sgd = r["eigenpro"], r["sgd"]
+            budget = len(sgd["test_error"])
+            n_sgd = r["epochs_sgd"]
+            ratio, t_ep, t_sgd = (
+                r["epoch_ratio"],
+                r["time_to_target_eigenpro_s"],
+                r["time_to_target_sgd_s"],
+            )
+            cells.append(
+                [
+                    f"{data} (n = {res['n_train']:,})",
+                    r["kernel"].split("(")[0],
+                    f"{100 * r['optimal_error']:.2f}%",
+                    f"{r['epochs_eigenpro']} ({ep['q']}, {ep['batch_size']})",
+                    str(n_sgd) if n_sgd is not None else f"> {budget}",
+                    f"{ratio:.1f}" if isinstance(ratio, (int, float)) else str(ratio),
+                    ("-" if t_ep is None else f"{t_ep:.1f}")
+                    + " / "
+                    + (f"{t_sgd:.1f}" if t_sgd is not None else f"> {budget * sgd['epoch_s']:.0f}"),
+                ]
+            )
+    header = ["data set", "kernel", "optimal error", "EigenPro epochs (q, batch)", "SGD epochs"]
+    header += ["ratio", "time to target, EigenPro / SGD (s)"]
+    out.append(h.markdown(header, cells, "llrrrrr"))
+    if "rf" in d:
+        rf = d["rf"]
+        out.append(
+            f"\nRandom features against Nyström on cpusmall (n = {rf['n_train']:,}, λ chosen on "
+            "a 20% hold-out, test RMSE, mean of 3 seeds):\n"
+        )
+        cells = [
+            [
+                r["size"],
+                f"{r['nystrom_rmse']:.3f}",
+                "-"
+                if r.get("nystrom_leverage_rmse") is None
+                else f"{r['nystrom_leverage_rmse']:.3f}",
+                f"{r['random_features_rmse']:.3f}",
+            ]
+            for r in rf["rows"]
+        ]
+        header = ["D or m", "Nyström, uniform centers", "Nyström, approximate-leverage centers"]
+        out.append(h.markdown([*header, "RF-KRLS (D features)"], cells))
+        p = rf["d_path"]
+        out.append(
+            f"\nRF-KRLS path over {len(p['grid'])} values of D up to {p['grid'][-1]} and 20 λ: "
+            f"{p['path_s']:.2f} s = {p['ratio_path_to_one_fit']:.2f}× one fit at the largest D "
+            f"({p['one_fit_at_max_s']:.2f} s); refitting at every D: {p['refits_s']:.2f} s. "
+            f"Chosen D = {p['best']['n_features']}, test RMSE {p['test_rmse']:.3f}."
+        )
+    return "\n".join(out)
+
+
+def sgm_table(name: str = "sgm") -> str:
+    """SGM / SIGM with the hinge loss against LinearSVC on the same features."""
+    cells = [
+        [
+            f"{data} (n = {res['n_train']:,}, D = {res['n_features']})",
+            r["method"],
+            r.get("passes", "-"),
+            f"{r['fit_s']:.1f}",
+            f"{r['test_hinge']:.3f}",
+            f"{r['test_error_pct']:.2f}%",
+        ]
+        for data, res in h.load(name)["result"].items()
+        for r in res["rows"]
+    ]
+    header = ["data set", "method", "passes", "fit (s)", "test hinge loss", "test error"]
+    return h.markdown(header, cells, "llrrrr")
+
+
+if __name__ == "__main__":
+    commands = {"run": run, "sgm": sgm, "table": table, "sgm-table": sgm_table}
+    sys.exit(h.cli(__doc__, commands))

@@ -232,8 +232,8 @@ def test_recoding_helps_the_minority_class_on_digits(monkeypatch):
     # 50 points for the minority class and no loss overall
     from pathlib import Path
 
-    # on the path for this test only: benchmarks/sparse.py would shadow pydata's sparse
-    # (dask imports it) in later tests of the same worker
+    # on the path for this test only: a benchmark module named like a package (sparse,
+    # which dask imports) would shadow it in later tests of the same worker
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
     from online import bench_recoding
 

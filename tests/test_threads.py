@@ -193,7 +193,7 @@ def test_public_functions_outside_a_fit_run_blas_as_a_fit_does(
     """The public functions that do a fit's work outside an estimator's ``fit`` hold BLAS to
     one thread while they compute kernel blocks, as a fit does (``_threads.fit_threaded``;
     with the libraries' threads beside two busy processes ``learn_widths`` on 1,500 rows
-    took 108.6 s against 20.0 s: benchmarks/threads.py public), and restore the count
+    took 108.6 s against 20.0 s: benchmarks/results/threads_public.json), and restore the count
     after."""
     seen: set[int] = set()
     block = Gaussian.block

@@ -1,18 +1,21 @@
 """What the papers' reproduction scripts share: the data as the authors' code prepared it,
-mean ± sd and the "within twice the published ±" test, writing a generated table into
-REPORT.md between its markers, and the ``run`` command of the one-experiment scripts."""
+mean ± sd and the "within twice the published ±" test, their results folder, and writing a
+generated table into REPORT.md between its markers (the harness's ``write_block``)."""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-REPORT = Path(__file__).resolve().parent / "REPORT.md"
+HERE = Path(__file__).resolve().parent
+REPORT = HERE / "REPORT.md"
+RESULTS = HERE / "results"
+sys.path.insert(0, str(HERE.parent))
+import fresh as h  # noqa: E402  (benchmarks/fresh.py: the harness)
 
 
 def load_pm1(name: str) -> tuple[np.ndarray, ...]:
@@ -50,17 +53,18 @@ def within(values: list[float], published: tuple[float, float]) -> str:
 
 def write_block(name: str, text: str) -> None:
     """Put ``text`` between REPORT.md's ``<!-- name: start -->`` and ``<!-- name: end -->``."""
-    report = REPORT.read_text()
-    start, end = f"<!-- {name}: start -->", f"<!-- {name}: end -->"
-    i, j = report.index(start) + len(start), report.index(end)
-    REPORT.write_text(report[:i] + "\n" + text + "\n" + report[j:])
+    h.write_block(REPORT, name, text)
 
 
-def run_command(doc: str | None, out: Path, experiment: Callable[[], Any]) -> Any:
-    """The ``run`` command of a one-experiment script: usage (``doc``) unless the only
-    argument is "run", else the experiment's results, written to ``out`` as JSON."""
-    if sys.argv[1:] != ["run"]:
-        raise SystemExit(doc)
-    res = experiment()
-    out.write_text(json.dumps(res, indent=1) + "\n")
-    return res
+def load_results(name: str, default: Any = None) -> Any:
+    """``results/NAME.json`` of the reproductions (``default`` where there is none)."""
+    path = RESULTS / f"{name}.json"
+    if default is not None and not path.is_file():
+        return default
+    return json.loads(path.read_text())
+
+
+def save_results(name: str, doc: Any) -> None:
+    """Write ``results/NAME.json`` of the reproductions."""
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(doc, indent=1, default=h.jsonable) + "\n")

@@ -1,12 +1,12 @@
 """NYTRO Table 2 (Angles et al. 2016) with the paper's own settings, beside its published values.
 
-    python benchmarks/paper/nytro_table2.py run [--reps 5] [--data adult,ijcnn1]
-    python benchmarks/paper/nytro_table2.py run --methods krls --data adult --reps 1
-    python benchmarks/paper/nytro_table2.py run --methods kols,es --data adult --reps 1
-    python benchmarks/paper/nytro_table2.py run --methods es_stream --data ijcnn1 --reps 1
-    python benchmarks/paper/nytro_table2.py stops   # its stop with the step rescaled
-    python benchmarks/paper/nytro_table2.py table           # Markdown, from the results
-    python benchmarks/paper/nytro_table2.py table --write   # ... into REPORT.md's block
+    python benchmarks/run.py nytro_table2 run [--reps 5] [--data adult,ijcnn1]
+    python benchmarks/run.py nytro_table2 run --methods krls --data adult --reps 1
+    python benchmarks/run.py nytro_table2 run --methods kols,es --data adult --reps 1
+    python benchmarks/run.py nytro_table2 run --methods es_stream --data ijcnn1 --reps 1
+    python benchmarks/run.py nytro_table2 stops          # its stop with the step rescaled
+    python benchmarks/run.py nytro_table2 table          # Markdown, from the results
+    python benchmarks/run.py nytro_table2 table --write  # ... into REPORT.md's block
 
 The protocol, as the paper states it (Sec. 4) and as its reference code ran it:
 
@@ -44,19 +44,12 @@ compared as the ratio NKRLS / NYTRO.
 
 from __future__ import annotations
 
-import argparse
-import json
-import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import load_pm1, mean_sd, within, write_block
-
-HERE = Path(__file__).resolve().parent
-OUT = HERE / "results" / "nytro_table2.json"
+from _common import h, load_pm1, load_results, mean_sd, save_results, within, write_block
 
 #: Table 1 (σ) and Table 2 (m), the reference code's thresholds, and the published rows:
 #: (mean, ±) of time (s), test RMSE and the selected parameter
@@ -319,7 +312,7 @@ def rescaled_stops(factors: tuple[float, ...] = (0.5, 0.67, 0.8, 1.0, 1.2)) -> d
     each factor c, read off the recorded validation curve (Landweber's iterate at step c / ||K||
     after t iterations is about the iterate at step 1 / ||K|| after c t: the curve is
     interpolated at c t); None where c t runs past the recorded iterations."""
-    runs = json.loads(OUT.read_text())["ijcnn1"]["runs"]
+    runs = load_results("nytro_table2")["ijcnn1"]["runs"]
     rec = next(x for x in runs if x["method"] == "es")
     rmse = np.sqrt(np.asarray(rec["val_mse"]))
     tau = np.arange(1, len(rmse) + 1, dtype=float)
@@ -337,25 +330,28 @@ def rescaled_stops(factors: tuple[float, ...] = (0.5, 0.67, 0.8, 1.0, 1.2)) -> d
     return out
 
 
-def run(names: list[str], reps: int, methods: tuple[str, ...] = METHODS) -> None:
-    results = json.loads(OUT.read_text()) if OUT.exists() else {}
-    for name in names:
-        # a run of other methods keeps the rows already there
-        rows = [x for x in results.get(name, {}).get("runs", []) if x["method"] not in methods]
+def run(data: str = "adult,ijcnn1", reps: int = 5, methods: str = ",".join(METHODS)) -> str:
+    """Every repetition's methods in fresh processes, alternating; a run of some methods
+    keeps the rows of the others."""
+    chosen = h.names(methods)
+    results = load_results("nytro_table2", {})
+    for name in h.names(data):
+        rows = [x for x in results.get(name, {}).get("runs", []) if x["method"] not in chosen]
         for rep in range(reps):
-            for method in methods:
-                cmd = [sys.executable, __file__, "worker", name, method, str(rep)]
-                res = subprocess.run(cmd, capture_output=True, text=True, check=False)
-                if res.returncode != 0:
-                    raise RuntimeError(f"{' '.join(cmd)} failed:\n{res.stderr[-3000:]}")
-                rows.append(json.loads(res.stdout.strip().splitlines()[-1]))
-                print(json.dumps(rows[-1]), flush=True)
+            for method in chosen:
+                rows.append(h.call("nytro_table2", "fit_one", name=name, method=method, rep=rep))
+                print(rows[-1], flush=True)
                 results[name] = {
-                    "settings": {k: SETS[name][k] for k in ("sigma", "m", "threshold")}
+                    "settings": {k: SETS[name][k] for k in ("sigma", "m", "threshold")},
+                    "runs": rows,
                 }
-                results[name]["runs"] = rows
-                OUT.parent.mkdir(exist_ok=True)
-                OUT.write_text(json.dumps(results, indent=1) + "\n")
+                save_results("nytro_table2", results)
+    return table()
+
+
+def stops() -> dict[Any, Any]:
+    """The stop of NYTRO's rule with the step rescaled."""
+    return rescaled_stops()
 
 
 def _pm(value: tuple[float, float]) -> str:
@@ -363,8 +359,9 @@ def _pm(value: tuple[float, float]) -> str:
     return f"{value[0]} ± {value[1]}" if value[1] > 0 else f"{value[0]}"
 
 
-def table() -> str:
-    results = json.loads(OUT.read_text())
+def table(write: bool = False) -> str:
+    """Table 2 beside the published rows (``--write``: into REPORT.md's block)."""
+    results = load_results("nytro_table2")
     head = [
         "| data | method | quantity | published (mean ± sd) | here (mean ± sd) | within 2× the ± |",
         "|---|---|---|---|---|---|",
@@ -424,31 +421,11 @@ def table() -> str:
         for name, r in results.items()
     }
     note = "; ".join(f"{k}: {v}" for k, v in reps.items())
-    return "\n".join([*head, *rows, "", f"Repetitions: {note}."])
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["run", "table", "worker", "stops"])
-    ap.add_argument("args", nargs="*")
-    ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--data", default="adult,ijcnn1")
-    ap.add_argument("--write", action="store_true")
-    ap.add_argument("--methods", default=",".join(METHODS))
-    a = ap.parse_args()
-    if a.what == "stops":
-        print(json.dumps(rescaled_stops()))
-    elif a.what == "worker":
-        print(json.dumps(fit_one(a.args[0], a.args[1], int(a.args[2]))))
-    elif a.what == "run":
-        run(a.data.split(","), a.reps, tuple(a.methods.split(",")))
-    else:
-        text = table()
-        if a.write:
-            write_block("nytro_table2", text)
-        print(text)
-    return 0
+    text = "\n".join([*head, *rows, "", f"Repetitions: {note}."])
+    if write:
+        write_block("nytro_table2", text)
+    return text
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(h.cli(__doc__, {"run": run, "stops": stops, "table": table}))

@@ -1,28 +1,27 @@
 """The papers' headline experiments on the data available offline (``REPORT.md``).
 
-    python benchmarks/paper/reproduce.py prepare            # data as .npy, widths (once)
-    python benchmarks/paper/reproduce.py table2 [--runs 3]  # NYTRO Table 2: adult, ijcnn1
-    python benchmarks/paper/reproduce.py fig2 [--runs 3]    # NYTRO Fig. 2: time vs m, cpusmall
-    python benchmarks/paper/reproduce.py squeak             # SQUEAK: dictionary vs d_eff
-    python benchmarks/paper/reproduce.py sgm                # thesis Table 6.2 on ijcnn1
-    python benchmarks/paper/reproduce.py sgm_nystrom        # the same, Nyström features
-    python benchmarks/paper/reproduce.py eigenpro           # EigenPro: seed rules vs EigenPro 2
-    python benchmarks/paper/reproduce.py recoding           # thesis Table 7.1 / Fig. 7.2
-    python benchmarks/paper/reproduce.py semiparametric     # thesis Fig. 8.4
-    python benchmarks/paper/reproduce.py tables [write]     # tables (write: into REPORT.md)
+    python benchmarks/run.py reproduce prepare             # data as .npy, widths (once)
+    python benchmarks/run.py reproduce table2 [--runs 3]   # NYTRO Table 2: adult, ijcnn1
+    python benchmarks/run.py reproduce fig2 [--runs 3]     # NYTRO Fig. 2: time vs m, cpusmall
+    python benchmarks/run.py reproduce squeak              # SQUEAK: dictionary vs d_eff
+    python benchmarks/run.py reproduce sgm                 # thesis Table 6.2 on ijcnn1
+    python benchmarks/run.py reproduce sgm_nystrom         # the same, Nyström features
+    python benchmarks/run.py reproduce eigenpro            # EigenPro: seed rules vs EigenPro 2
+    python benchmarks/run.py reproduce recoding            # thesis Table 7.1 / Fig. 7.2
+    python benchmarks/run.py reproduce semiparametric      # thesis Fig. 8.4
+    python benchmarks/run.py reproduce tables [--write]    # tables (--write: into REPORT.md)
 
-Timed comparisons (table2, fig2) run every fit in a fresh process (``worker``), alternating
-the methods, and keep the median of ``--runs``; the others run in one process and report
-errors, sizes and counts. Results go to ``benchmarks/paper/results/<name>.json`` with the
-machine's ceilings measured in the same run (``../shared/tools/machine_limits.py``).
+Timed comparisons (table2, fig2) run every fit in a fresh process, alternating the methods,
+and keep the median of ``--runs``; the others run in one process and report errors, sizes
+and counts. Results go to ``benchmarks/paper/results/<name>.json`` with the machine's
+description and ceilings measured in the same run (``fresh.machine``).
 """
 
 from __future__ import annotations
 
-import argparse
+import functools
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,11 +29,9 @@ from pathlib import Path as FsPath
 from typing import Any
 
 import numpy as np
+from _common import RESULTS, h, save_results, write_block
 
-HERE = FsPath(__file__).resolve().parent
-RESULTS = HERE / "results"
 CACHE = FsPath(os.environ.get("KERNELPATH_PAPER_CACHE", tempfile.gettempdir())) / "kp-paper"
-sys.path.insert(0, str(HERE.parent))
 
 #: λ grid of the NKRLS refits (the paper's protocol: one fit per value)
 GRID = np.geomspace(1e-1, 1e-9, 20)
@@ -57,11 +54,9 @@ TABLE2_METHODS = (
 
 # ----------------------------------------------------------------------------- data
 def _split(name: str) -> tuple[np.ndarray, ...]:
-    """The suites' split (``benchmarks/run.py``): the official split where there is one,
+    """The suites' split (``fresh.shared_split``): the official split where there is one,
     else 80/20 at random (seed 0); inputs standardized except adult's 0/1 indicators."""
-    from run import _load
-
-    Xtr, ytr, Xte, yte = _load(name, False)
+    Xtr, ytr, Xte, yte = h.shared_split(name)
     return Xtr, ytr.astype(float), Xte, yte.astype(float)
 
 
@@ -156,41 +151,19 @@ def fit_one(data: str, method: str, m: int) -> dict[str, Any]:
     return out
 
 
-def _fresh(data: str, method: str, m: int) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "worker", data, method, str(m)]
-    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    if res.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{res.stderr[-3000:]}")
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
 def _rounds(jobs: list[tuple[str, str, int]], runs: int) -> list[dict[str, Any]]:
     """Every job in a fresh process, alternating, ``runs`` rounds; the median time."""
-    seen: dict[tuple[str, str, int], list[dict[str, Any]]] = {j: [] for j in jobs}
-    for r in range(runs):
-        for job in jobs:
-            res = _fresh(*job)
-            seen[job].append(res)
-            print(f"round {r + 1}", json.dumps(res), flush=True)
+    calls = {
+        f"{d} {meth} {m}": (
+            lambda _, d=d, meth=meth, m=m: h.call("reproduce", "fit_one", data=d, method=meth, m=m)
+        )
+        for d, meth, m in jobs
+    }
     rows = []
-    for results in seen.values():
-        row = dict(results[0])
+    for results in h.rounds(calls, runs).values():
         times = [x["select_s"] for x in results]
-        row["select_s"] = float(np.median(times))
-        row["select_s_all"] = times
-        rows.append(row)
+        rows.append({**results[0], "select_s": float(np.median(times)), "select_s_all": times})
     return rows
-
-
-def _machine() -> dict[str, Any]:
-    from run import machine_info  # benchmarks/run.py: cores, BLAS, versions, ceilings
-
-    return machine_info()
-
-
-def save(name: str, payload: dict[str, Any]) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{name}.json").write_text(json.dumps(payload, indent=1, default=float))
 
 
 # ----------------------------------------------------------------------------- experiments
@@ -428,9 +401,7 @@ def semiparametric() -> dict[str, Any]:
 
 # ----------------------------------------------------------------------------- tables
 def _table(header: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
+    return h.markdown(header, rows, "l" * len(header))
 
 
 def eigenpro_table() -> str:
@@ -522,47 +493,50 @@ def tables() -> str:
     return "\n\n".join(out)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("what")
-    ap.add_argument("args", nargs="*")
-    ap.add_argument("--runs", type=int, default=3)
-    a = ap.parse_args()
-    if a.what == "worker":
-        data, method, m = a.args
-        print(json.dumps(fit_one(data, method, int(m))))
-        return 0
-    if a.what == "tables":
-        print(tables())
-        if (RESULTS / "eigenpro.json").exists():
-            text = eigenpro_table()
-            if "write" in a.args:
-                from _common import write_block
+EXPERIMENTS = {
+    "squeak": squeak_deff,
+    "sgm": sgm_ijcnn1,
+    "sgm_nystrom": sgm_nystrom,
+    "recoding": recoding,
+    "eigenpro": eigenpro_rules,
+    "semiparametric": semiparametric,
+}
 
-                write_block("eigenpro_rules", text)
-            print("\n" + text)
-        return 0
-    if a.what == "prepare":
-        print(prepare())
-        return 0
-    experiments = {
-        "table2": lambda: table2(a.runs),
-        "fig2": lambda: fig2(a.runs),
-        "squeak": squeak_deff,
-        "sgm": sgm_ijcnn1,
-        "sgm_nystrom": sgm_nystrom,
-        "recoding": recoding,
-        "eigenpro": eigenpro_rules,
-        "semiparametric": semiparametric,
-    }
-    if a.what not in experiments:
-        ap.error(f"unknown experiment {a.what!r}: one of {sorted(experiments)}")
-    machine = _machine()
+
+def _experiment(name: str, run: Any) -> str:
+    """Run one experiment and save its result with the machine and its seconds."""
+    machine = h.machine()
     t0 = time.perf_counter()
-    result = experiments[a.what]()
-    save(a.what, {"machine": machine, "seconds": time.perf_counter() - t0, "result": result})
-    return 0
+    result = run()
+    save_results(name, {"machine": machine, "seconds": time.perf_counter() - t0, "result": result})
+    return f"wrote results/{name}.json"
+
+
+def _commands() -> dict[str, Any]:
+    def write_tables(write: bool = False) -> str:
+        """Every table from the results (``--write``: the EigenPro block into REPORT.md)."""
+        text = tables()
+        if (RESULTS / "eigenpro.json").exists():
+            if write:
+                write_block("eigenpro_rules", eigenpro_table())
+            text += "\n\n" + eigenpro_table()
+        return text
+
+    def timed_table2(runs: int = 3) -> str:
+        """NYTRO Table 2: adult, ijcnn1, every fit in a fresh process."""
+        return _experiment("table2", lambda: table2(runs))
+
+    def timed_fig2(runs: int = 3) -> str:
+        """NYTRO Fig. 2: time against m on cpusmall, every fit in a fresh process."""
+        return _experiment("fig2", lambda: fig2(runs))
+
+    commands: dict[str, Any] = {"prepare": prepare, "table2": timed_table2, "fig2": timed_fig2}
+    for name, fn in EXPERIMENTS.items():
+        commands[name] = functools.partial(_experiment, name, fn)
+        commands[name].__doc__ = fn.__doc__
+    commands["tables"] = write_tables
+    return commands
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(h.cli(__doc__, _commands()))

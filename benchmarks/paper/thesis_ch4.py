@@ -1,10 +1,11 @@
 """The thesis's chapter 4 numbers on the data here (Camoriano, Sec. 4.4, "Interplay between λ
 and m"), rerun with its settings, beside the published values.
 
-    python benchmarks/paper/thesis_ch4.py run       # results/thesis_ch4.json
-    python benchmarks/paper/thesis_ch4.py table     # Markdown, from the results
-    python benchmarks/paper/thesis_ch4.py table --write   # ... into REPORT.md's block
-    python benchmarks/paper/thesis_ch4.py selected [--write]  # breast cancer's selected point
+    python benchmarks/run.py thesis_ch4 run             # results/thesis_ch4.json
+    python benchmarks/run.py thesis_ch4 table           # Markdown, from the results
+    python benchmarks/run.py thesis_ch4 table --write   # ... into REPORT.md's block
+    python benchmarks/run.py thesis_ch4 selected        # breast cancer's selected point
+    python benchmarks/run.py thesis_ch4 selected-table [--write]
 
 The text reports single (m, λ) points of its Fig. 4.1 grids as averages over trials:
 
@@ -29,18 +30,12 @@ factors AᵀA + n λ K_mm (``nystromUniformIncremental``), which is
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import load_pm1, mean_sd, write_block
+from _common import h, load_pm1, load_results, mean_sd, save_results, write_block
 
-HERE = Path(__file__).resolve().parent
-OUT = HERE / "results" / "thesis_ch4.json"
-SELECTED = HERE / "results" / "thesis_ch4_selected.json"
 #: Fig. 4.1's breast cancer grid (Sec. 4.4): 20 m linearly spaced in [5, 300], 20 λ
 #: log-spaced in [1e-12, 1e-3]
 BC_SIZES = np.round(np.linspace(5, 300, 20)).astype(int)
@@ -72,7 +67,8 @@ def load(name: str, trial: int) -> tuple[np.ndarray, ...]:
     return Xs[tr], yy[tr], Xs[te], yy[te]
 
 
-def run() -> dict[str, Any]:
+def run() -> str:
+    """Every published point, its trials: results/thesis_ch4.json."""
     import kernelpath as kp
 
     out: dict[str, Any] = {}
@@ -100,13 +96,13 @@ def run() -> dict[str, Any]:
             rows.append({"m": m, "penalty": lam, "published": pub, "values": vals})
             print(name, m, lam, pub, float(np.mean(vals)), flush=True)
         out[name] = {"sigma": sigma, "trials": trials, "measure": what, "rows": rows}
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps(out, indent=1) + "\n")
-    return out
+    save_results("thesis_ch4", out)
+    return table()
 
 
-def table() -> str:
-    r = json.loads(OUT.read_text())
+def table(write: bool = False) -> str:
+    """The published points beside the reruns (``--write``: into REPORT.md's block)."""
+    r = load_results("thesis_ch4")
     lines = [
         "| data (σ, trials) | m | λ | measure | published (mean) | here (mean ± sd) "
         "| within 2% of it |",
@@ -123,10 +119,13 @@ def table() -> str:
                 f"| {e['measure']} | {pub} | {mean_sd(row['values'], '.3f')} "
                 f"| {'yes' if ok else '**no**'} |"
             )
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    if write:
+        write_block("thesis_ch4", text)
+    return text
 
 
-def selected() -> dict[str, Any]:
+def selected() -> str:
     """Another reading of the breast cancer numbers: the test error of the point each trial's
     validation part selects on Fig. 4.1's whole (m, λ) grid, not of one fixed point. Chosen
     by the validation error rate with ties to the smaller validation squared loss
@@ -154,12 +153,13 @@ def selected() -> dict[str, Any]:
             points.append([int(best["n_centers"]), float(best["penalty"])])
         out[label] = {"values": errs, "points": points}
         print(label, float(np.mean(errs)), flush=True)
-    SELECTED.write_text(json.dumps(out, indent=1) + "\n")
-    return out
+    save_results("thesis_ch4_selected", out)
+    return selected_table()
 
 
-def selected_table() -> str:
-    r = json.loads(SELECTED.read_text())
+def selected_table(write: bool = False) -> str:
+    """Breast cancer's selected points (``--write``: into REPORT.md's block)."""
+    r = load_results("thesis_ch4_selected")
     lines = [
         "| selected by | here (mean ± sd, 20 trials) | published 1.24 within 2% "
         "| median m | median λ |",
@@ -174,28 +174,12 @@ def selected_table() -> str:
             f"| validation {label} | {mean_sd(e['values'], '.2f')} | {'yes' if ok else '**no**'} "
             f"| {np.median(pts[:, 0]):.0f} | {np.median(pts[:, 1]):.2g} |"
         )
-    return "\n".join(lines)
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["run", "table", "selected"])
-    ap.add_argument("--write", action="store_true")
-    a = ap.parse_args()
-    if a.what == "run":
-        run()
-        return 0
-    if a.what == "selected":
-        if not a.write:
-            selected()
-        text, block = selected_table(), "thesis_ch4_selected"
-    else:
-        text, block = table(), "thesis_ch4"
-    if a.write:
-        write_block(block, text)
-    print(text)
-    return 0
+    text = "\n".join(lines)
+    if write:
+        write_block("thesis_ch4_selected", text)
+    return text
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    commands = {"run": run, "table": table, "selected": selected, "selected-table": selected_table}
+    sys.exit(h.cli(__doc__, commands))

@@ -1,17 +1,17 @@
 """The thesis's Table 6.2 (SGM and SIGM with the hinge loss) on the rows whose data is here,
 with the thesis's settings, beside the published values.
 
-    python benchmarks/paper/thesis_table62.py run [--reps 10] [--rows breastcancer,adult1000,...]
-    python benchmarks/paper/thesis_table62.py table [--write]
-    python benchmarks/paper/thesis_table62.py run --wide --rows ijcnn1000 --reps 3
+    python benchmarks/run.py thesis_table62 run [--reps 10] [--rows breastcancer,adult1000,...]
+    python benchmarks/run.py thesis_table62 table [--write]
+    python benchmarks/run.py thesis_table62 run --wide --rows ijcnn1000 --reps 3
         # the experiment on the gaps: steps up to 1000 and up to 500 passes ("<row>:wide")
-    python benchmarks/paper/thesis_table62.py hinge --rows adult1000,ijcnn1000 --reps 3
+    python benchmarks/run.py thesis_table62 run --hinge --rows adult1000,ijcnn1000 --reps 3
         # SGM's step (C) or θ (D) chosen by the hold-out's hinge loss ("<row>:hinge")
-    python benchmarks/paper/thesis_table62.py run --intercept --rows ijcnn1000,adult1000 --reps 3
+    python benchmarks/run.py thesis_table62 run --intercept --rows ijcnn1000,adult1000 --reps 3
         # the same four methods with an unpenalized intercept ("<row>:intercept")
-    python benchmarks/paper/thesis_table62.py run --averaged
+    python benchmarks/run.py thesis_table62 run --averaged
         # the same four methods scored by eq. 6.4's step-weighted average ("<row>:averaged")
-    python benchmarks/paper/thesis_table62.py last --reps 3
+    python benchmarks/run.py thesis_table62 run --last --reps 3
         # SIGM's last iterate after all its passes, without early stopping ("<row>:last")
 
 Settings, as Sec. 6.4 prints them: the Gaussian widths of Table 6.1 (breast cancer σ = 0.4,
@@ -36,18 +36,12 @@ test file.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-from _common import load_pm1, mean_sd, within, write_block
-
-HERE = Path(__file__).resolve().parent
-OUT = HERE / "results" / "thesis_table62.json"
+from _common import h, load_pm1, load_results, mean_sd, save_results, within, write_block
 
 #: row -> (data set, σ, training points or None for all), and the published
 #: (hinge loss, ±), (class error %, ±), in the order SGM C, SGM D, SIGM C, SIGM D
@@ -123,7 +117,7 @@ def _record(label: str, method: str, rep: int, est: Any, Xte: Any, yte: Any, sec
         "time": sec,
         "best_params": {k: float(v) for k, v in est.best_params_.items()},
     }
-    print(json.dumps(out), flush=True)
+    print(out, flush=True)
     return out
 
 
@@ -202,18 +196,20 @@ def fit_row_last(row: str, rep: int) -> list[dict[str, Any]]:
 
 
 def run(
-    rows: list[str],
-    reps: int,
+    rows: str = ",".join(ROWS),
+    reps: int = 10,
     wide: bool = False,
     hinge: bool = False,
     intercept: bool = False,
     averaged: bool = False,
     last: bool = False,
-) -> None:
-    results = json.loads(OUT.read_text()) if OUT.exists() else {}
+) -> str:
+    """The rows' repetitions in this process, one variant of the methods at a time (the
+    flags); each variant's rows are kept under "<row>:<variant>"."""
+    results = load_results("thesis_table62", {})
     flags = {"last": last, "hinge": hinge, "wide": wide, "intercept": intercept}
     tag = next((f":{k}" for k, on in {**flags, "averaged": averaged}.items() if on), "")
-    for row in rows:
+    for row in h.names(rows):
         runs: list[dict[str, Any]] = []
         for rep in range(reps):
             if last:
@@ -223,12 +219,13 @@ def run(
             else:
                 runs += fit_row(row, rep, tag, wide, intercept, averaged)
             results[row + tag] = runs
-            OUT.parent.mkdir(exist_ok=True)
-            OUT.write_text(json.dumps(results, indent=1) + "\n")
+            save_results("thesis_table62", results)
+    return table()
 
 
-def table() -> str:
-    results = json.loads(OUT.read_text())
+def table(write: bool = False) -> str:
+    """Table 6.2 beside the published rows (``--write``: into REPORT.md's block)."""
+    results = load_results("thesis_table62")
     lines = [
         "| row | method | hinge loss: published | here | within 2× ± | error %: published "
         "| here | within 2× ± | fit s |",
@@ -240,36 +237,18 @@ def table() -> str:
             rs = [r for r in runs if r["method"] == method]
             if not rs:
                 continue
-            h, e = [r["hinge"] for r in rs], [r["error_pct"] for r in rs]
+            loss, e = [r["hinge"] for r in rs], [r["error_pct"] for r in rs]
             ph, pe = spec["hinge"][i], spec["error"][i]
             lines.append(
-                f"| {row} ({len(rs)} reps) | {method} | {ph[0]} ± {ph[1]} | {mean_sd(h, '.3f')} "
-                f"| {within(h, ph)} | {pe[0]} ± {pe[1]} | {mean_sd(e, '.1f')} | {within(e, pe)} "
+                f"| {row} ({len(rs)} reps) | {method} | {ph[0]} ± {ph[1]} | {mean_sd(loss, '.3f')} "
+                f"| {within(loss, ph)} | {pe[0]} ± {pe[1]} | {mean_sd(e, '.1f')} | {within(e, pe)} "
                 f"| {np.median([r['time'] for r in rs]):.1f} |"
             )
-    return "\n".join(lines)
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("what", choices=["run", "hinge", "last", "table"])
-    ap.add_argument("--reps", type=int, default=10)
-    ap.add_argument("--rows", default=",".join(ROWS))
-    ap.add_argument("--write", action="store_true")
-    ap.add_argument("--wide", action="store_true")
-    ap.add_argument("--intercept", action="store_true")
-    ap.add_argument("--averaged", action="store_true")
-    a = ap.parse_args()
-    if a.what in ("run", "hinge", "last"):
-        hinge, last = a.what == "hinge", a.what == "last"
-        run(a.rows.split(","), a.reps, a.wide, hinge, a.intercept, a.averaged, last)
-        return 0
-    text = table()
-    if a.write:
+    text = "\n".join(lines)
+    if write:
         write_block("thesis_table62", text)
-    print(text)
-    return 0
+    return text
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(h.cli(__doc__, {"run": run, "table": table}))

@@ -5,7 +5,7 @@ After each threaded call, OpenBLAS's threads keep spinning for about 0.1 s (2^28
 alternates short BLAS calls (preconditioner solves, m x k products) with its own worker
 threads (one per core: the kernel blocks) and, with pip's wheels, with the other OpenBLAS
 (NumPy and SciPy each bundle one): each switch finds the cores taken by spinning threads.
-Measured on this project's 2-core machine (``benchmarks/threads.py``, docs/design.md "BLAS
+Measured on this project's 2-core machine (``benchmarks/results/threads.json``, docs/design.md "BLAS
 threads during a fit"): adult's default Nyström fit 5.79 s with the libraries' own threads,
 3.93 s with BLAS on one thread throughout, 3.62 s with the spinning cut short by the
 environment variable, 3.88 s by this module's rule; random features on ijcnn1 8.50, 6.09,

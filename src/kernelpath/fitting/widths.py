@@ -59,7 +59,7 @@ SCREEN_CENTERS_MAX = 1500
 #: The best width on n_s rows is about (n / n_s)^WIDTH_SHIFT times the best on n rows
 #: (measured on the shared data, docs/design.md "Choosing the width"). Not on every set:
 #: MNIST's best width hardly falls with n, and the shift costs it 0.14-0.21 points of test
-#: error at 5,000-20,000 centers (benchmarks/width_rows.py).
+#: error at 5,000-20,000 centers (benchmarks/results/width_rows.json).
 WIDTH_SHIFT = 0.2
 #: The most iterations of a screening fit with an iterative solver (NYTRO).
 SCREEN_MAX_ITER = 100

@@ -69,7 +69,7 @@ WIDE_BLOCK_BYTES = 1024**2
 #: at m = 20,000), and each piece's product then re-read all of the product's m x c right
 #: side (4.8 MB at c = 30) for those rows: memory-bound. Measured on a 2-core AMD EPYC
 #: host (float32 K_nm of 12,000 rows cached, two workers, best of 3, float64
-#: right sides; ``benchmarks/product_pieces.py`` has the grid): m =
+#: right sides; ``benchmarks/results/product_pieces.json`` has the grid): m =
 #: 20,000, c = 30: one fused product 1.56 s at 6 rows, 0.51 s at 32, 0.46 s at 64; c = 3
 #: 0.27 s, 0.13 s, 0.12 s (0.14 s at 128); m = 40,000 (6,000 rows), c = 30: 2.84 s at 3
 #: rows, 0.49 s at 64; m = 5,000, c = 10: 0.073 s at 26 rows, 0.043 s at 64; float64 K_nm

@@ -337,7 +337,7 @@ def compact_first_for(itemsize: int) -> bool:
     on every device. Its R is applied in float64 (``CompactFactor._refined``) and it beat
     the full factor, whose float64 factor of the float32 K_mm drops the directions below
     that matrix's rounding, in accuracy and time on the host
-    (``benchmarks/compact_float32.py``: test RMSE +1.9% at worst against the cut's +18% to
+    (``benchmarks/results/compact_float32.json``: test RMSE +1.9% at worst against the cut's +18% to
     +76% on three of six problems, and 28.7 s against 89.9 s at m = 8,000). CUDA kept the
     full factor first while its compact solves and products summed in float32 (P at
     n = 10⁷, m = 20,000 lost 4.8% with them on an H100); since both are float64 there too,
