@@ -96,23 +96,33 @@ def posterior_shape(est: Any, Xp: Any) -> np.ndarray:
 
 def fit_variances(shape: np.ndarray, residuals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(s^2, sigma^2) per output, (k,) each: the maximum-likelihood variances of residuals
-    (n_v, k) ~ N(0, s^2 shape + sigma^2), shape (n_v,)."""
+    (n_v, k) ~ N(0, s^2 shape + sigma^2), shape (n_v,). The likelihood is maximized in units
+    of the mean squared residual (the same answer at every scale of y); residuals that are
+    all zero give zero variances."""
     signal, noise = [], []
+    median = float(np.median(shape))
     for r in residuals.T:
         r2 = np.asarray(r, dtype=np.float64) ** 2
-        total = max(float(np.mean(r2)), np.finfo(np.float64).tiny)
+        total = float(np.mean(r2))
+        if not np.isfinite(total) or total <= 0.0:
+            signal.append(0.0)
+            noise.append(0.0)
+            continue
+        u = r2 / total
 
-        def nll(p: np.ndarray, r2: np.ndarray = r2) -> float:
-            var = np.exp(p[0]) * shape + np.exp(p[1])
-            return float(np.mean(np.log(var) + r2 / var))
+        def nll(p: np.ndarray, u: np.ndarray = u) -> float:
+            a, b = np.exp(np.clip(p, -60.0, 60.0))
+            var = a * shape + b
+            return float(np.mean(np.log(var) + u / var))
 
-        start = np.log([total / max(float(np.mean(shape)), 1e-12), total / 2.0])
+        start = np.log([1.0 / max(float(np.mean(shape)), 1e-12), 0.5])
         res = minimize(nll, start, method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-9})
-        a, b = np.exp(res.x) if np.all(np.isfinite(res.x)) else (0.0, total)
+        a, b = np.exp(np.clip(res.x, -60.0, 60.0)) if np.all(np.isfinite(res.x)) else (0.0, 1.0)
         # the floor: far from the data v(x) -> k(x, x) keeps its weight (see FLOOR_SHARE)
-        a = max(a, FLOOR_SHARE * b / max(float(np.median(shape)), np.finfo(np.float64).tiny))
-        signal.append(float(a))
-        noise.append(float(b))
+        if median > 0.0:
+            a = max(a, FLOOR_SHARE * b / median)
+        signal.append(float(a) * total)
+        noise.append(float(b) * total)
     return np.asarray(signal), np.asarray(noise)
 
 
