@@ -176,10 +176,6 @@ class _KernelPathEstimator(BaseEstimator):
         if chosen.search_info is not None:
             self.search_results_ = [dict(row) for row in chosen.search_info]
         self.n_fit_rows_ = int(chosen.model.rows)
-        if chosen.residuals is not None and not problem.classifier:
-            R = chosen.residuals * problem.y_scale  # in y's units
-            self.conformal_residuals_ = np.sort(np.abs(R), axis=0)
-            self.noise_variance_ = np.mean(R**2, axis=0)
         path = chosen.path.in_units(problem.y_scale)
         self.path_ = path
         if chosen.ard_info is not None:
@@ -200,13 +196,16 @@ class _KernelPathEstimator(BaseEstimator):
         best = self.best_params_
         self.penalty_ = float(best.get("penalty", 0.0))
         self.n_iter_ = int(best["n_iter"]) if "n_iter" in best else 1
-        if chosen.residuals is not None and chosen.residual_rows is not None:
-            R = chosen.residuals * problem.y_scale
-            fitted = calibrate_posterior(
-                self, problem.X, chosen.residual_rows, R, len(chosen.train)
-            )
-            if fitted is not None:
-                self.signal_variance_, self.noise_variance_ = fitted
+        if chosen.residuals is not None and not problem.classifier:
+            R = chosen.residuals * problem.y_scale  # in y's units
+            self.conformal_residuals_ = np.sort(np.abs(R), axis=0)
+            self.noise_variance_ = np.mean(R**2, axis=0)
+            if chosen.residual_rows is not None:  # the posterior's two variances, where it has one
+                fitted = calibrate_posterior(
+                    self, problem.X, chosen.residual_rows, R, len(chosen.train)
+                )
+                if fitted is not None:
+                    self.signal_variance_, self.noise_variance_ = fitted
         self._warn_if_rounding(path)
 
     #: the share of the solution's norm in unresolved directions that makes it rounding
