@@ -80,3 +80,16 @@ def check_estimator(estimator, expected_failed_checks=None):
             check(est)
         except SkipTest:
             pass
+
+
+def fitted_nystrom(classes=None):
+    """(a small fitted Nyström model, its X): a regressor, or with ``classes`` (two labels) a
+    classifier on the sign of the first feature; for the model-file and command-line tests."""
+    import kernelpath as kp
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 3))
+    if classes is None:
+        return kp.NystromRegressor(kp.Gaussian(1.0), n_centers=20).fit(X, X[:, 0]), X
+    y = np.asarray(classes)[(X[:, 0] > 0).astype(int)]
+    return kp.NystromClassifier(kp.Gaussian(1.0), n_centers=20).fit(X, y), X

@@ -14,6 +14,8 @@ from kernelpath.cli import main
 from kernelpath.data import tables
 from kernelpath.data.tables import read_table
 
+from .conftest import fitted_nystrom
+
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")
 
@@ -407,18 +409,6 @@ def test_outputs_replace_only_a_regular_file_or_a_missing_path(tmp_path):
     np.testing.assert_array_equal(kp.load(target).predict(X), est.predict(X))
 
 
-# ----------------------------------------------------------------------------- model files
-def _fitted(classes=None):
-    import kernelpath as kp
-
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((200, 3))
-    if classes is None:
-        return kp.NystromRegressor(kp.Gaussian(1.0), n_centers=20).fit(X, X[:, 0]), X
-    y = np.asarray(classes)[(X[:, 0] > 0).astype(int)]
-    return kp.NystromClassifier(kp.Gaussian(1.0), n_centers=20).fit(X, y), X
-
-
 # ----------------------------------------------------------------------------- CSV
 def test_csv_integer_column_that_holds_a_fraction_after_the_first_block(tmp_path, monkeypatch):
     # the types are inferred from the first block; a later 3.5 in an "integer" column is a
@@ -478,7 +468,7 @@ def test_an_output_in_a_missing_folder_is_refused_before_the_fit(tmp_path, capsy
     from kernelpath.cli import main
     from kernelpath.estimators import NystromRegressor
 
-    est, _ = _fitted()
+    est, _ = fitted_nystrom()
     out = tmp_path / "missing" / "m.kp"
     with pytest.raises(ValueError, match="path: no folder"):
         kp.save(est, out)

@@ -13,6 +13,8 @@ import pytest
 import kernelpath as kp
 from kernelpath.model_files import FORMAT_NAME, _checksum, _header
 
+from .conftest import fitted_nystrom
+
 safetensors = pytest.importorskip("safetensors.numpy")
 
 
@@ -643,17 +645,6 @@ def test_forged_headers_are_model_file_errors(tmp_path):
 
 
 # ----------------------------------------------------------------------------- model files
-def _fitted(classes=None):
-    import kernelpath as kp
-
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((200, 3))
-    if classes is None:
-        return kp.NystromRegressor(kp.Gaussian(1.0), n_centers=20).fit(X, X[:, 0]), X
-    y = np.asarray(classes)[(X[:, 0] > 0).astype(int)]
-    return kp.NystromClassifier(kp.Gaussian(1.0), n_centers=20).fit(X, y), X
-
-
 def resigned(data, edit):
     """The bytes of a model file whose contents ``edit(header, model_tree, tensors)``
     changed, with its checksum recomputed, as anyone can (the checksum is not keyed)."""
@@ -700,7 +691,7 @@ def test_a_resigned_file_with_a_text_array_bomb_is_refused_within_bounded_memory
     import kernelpath as kp
     from kernelpath.model_files import ModelFileError
 
-    est, _ = _fitted(classes=["no", "yes"])
+    est, _ = fitted_nystrom(classes=["no", "yes"])
     kp.save(est, tmp_path / "m.kp")
 
     def bomb(header, tree, tensors):
@@ -723,7 +714,7 @@ def test_a_resigned_file_with_an_empty_but_huge_coefficient_array_is_refused(tmp
     import kernelpath as kp
     from kernelpath.model_files import ModelFileError
 
-    est, _ = _fitted()
+    est, _ = fitted_nystrom()
     kp.save(est, tmp_path / "m.kp")
 
     def huge(header, tree, tensors):
@@ -738,7 +729,7 @@ def test_a_resigned_file_with_nan_or_inconsistent_coefficients_is_refused(tmp_pa
     import kernelpath as kp
     from kernelpath.model_files import ModelFileError
 
-    est, X = _fitted()
+    est, X = fitted_nystrom()
     kp.save(est, tmp_path / "m.kp")
 
     def nan(header, tree, tensors):
@@ -777,7 +768,7 @@ def test_keyed_signature(tmp_path):
     import kernelpath as kp
     from kernelpath.model_files import ModelFileError
 
-    est, X = _fitted()
+    est, X = fitted_nystrom()
     kp.save(est, tmp_path / "signed.kp", key="s3cret")
     kp.save(est, tmp_path / "plain.kp")
     np.testing.assert_array_equal(

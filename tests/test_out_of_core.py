@@ -21,6 +21,8 @@ from kernelpath.data import (
     write_predictions,
 )
 
+from .conftest import fitted_nystrom
+
 h5py = pytest.importorskip("h5py")
 
 
@@ -273,18 +275,6 @@ def test_rows_on_disk_meet_the_width_rule(tmp_path):
     est.set_params(kernel=kp.Gaussian(1e-2)).fit(Xs, y)  # ||x / sigma|| within the limit
 
 
-# ----------------------------------------------------------------------------- model files
-def _fitted(classes=None):
-    import kernelpath as kp
-
-    rng = np.random.default_rng(0)
-    X = rng.standard_normal((200, 3))
-    if classes is None:
-        return kp.NystromRegressor(kp.Gaussian(1.0), n_centers=20).fit(X, X[:, 0]), X
-    y = np.asarray(classes)[(X[:, 0] > 0).astype(int)]
-    return kp.NystromClassifier(kp.Gaussian(1.0), n_centers=20).fit(X, y), X
-
-
 # ----------------------------------------------------------------------------- data on disk
 def test_rows_on_disk_meet_the_magnitude_rule_of_rows_in_memory(tmp_path):
     import kernelpath as kp
@@ -335,7 +325,7 @@ def test_threads_writing_the_same_zarr_folder_all_succeed(tmp_path):
 
     from kernelpath.data import write_predictions
 
-    est, X = _fitted()
+    est, X = fitted_nystrom()
     out = str(tmp_path / "p.zarr")
     write_predictions(est, X, out)  # the folder exists: every writer replaces it
 
