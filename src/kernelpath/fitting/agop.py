@@ -215,8 +215,9 @@ def learn_metric(
         info["stopped"] = "one feature"
         return start, info
     misses, gain = 0, 0.0
-    for t in range(1, max(rounds.max_rounds, MAX_ROUNDS if rounds.extend_gain > 0 else 0) + 1):
-        if t > rounds.max_rounds and (misses or gain < rounds.extend_gain):
+    last = max(rounds.max_rounds, MAX_ROUNDS) if rounds.extend_gain > 0 else rounds.max_rounds
+    for t in range(1, last + 1):
+        if t > rounds.max_rounds and (misses or gain < rounds.extend_gain):  # past the count
             break
         rows = train
         if len(rows) > AGOP_ROWS:
