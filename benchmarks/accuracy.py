@@ -400,13 +400,16 @@ def table(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _runs_of(res: dict[str, Any], name: str, method: str) -> list[dict[str, Any]]:
+    """The recorded runs of ``name``/``method``, one per seed."""
+    return [
+        r for k, r in res["runs"].items() if k.split("/")[0] == name and k.split("/")[2] == method
+    ]
+
+
 def _mean_of(res: dict[str, Any], name: str, method: str, key: str) -> float | None:
     """The mean of ``key`` over the seeds of ``name``/``method`` (None: never measured)."""
-    vals = [
-        r[key]
-        for k, r in res["runs"].items()
-        if k.split("/")[0] == name and k.split("/")[2] == method and key in r
-    ]
+    vals = [r[key] for r in _runs_of(res, name, method) if key in r]
     return float(np.mean(vals)) if vals else None
 
 
@@ -414,8 +417,8 @@ def _mean_width(res: dict[str, Any], name: str, method: str) -> float | None:
     """The mean interval width of ``name``/``method`` over its seeds and outputs."""
     vals = [
         float(np.mean(r["interval_width"]))
-        for k, r in res["runs"].items()
-        if k.split("/")[0] == name and k.split("/")[2] == method and "interval_width" in r
+        for r in _runs_of(res, name, method)
+        if "interval_width" in r
     ]
     return float(np.mean(vals)) if vals else None
 
