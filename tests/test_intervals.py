@@ -70,6 +70,9 @@ def test_intervals_and_std_are_refused_where_nothing_was_held_out():
             est.predict_interval(X, coverage=bad)
     with pytest.raises(TypeError, match="coverage must be a number"):
         est.predict_interval(X, coverage="0.9")
+    for bad in ("yes", 1, None):
+        with pytest.raises(TypeError, match="return_std must be True or False"):
+            est.predict(X, return_std=bad)
     for other in (kp.NYTRORegressor(), kp.RandomFeaturesRegressor(), kp.EigenProRegressor()):
         other.set_params(random_state=0).fit(X, y)
         with pytest.raises(ValueError, match="return_std"):

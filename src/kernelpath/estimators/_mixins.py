@@ -150,9 +150,10 @@ class _RegressorMixin(RegressorMixin):
         X : array-like, sparse matrix or tensor of shape (n_samples, n_features)
         return_std : bool, default=False
             Also return the standard deviation of y at each row: the Gaussian-process
-            posterior's under the fitted λ, plus the noise the held-out residuals measure
-            (``estimators._uncertainty``: exact for KRLSRegressor, conditioned on the
-            centers for NystromRegressor; O(m^2) memory and O(m^3 + n m^2) time).
+            posterior's under the fitted λ plus the noise, the two variances fitted to the
+            held-out residuals (``estimators._uncertainty``: the exact posterior's shape for
+            KRLSRegressor, conditioned on the centers for NystromRegressor; O(m^2) memory
+            and O(m^3 + n m^2) time).
 
         Returns
         -------
@@ -161,6 +162,8 @@ class _RegressorMixin(RegressorMixin):
         std : ndarray of shape (n_samples,) or (n_samples, n_outputs)
             With ``return_std``.
         """
+        if not isinstance(return_std, (bool, np.bool_)):
+            raise TypeError(f"return_std must be True or False, got {return_std!r}")
         if B.is_dask(X):
             if return_std:
                 raise TypeError("return_std: give X in memory (a NumPy array or a frame)")
