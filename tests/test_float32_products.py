@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from kernelpath import NystromClassifier
+from kernelpath._kernels import HAVE_NUMBA
 from kernelpath.datasets import load_shared
 from kernelpath.kernels import Gaussian
-from kernelpath.operators import KernelOperator
+from kernelpath.operators import KernelOperator, blocks
 from kernelpath.operators.blocks import product_dtype
 from kernelpath.solvers.iterative import IterativeOptions, iterative_path
 
@@ -187,3 +188,68 @@ def test_compact_float32_factor_applies_r_in_float64(rng, monkeypatch, refine, r
     both = np.isfinite(e32) & np.isfinite(e64)
     close = np.allclose(e32[both], e64[both], rtol=0.05) and path.info["indefinite"] == 0.0
     assert close == refine
+
+
+requires_numba = pytest.mark.skipif(not HAVE_NUMBA, reason="Numba is not installed")
+
+
+@requires_numba
+@pytest.mark.parametrize("cache", ["auto", False])
+def test_the_compiled_pass_sums_in_float64(rng, monkeypatch, cache):
+    """The compiled row pass (float32 entries widened in registers) against a float64 dense
+    computation on right-hand sides whose products cancel: float32 sums would miss by about
+    1e-4 of the largest entry."""
+    monkeypatch.setattr(blocks, "COMPILED_PASS_MIN_ENTRIES", 0)
+    X, _, C = _problem(rng, n=700, m=90)
+    op = KernelOperator(X.astype(np.float32), C.astype(np.float32), Gaussian(2.0), cache=cache)
+    assert op._compiled
+    K = op.matvec(np.eye(90, dtype=np.float32)).astype(np.float64)
+    V = rng.standard_normal((90, 3)) * 1e4
+    V -= V.mean(axis=0)
+    w = rng.uniform(0.5, 2.0, 700)
+    for k in (1, 3):
+        got, KV = op.fused(V[:, :k], w, return_matvec=True)
+        want = K.T @ (w[:, None] * (K @ V[:, :k]))
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-11 * np.abs(want).max())
+        np.testing.assert_allclose(KV, K @ V[:, :k], rtol=1e-10, atol=1e-11 * np.abs(want).max())
+    one = op.fused(V[:, 0])
+    assert one.shape == (90,)
+    np.testing.assert_allclose(one, K.T @ (K @ V[:, 0]), rtol=1e-10, atol=1e-6)
+
+
+@requires_numba
+def test_the_compiled_pass_holds_numba_in_the_budget(monkeypatch):
+    """An operator that runs the compiled pass plans its cache in what Numba's import
+    leaves of the budget, and a budget under four times that import keeps widened pieces."""
+    X = np.zeros((150_000, 2), dtype=np.float32)
+    C = X[:1000]
+    budget = 600_000_000 + 64 * 2**20  # K_nm (600 MB) fits beside the blocks, not Numba too
+    monkeypatch.setattr(blocks, "COMPILED_PASS_MIN_ENTRIES", 2**62)
+    plain = KernelOperator(X, C, Gaussian(1.0), memory_budget=budget)
+    monkeypatch.setattr(blocks, "COMPILED_PASS_MIN_ENTRIES", 0)
+    compiled = KernelOperator(X, C, Gaussian(1.0), memory_budget=budget)
+    assert compiled._compiled and not plain._compiled
+    assert plain.cache.planned_rows == 150_000
+    assert compiled.cache.planned_rows <= (budget - blocks.COMPILED_PASS_IMPORT_BYTES) // 4000
+    small = 4 * blocks.COMPILED_PASS_IMPORT_BYTES - 1
+    assert not KernelOperator(X, C, Gaussian(1.0), memory_budget=small)._compiled
+    assert not KernelOperator(
+        X.astype(np.float64), C, Gaussian(1.0), memory_budget=budget
+    )._compiled
+
+
+@requires_numba
+def test_a_fit_through_the_compiled_pass_is_the_widened_fit(rng, monkeypatch):
+    """A float32 classifier whose CG passes run compiled makes the model of the widened
+    pieces: the same float64 sums in another order, whose last digits CG's small penalties
+    magnify to about 1e-5 of the scores (float32 sums move them by tenths)."""
+    X = rng.standard_normal((1500, 6)).astype(np.float32)
+    y = (np.sin(X[:, 0]) + X[:, 1] > 0).astype(int)
+    kw = dict(search="none", random_state=0, n_centers=150)
+    widened = NystromClassifier(**kw).fit(X, y)
+    monkeypatch.setattr(blocks, "COMPILED_PASS_MIN_ENTRIES", 0)
+    compiled = NystromClassifier(**kw).fit(X, y)
+    assert compiled.best_params_ == widened.best_params_
+    np.testing.assert_allclose(
+        compiled.decision_function(X), widened.decision_function(X), rtol=0, atol=1e-4
+    )

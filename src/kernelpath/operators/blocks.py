@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend as B
+from .._kernels import HAVE_NUMBA
 from .._validation import check_int
 from .cache import CACHE_FRACTION
 
@@ -27,6 +28,9 @@ __all__ = [
     "product_dtype",
     "BLOCK_BYTES",
     "PRODUCT_MIN_ROWS",
+    "COMPILED_PASS_MIN_ENTRIES",
+    "COMPILED_PASS_IMPORT_BYTES",
+    "compiled_pass_fits",
     "PARALLEL_MIN_ENTRIES",
 ]
 
@@ -75,6 +79,14 @@ WIDE_BLOCK_BYTES = 1024**2
 #: rows, 0.49 s at 64; m = 5,000, c = 10: 0.073 s at 26 rows, 0.043 s at 64; float64 K_nm
 #: cached at m = 20,000, c = 30: 0.63 s at 16 rows, 0.44 s at 64.
 PRODUCT_MIN_ROWS = 64
+#: From this many entries of K_nm (n m) a float32 operator's CG pass with a float64 right-hand
+#: side (``KernelOperator.fused``, up to ``GEMV_MAX_COLUMNS`` columns) runs the compiled row
+#: pass of ``_kernels.fused_rows_float32`` in place of widened pieces; below, Numba's import
+#: (about 0.4 s) costs more than the pass saves (``benchmarks/results/float32_pass.json``).
+COMPILED_PASS_MIN_ENTRIES = 10**8
+#: Memory that importing Numba and loading the compiled pass adds to a process (98 MB
+#: measured, with a margin); an operator that runs the pass holds it in its budget.
+COMPILED_PASS_IMPORT_BYTES = 128 * 2**20
 #: On CUDA, a widened piece is at most a quarter of a widened 512 MB float32 block (each
 #: piece is a copy and the products' launches; not measured on a device), and at most a
 #: block's rows, which the budget counts with a widened row each.
@@ -265,6 +277,20 @@ def wide_piece_bytes(m: int, itemsize: int, block_rows: int) -> int:
     """Bytes of a host worker's widened piece (float64 products over blocks of a lower
     precision: ``product_dtype``); 0 for float64 operators, whose blocks are not widened."""
     return 0 if itemsize >= 8 else wide_piece_rows(m, block_rows) * m * 8
+
+
+def compiled_pass_fits(n: int, m: int, dtype: Any, budget: int, on_torch: bool) -> bool:
+    """Whether an operator's float64 products over float32 blocks run the compiled row pass:
+    Numba installed, NumPy blocks (not ``on_torch``), at least ``COMPILED_PASS_MIN_ENTRIES``
+    entries, and a budget of at least four times ``COMPILED_PASS_IMPORT_BYTES``, which the
+    operator then holds."""
+    return (
+        HAVE_NUMBA
+        and not on_torch
+        and np.dtype(dtype) == np.float32
+        and n * m >= COMPILED_PASS_MIN_ENTRIES
+        and budget >= 4 * COMPILED_PASS_IMPORT_BYTES
+    )
 
 
 def sum_dtype(dtype: Any, on_cuda: bool = False) -> np.dtype:

@@ -19,14 +19,19 @@ arrays (tensors on its device), which the device-side solvers and predictions us
 
 Precision of the products. On the host, a float32 operator given a float64 right-hand side
 computes that product in float64 (``product_dtype``): its float32 blocks are widened, as
-NumPy's own promotion would, and the sums are float64; ``gram`` (no right-hand side) sums in
+NumPy's own promotion would, and the sums are float64 (CG's pass over at least
+``COMPILED_PASS_MIN_ENTRIES`` entries runs compiled, widening each entry in a register:
+``_kernels.fused_rows_float32``); ``gram`` (no right-hand side) sums in
 float64 there too (``sum_dtype``). The Nyström solvers' right-hand sides
 R v have large entries of both signs that cancel (R R^T = K_mm^-1), and float32 sums of them
 lose everything below eps32 * cond(K_mm) of the top of the spectrum: on MNIST that made the
 whole CG path noise (``docs/design.md``, "float32 products"). On CUDA the products are
 float64 the same way (widened pieces of ``CUDA_WIDE_BLOCK_BYTES``): with float32 sums there,
-MNIST's default classifier erred 21.25% on an H200 where float64 erred 2.91%. The cost of
-the widening on a device is not measured yet. ``gram`` keeps the operator's dtype on CUDA.
+MNIST's default classifier erred 21.25% on an H200 where float64 erred 2.91%. There the
+widened pieces cost their extra memory traffic: problem P (n = 10^7, m = 20,000) fitted in
+55.7 s from float32 data against 39.0 s from float64 data (``benchmarks/results/gpu.json``).
+No float32 product keeps float64's error (``benchmarks/results/float32_precision.json``).
+``gram`` keeps the operator's dtype on CUDA.
 
 Memory. The rows are split into one contiguous chunk per worker; the first rows of every
 chunk are cached, as many as the budget holds beside the workers' streamed blocks at their
@@ -56,6 +61,7 @@ from typing import Any
 import numpy as np
 
 from .. import _backend as B
+from .._kernels import fused_rows_float32
 from .._validation import check_int
 from ..data.sources import RowSource
 from ..inputs import as_rows
@@ -64,10 +70,12 @@ from .blocks import (
     BLOCK_BYTES,
     CACHED_GEMM_BLOCK_BYTES,
     CACHED_GEMV_BLOCK_BYTES,
+    COMPILED_PASS_IMPORT_BYTES,
     CUDA_BLOCK_BYTES,
     CUDA_WIDE_BLOCK_BYTES,
     GEMV_MAX_COLUMNS,
     PRODUCT_MIN_ROWS,
+    compiled_pass_fits,
     plan_rows,
     product_dtype,
     sum_dtype,
@@ -162,12 +170,18 @@ class KernelOperator:
         itemsize = self.dtype.itemsize
         row_bytes = max(1, self.m * itemsize)
         self.nbytes_full = self.n * row_bytes
+        #: float64 products of float32 blocks by the compiled row pass (``fused``): where it
+        #: runs, the budget holds Numba's import beside the cache and the blocks
+        self._compiled = compiled_pass_fits(
+            self.n, self.m, self.dtype, self.budget, self.device.is_torch
+        )
+        planned_budget = self.budget - (COMPILED_PASS_IMPORT_BYTES if self._compiled else 0)
         plan = plan_rows(
             self.n,
             self.m,
             int(X.shape[1]),
             itemsize,
-            self.budget,
+            planned_budget,
             self.device.is_cuda,
             self.sparse,
             self.rows.read_bytes(),
@@ -208,7 +222,7 @@ class KernelOperator:
             planned,
             self.X,
         )
-        self.block_rows = plan.block_rows(self.budget, self.n_cached, row_bytes)
+        self.block_rows = plan.block_rows(planned_budget, self.n_cached, row_bytes)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -600,7 +614,9 @@ class KernelOperator:
                 acc += Kb.T @ t
             return acc.T if by_column else acc
 
-        out = sum(self._run(work))
+        # float64 products of float32 blocks by the compiled row pass where it was planned
+        compiled = by_column and self._compiled and dtype == np.float64
+        out = sum(self._run(_compiled_worker(self, B2, w, KB) if compiled else work))
         if vec:
             out = out[:, 0]
             KB = None if KB is None else KB[:, 0]
@@ -686,6 +702,22 @@ class KernelOperator:
         while parts:
             G += parts.pop()
         return self._out(B.gram_done(G), native)
+
+
+def _compiled_worker(op: KernelOperator, B2: Any, w: Any, KB: Any) -> Callable[[int], Any]:
+    """A worker of ``KernelOperator.fused`` that runs the compiled row pass
+    (``_kernels.fused_rows_float32``) over its float32 blocks, with no widened copy; its sums
+    have ``fused``'s by-column layout, transposed back."""
+    Bt = np.ascontiguousarray(B2.T)
+
+    def work(wk: int) -> Any:
+        acc = np.zeros(Bt.shape)
+        for s, e, Kb in op._blocks(wk, op._cached_rows(Bt.shape[0])):
+            w_b = None if w is None else w[s:e]
+            fused_rows_float32(Kb, Bt, w_b, acc, None if KB is None else KB[s:e])
+        return acc.T
+
+    return work
 
 
 def _clip_rule(op: KernelOperator) -> bool:
