@@ -57,6 +57,8 @@ TABLES: dict[str, tuple[str, str]] = {
     "cli_cost": ("cli", "table"),
     "krls_cost": ("krls_cost", "table"),
     "float32": ("float32", "table"),
+    "float32_precision": ("float32", "precision_table"),
+    "float32_pass": ("float32", "products_table"),
     "accuracy": ("accuracy", "table"),
     "default_search": ("accuracy", "defaults"),
     "defaults": ("defaults", "table"),
