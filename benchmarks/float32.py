@@ -243,6 +243,8 @@ def precision_table() -> str:
 
 #: (label, n, m, d, cache) of the ``products`` runs
 PRODUCT_CONFIGS = [
+    ("n = 25,000, d = 20, m = 1,000, K_nm cached", 25_000, 1000, 20, True),
+    ("n = 50,000, d = 20, m = 1,000, K_nm cached", 50_000, 1000, 20, True),
     ("n = 50,000, d = 20, m = 2,000, K_nm cached", 50_000, 2000, 20, True),
     ("n = 200,000, d = 20, m = 2,000, K_nm cached", 200_000, 2000, 20, True),
     ("n = 200,000, d = 20, m = 2,000, streamed", 200_000, 2000, 20, False),

@@ -81,9 +81,10 @@ WIDE_BLOCK_BYTES = 1024**2
 PRODUCT_MIN_ROWS = 64
 #: From this many entries of K_nm (n m) a float32 operator's CG pass with a float64 right-hand
 #: side (``KernelOperator.fused``, up to ``GEMV_MAX_COLUMNS`` columns) runs the compiled row
-#: pass of ``_kernels.fused_rows_float32`` in place of widened pieces; below, Numba's import
-#: (about 0.4 s) costs more than the pass saves (``benchmarks/results/float32_pass.json``).
-COMPILED_PASS_MIN_ENTRIES = 10**8
+#: pass of ``_kernels.fused_rows_float32`` in place of widened pieces: CG's path 1.16x faster
+#: at 5e7 entries, 1.46x at 1e8, and 0.87x at 2.5e7, where Numba's import (about 0.4 s) costs
+#: more than the pass saves (``benchmarks/results/float32_pass.json``).
+COMPILED_PASS_MIN_ENTRIES = 5 * 10**7
 #: Memory that importing Numba and loading the compiled pass adds to a process (98 MB
 #: measured, with a margin); an operator that runs the pass holds it in its budget.
 COMPILED_PASS_IMPORT_BYTES = 128 * 2**20
