@@ -135,20 +135,20 @@ PRODUCT_SCHEMES = {
 def _float32_product(Kb: np.ndarray, V: np.ndarray, how: str, transpose: bool) -> np.ndarray:
     """Kb @ V (or Kb.T @ V) for a float32 block and a float64 V, computed as ``how`` says,
     in float64."""
-    K64 = (lambda a: a.T if transpose else a)(Kb)
+    K = Kb.T if transpose else Kb  # float32
     if how == "float64":
-        return K64.astype(np.float64) @ V
+        return K.astype(np.float64) @ V
     if how in ("float32", "rounded"):
         V32 = V.astype(np.float32)
-        return K64 @ V32 if how == "float32" else K64.astype(np.float64) @ V32.astype(float)
+        return K @ V32 if how == "float32" else K.astype(np.float64) @ V32.astype(float)
     hi = V.astype(np.float32)
     parts = [hi, (V - hi).astype(np.float32)] if how.startswith("split") else [hi]
     both = np.concatenate(parts, axis=1)
     k = V.shape[1]
-    out = np.zeros((K64.shape[0], k))
-    piece = K64.shape[1] if how.endswith("block") else PIECE
-    for j in range(0, K64.shape[1], piece):  # the summed dimension, in pieces
-        p = K64[:, j : j + piece] @ both[j : j + piece]
+    out = np.zeros((K.shape[0], k))
+    piece = K.shape[1] if how.endswith("block") else PIECE
+    for j in range(0, K.shape[1], piece):  # the summed dimension, in pieces
+        p = K[:, j : j + piece] @ both[j : j + piece]
         for i in range(len(parts)):
             out += p[:, i * k : (i + 1) * k]
     return out

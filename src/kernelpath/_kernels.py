@@ -137,7 +137,7 @@ def givens_downdate_rows(R: np.ndarray, c: np.ndarray, s: np.ndarray) -> None:
 
 @functools.cache
 def _fused_rows() -> Callable[..., None]:
-    """The compiled row pass (Numba is imported at the first call: about 0.4 s and 90 MB a
+    """The compiled row pass (Numba is imported at the first call: about 0.4 s and 98 MB a
     process with its compiled code cached, so the operator calls it only for large passes).
     Reassociation lets LLVM vectorize the float64 sums; nogil lets the operator's worker
     threads run it side by side."""
